@@ -1,0 +1,55 @@
+# ndp: the node disruption planner.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+BIN ?= $(CURDIR)/bin
+GO ?= go
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN ?= $(BIN)/controller-gen
+GO_TEST_FLAGS ?=
+
+.PHONY: all build test test-go test-rego bench generate lint fmt vet demo clean
+
+all: build
+
+## build: the ndp CLI (also installed as kubectl-ndp, so `kubectl ndp` / `oc ndp` work)
+build:
+	$(GO) build -o $(BIN)/ndp ./cmd/ndp
+	ln -sf ndp $(BIN)/kubectl-ndp
+
+## test: Go tests (differential test included), then the Rego tests of the shipped policies through `ndp test`
+test: test-go test-rego
+
+test-go:
+	$(GO) test $(GO_TEST_FLAGS) ./...
+
+test-rego: build
+	$(BIN)/ndp test policies/
+
+## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio
+bench:
+	$(GO) test -run '^$$' -bench 'BenchmarkPlan' -benchmem -count 1 ./planner/ | tee $(BIN)/bench.txt
+	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
+
+## demo: `ndp plan` on every shipped example
+demo: build
+	./hack/demo.sh
+
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+## generate: deepcopy functions for apis/ (controller-gen)
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+
+## lint: gofmt and go vet
+lint: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

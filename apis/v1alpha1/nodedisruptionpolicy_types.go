@@ -1,0 +1,116 @@
+package v1alpha1
+
+import (
+	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Kind is the kind of a NodeDisruptionPolicy.
+const Kind = "NodeDisruptionPolicy"
+
+// Priorities: the embedded defaults are 0 so any user policy for the same
+// path overrides them; a user policy without a priority gets 100.
+const (
+	DefaultsPriority    int32 = 0
+	UserDefaultPriority int32 = 100
+)
+
+// NodeDisruptionPolicySpec holds the rules of one policy. Declarative entries
+// and Rego are one mechanism: declarative entries are data for a built-in
+// Rego rule, so both claim changes the same way.
+type NodeDisruptionPolicySpec struct {
+	// priority breaks ties between equally specific claims of different
+	// policies: the higher wins. The built-in defaults have priority 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	Priority *int32 `json:"priority,omitempty"`
+
+	// poolSelector restricts the policy to MachineConfigPools whose labels
+	// match. Empty or absent means every pool.
+	// +optional
+	PoolSelector *metav1.LabelSelector `json:"poolSelector,omitempty"`
+
+	// files maps file paths (an exact path, or a directory ending in "/")
+	// to the actions a change of such a file needs.
+	// +optional
+	// +listType=map
+	// +listMapKey=path
+	// +kubebuilder:validation:MaxItems=100
+	Files []operatorv1.NodeDisruptionPolicySpecFile `json:"files,omitempty"`
+
+	// units maps systemd unit names to the actions a change of the unit needs.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	Units []operatorv1.NodeDisruptionPolicySpecUnit `json:"units,omitempty"`
+
+	// sshkey gives the actions for a change of the core user's SSH keys.
+	// +optional
+	SSHKey *operatorv1.NodeDisruptionPolicySpecSSHKey `json:"sshkey,omitempty"`
+
+	// rego is a Rego v1 module whose package is under "ndp.policy." and
+	// whose "claims" rule claims changes of the change set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=262144
+	Rego string `json:"rego,omitempty"`
+
+	// regoTests are Rego tests for the rego module; the policy is not
+	// accepted unless they pass.
+	// +optional
+	// +kubebuilder:validation:MaxLength=262144
+	RegoTests string `json:"regoTests,omitempty"`
+}
+
+// NodeDisruptionPolicyStatus reports whether the policy compiled, passed its
+// tests and is in force.
+type NodeDisruptionPolicyStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Accepted, Active, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// revision is the digest of what is active; plans record it.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+}
+
+// NodeDisruptionPolicy says which actions a node needs to apply a change of
+// its configuration.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=ndp
+type NodeDisruptionPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NodeDisruptionPolicySpec   `json:"spec,omitempty"`
+	Status NodeDisruptionPolicyStatus `json:"status,omitempty"`
+}
+
+// EffectivePriority is spec.priority, or the user default when unset.
+func (p *NodeDisruptionPolicy) EffectivePriority() int32 {
+	if p.Spec.Priority == nil {
+		return UserDefaultPriority
+	}
+	return *p.Spec.Priority
+}
+
+// NodeDisruptionPolicyList is a list of NodeDisruptionPolicy.
+//
+// +kubebuilder:object:root=true
+type NodeDisruptionPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeDisruptionPolicy `json:"items"`
+}
+
+var _ runtime.Object = &NodeDisruptionPolicy{}

@@ -1,0 +1,266 @@
+package planner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+)
+
+// Plan is what a node must do to move from one rendered config to another:
+// ordered post-config actions, whether to drain first, whether the actions
+// end in a reboot, and why.
+type Plan struct {
+	From    string   `json:"from"`
+	To      string   `json:"to"`
+	Actions []Action `json:"actions"`
+	Drain   bool     `json:"drain"`
+	Reboot  bool     `json:"reboot"`
+	Reasons []Reason `json:"reasons"`
+	// Unreconcilable, when not empty, means there is no plan: the node
+	// cannot apply the change in place and Actions is empty.
+	Unreconcilable []Unreconcilable `json:"unreconcilable"`
+	PolicyRevision string           `json:"policyRevision"`
+	// PlanHash digests from, to, actions, drain, reboot and the revision;
+	// the node daemon verifies it before executing.
+	PlanHash string `json:"planHash"`
+}
+
+// Reason explains one change: the policy whose claim won it, and the
+// actions that claim asked for.
+type Reason struct {
+	Change  string   `json:"change"`
+	Policy  string   `json:"policy"`
+	Match   string   `json:"match,omitempty"`
+	Actions []Action `json:"actions"`
+	Detail  string   `json:"detail,omitempty"`
+}
+
+// NoPolicy is the policy of a reason for an unclaimed change.
+const NoPolicy = "(none)"
+
+// Request is one question for the planner.
+type Request struct {
+	From, To *Config
+	// Pool the configs belong to, if known; part of the Rego input.
+	Pool string
+	// SingleNode: a single-node cluster is never drained.
+	SingleNode bool
+}
+
+// Planner computes plans with one compiled policy set. It is safe for
+// concurrent use.
+type Planner struct {
+	Engine *Engine
+}
+
+// New compiles a policy set into a planner.
+func New(ctx context.Context, pols []Policy, opts EngineOptions) (*Planner, error) {
+	e, err := NewEngine(ctx, pols, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Planner{Engine: e}, nil
+}
+
+// Plan is the one entry point that computes a plan: diff, evaluate the
+// policies on the changes, resolve the claims, normalise. The CLI, the
+// controllers and the webhook all call it.
+func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
+	cs, err := Diff(req.From, req.To)
+	if err != nil {
+		return nil, err
+	}
+	cs.Pool, cs.SingleNode = req.Pool, req.SingleNode
+	return p.PlanChanges(ctx, cs)
+}
+
+// PlanChanges plans an already computed change set.
+func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet) (*Plan, error) {
+	plan := &Plan{From: cs.From, To: cs.To, PolicyRevision: p.Engine.Revision(), Reasons: []Reason{}, Unreconcilable: []Unreconcilable{}}
+	if len(cs.Unreconcilable) > 0 {
+		plan.Unreconcilable = cs.Unreconcilable
+		plan.Actions = []Action{}
+		plan.PlanHash = plan.hash()
+		return plan, nil
+	}
+	var claims []Claim
+	if len(cs.Changes) > 0 {
+		var err error
+		if claims, err = p.Engine.Evaluate(ctx, cs); err != nil {
+			return nil, err
+		}
+	}
+	priority := func(policy string) int32 {
+		if pol, ok := p.Engine.Policy(policy); ok {
+			return pol.Priority
+		}
+		return 0
+	}
+	var ordered []Action
+	for _, w := range Resolve(cs, claims, priority) {
+		r := Reason{Change: w.Change.Describe(), Policy: NoPolicy, Actions: []Action{{Type: ActionReboot}}, Detail: "no policy claims this change"}
+		if w.Claim != nil {
+			r = Reason{Change: w.Change.Describe(), Policy: w.Claim.Policy, Match: w.Claim.Match, Actions: w.Claim.Actions, Detail: w.Claim.Reason}
+		}
+		plan.Reasons = append(plan.Reasons, r)
+		ordered = append(ordered, r.Actions...)
+	}
+	plan.Actions, plan.Drain, plan.Reboot = Normalize(ordered, cs.SingleNode)
+	plan.PlanHash = plan.hash()
+	return plan, nil
+}
+
+// Winner is the claim that decides a change; Claim is nil when no policy
+// claimed it (the change then needs a reboot).
+type Winner struct {
+	Change *Change
+	Claim  *Claim
+}
+
+// Resolve picks, for each change in change-set order, the winning claims:
+// the most specific (an exact path or name, then the longest directory),
+// ties going to the higher priority. Claims still tied (equally specific,
+// equal priority) all win, in policy-name order, so that no policy's
+// actions are lost.
+func Resolve(cs *ChangeSet, claims []Claim, priority func(policy string) int32) []Winner {
+	byChange := make(map[string][]*Claim, len(cs.Changes))
+	for i := range claims {
+		byChange[claims[i].Change] = append(byChange[claims[i].Change], &claims[i])
+	}
+	var out []Winner
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		cands := byChange[c.ID]
+		if len(cands) == 0 {
+			out = append(out, Winner{Change: c})
+			continue
+		}
+		sort.SliceStable(cands, func(a, b int) bool {
+			sa, sb := specificity(c, cands[a]), specificity(c, cands[b])
+			if sa != sb {
+				return sa > sb
+			}
+			pa, pb := priority(cands[a].Policy), priority(cands[b].Policy)
+			if pa != pb {
+				return pa > pb
+			}
+			if cands[a].Policy != cands[b].Policy {
+				return cands[a].Policy < cands[b].Policy
+			}
+			return actionsKey(cands[a].Actions) < actionsKey(cands[b].Actions)
+		})
+		best := cands[0]
+		for _, cl := range cands {
+			if specificity(c, cl) != specificity(c, best) || priority(cl.Policy) != priority(best.Policy) {
+				break
+			}
+			out = append(out, Winner{Change: c, Claim: cl})
+		}
+	}
+	return out
+}
+
+// exactMatch outranks any directory, however long.
+const exactMatch = 1 << 30
+
+// specificity: a claim without match, or matching the change's own path or
+// name, is exact; a directory claim counts its length.
+func specificity(c *Change, cl *Claim) int {
+	if cl.Match == "" || cl.Match == c.Path || cl.Match == c.Name {
+		return exactMatch
+	}
+	return len(cl.Match)
+}
+
+func actionsKey(actions []Action) string {
+	b, _ := json.Marshal(actions)
+	return string(b)
+}
+
+// Normalize merges the actions of the winning claims, in order, into a
+// plan: Reboot absorbs everything; Drain becomes the drain flag; None is
+// dropped unless nothing else remains; duplicates keep their first
+// occurrence; DaemonReload moves before the first Reload or Restart. A
+// single-node cluster is never drained.
+func Normalize(in []Action, singleNode bool) (actions []Action, drain, reboot bool) {
+	seen := map[string]bool{}
+	for _, a := range in {
+		switch a.Type {
+		case ActionReboot:
+			reboot = true
+			continue
+		case ActionDrain:
+			drain = true
+			continue
+		case ActionNone:
+			continue
+		}
+		k := actionKey(a)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		actions = append(actions, a)
+	}
+	switch {
+	case reboot:
+		actions, drain = []Action{{Type: ActionReboot}}, true
+	case len(actions) == 0:
+		actions = []Action{{Type: ActionNone}}
+	default:
+		actions = daemonReloadFirst(actions)
+	}
+	if singleNode {
+		drain = false
+	}
+	return actions, drain, reboot
+}
+
+func actionKey(a Action) string {
+	k := string(a.Type)
+	if a.Reload != nil {
+		k += "/" + string(a.Reload.ServiceName)
+	}
+	if a.Restart != nil {
+		k += "/" + string(a.Restart.ServiceName)
+	}
+	return k
+}
+
+// daemonReloadFirst moves a DaemonReload before the first Reload or
+// Restart: systemd must see changed units before they are restarted.
+func daemonReloadFirst(actions []Action) []Action {
+	dr, firstService := -1, -1
+	for i, a := range actions {
+		switch a.Type {
+		case ActionDaemonReload:
+			dr = i
+		case ActionReload, ActionRestart:
+			if firstService < 0 {
+				firstService = i
+			}
+		}
+	}
+	if dr < 0 || firstService < 0 || dr < firstService {
+		return actions
+	}
+	out := make([]Action, 0, len(actions))
+	out = append(out, actions[:firstService]...)
+	out = append(out, actions[dr])
+	out = append(out, actions[firstService:dr]...)
+	return append(out, actions[dr+1:]...)
+}
+
+func (p *Plan) hash() string {
+	b, _ := json.Marshal(struct {
+		From, To       string
+		Actions        []Action
+		Drain, Reboot  bool
+		PolicyRevision string
+		Unreconcilable []Unreconcilable
+	}{p.From, p.To, p.Actions, p.Drain, p.Reboot, p.PolicyRevision, p.Unreconcilable})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

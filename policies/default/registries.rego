@@ -1,0 +1,94 @@
+# registries.conf: CRI-O picks the new file up on reload. Nodes are drained
+# first unless the change is safe for the images already running, that is,
+# it only adds ways to pull by digest.
+package ndp.policy.default
+
+import data.ndp.lib
+
+registries_path := "/etc/containers/registries.conf"
+
+claims contains claim if {
+	some change in lib.file_changes
+	change.path == registries_path
+	claim := object.union(
+		{"change": change.id, "match": registries_path, "actions": registries_actions},
+		registries_reason,
+	)
+}
+
+diff := object.get(input, "registries", {})
+
+registries_actions := lib.none if {
+	not semantic_change
+} else := [lib.reload("crio.service")] if {
+	count(unsafe_registries_changes) == 0
+} else := [lib.reload("crio.service"), lib.drain]
+
+registries_reason := {"reason": "no semantic change"} if {
+	not semantic_change
+} else := {"reason": "only digest-only mirrors or search registries were added"} if {
+	count(unsafe_registries_changes) == 0
+} else := {"reason": concat("; ", sort(unsafe_registries_changes))}
+
+semantic_change if diff.unknown
+semantic_change if diff.searchChanged
+semantic_change if count(object.get(diff, "otherChanged", [])) > 0
+
+semantic_change if {
+	some field in ["registriesAdded", "registriesRemoved", "registriesChanged", "mirrorsAdded", "mirrorsRemoved", "mirrorsChanged", "mirrorsReordered"]
+	count(object.get(diff, field, [])) > 0
+}
+
+# unsafe_registries_changes explains each reason to drain.
+unsafe_registries_changes contains diff.unknown if diff.unknown
+
+unsafe_registries_changes contains "unqualified-search-registries changed other than by appending" if {
+	diff.searchChanged
+	not diff.searchAppendedOnly
+}
+
+unsafe_registries_changes contains sprintf("registry %s removed", [r.scope]) if {
+	some r in diff.registriesRemoved
+}
+
+unsafe_registries_changes contains sprintf("registry %s: %s changed", [r.scope, concat(", ", r.fields)]) if {
+	some r in diff.registriesChanged
+}
+
+unsafe_registries_changes contains sprintf("registry %s added without mirrors", [r.scope]) if {
+	some r in diff.registriesAdded
+	count(object.get(r, "mirrors", [])) == 0
+}
+
+unsafe_registries_changes contains sprintf("registry %s added as blocked", [r.scope]) if {
+	some r in diff.registriesAdded
+	r.blocked
+}
+
+unsafe_registries_changes contains sprintf("registry %s added as insecure", [r.scope]) if {
+	some r in diff.registriesAdded
+	r.insecure
+}
+
+unsafe_registries_changes contains sprintf("mirror %s of %s added with pull-from-mirror %s", [m.location, r.scope, m.pullFromMirror]) if {
+	some r in diff.registriesAdded
+	some m in r.mirrors
+	m.pullFromMirror != "digest-only"
+}
+
+unsafe_registries_changes contains sprintf("mirror %s of %s added with pull-from-mirror %s", [m.location, m.scope, m.pullFromMirror]) if {
+	some m in diff.mirrorsAdded
+	m.pullFromMirror != "digest-only"
+}
+
+unsafe_registries_changes contains sprintf("mirror %s of %s removed", [m.location, m.scope]) if {
+	some m in diff.mirrorsRemoved
+}
+
+unsafe_registries_changes contains sprintf("mirror %s of %s: %s changed", [m.location, m.scope, concat(", ", m.fields)]) if {
+	some m in diff.mirrorsChanged
+}
+
+unsafe_registries_changes contains sprintf("%s changed", [name]) if {
+	some name in diff.otherChanged
+}

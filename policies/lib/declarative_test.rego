@@ -1,0 +1,34 @@
+package ndp.builtin.declarative_test
+
+import data.ndp.builtin.declarative
+
+entries := {
+	"files": {
+		"/etc/chrony.conf": [{"policy": "chrony", "actions": [{"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]}],
+		"/etc/foo/": [{"policy": "foo", "actions": [{"type": "None"}]}],
+	},
+	"units": {"foo.service": [{"policy": "foo", "actions": [{"type": "DaemonReload"}]}]},
+	"sshkey": [{"policy": "keys", "actions": [{"type": "Drain"}]}],
+}
+
+changes := [
+	{"id": "file:/etc/chrony.conf", "kind": "file", "path": "/etc/chrony.conf", "dirs": ["/etc/", "/"]},
+	{"id": "file:/etc/foo/bar", "kind": "file", "path": "/etc/foo/bar", "dirs": ["/etc/foo/", "/etc/", "/"]},
+	{"id": "file:/etc/other", "kind": "file", "path": "/etc/other", "dirs": ["/etc/", "/"]},
+	{"id": "unit:foo.service", "kind": "unit", "name": "foo.service"},
+	{"id": "sshkey", "kind": "sshkey"},
+]
+
+test_claims_from_entries if {
+	claims := declarative.claims with input.changes as changes with data.ndp.declarative as entries
+	claims == {
+		["chrony", {"change": "file:/etc/chrony.conf", "match": "/etc/chrony.conf", "actions": [{"type": "Restart", "restart": {"serviceName": "chronyd.service"}}]}],
+		["foo", {"change": "file:/etc/foo/bar", "match": "/etc/foo/", "actions": [{"type": "None"}]}],
+		["foo", {"change": "unit:foo.service", "match": "foo.service", "actions": [{"type": "DaemonReload"}]}],
+		["keys", {"change": "sshkey", "actions": [{"type": "Drain"}]}],
+	}
+}
+
+test_no_entries_no_claims if {
+	count(declarative.claims) == 0 with input.changes as changes with data.ndp.declarative as {}
+}
