@@ -30,5 +30,6 @@ test_claims_from_entries if {
 }
 
 test_no_entries_no_claims if {
-	count(declarative.claims) == 0 with input.changes as changes with data.ndp.declarative as {}
+	claims := declarative.claims with input.changes as changes with data.ndp.declarative as {}
+	count(claims) == 0
 }

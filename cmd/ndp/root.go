@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of the CLI contract.
+const (
+	exitOK             = 0
+	exitInvalid        = 1 // invalid input or policy
+	exitUsage          = 2
+	exitUnreconcilable = 3
+)
+
+// usageError is a command line the CLI cannot run (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+// exitError carries an exit code chosen by a command (exit 3 prints the
+// plan and needs no message).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// run executes the CLI and returns its exit code. Nothing below it may
+// panic into the user's terminal: a panic is reported as an internal error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "ndp: internal error: %v\n", r)
+			code = exitInvalid
+		}
+	}()
+	root := newRootCommand(filepath.Base(args[0]))
+	root.SetArgs(args[1:])
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue) || isCobraUsageError(err):
+		fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", err, root.CommandPath())
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return exitInvalid
+	}
+}
+
+// isCobraUsageError recognises cobra's own argument errors, which it
+// returns as plain errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "required flag", "accepts ", "requires at least"} {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, "required flag(s)") {
+			return true
+		}
+	}
+	return false
+}
+
+func newRootCommand(binary string) *cobra.Command {
+	use := "ndp"
+	if strings.HasPrefix(binary, "kubectl-") || strings.HasPrefix(binary, "oc-") {
+		// Run as a plugin: help shows how the user invoked it.
+		use = strings.Replace(binary, "-", " ", 1)
+	}
+	root := &cobra.Command{
+		Use:   use,
+		Short: "ndp, the node disruption planner: what a machine config change does to nodes, and why",
+		Long: `ndp computes, from an old and a new rendered MachineConfig and the NodeDisruptionPolicies in force,
+the plan a node follows to apply the change: no action, a service reload or restart, a drain, or a reboot,
+with the policy that decided each change.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand())
+	return root
+}
