@@ -318,5 +318,9 @@ func restartService(name string) *operatorv1.RestartService {
 }
 
 // ReloadAction and RestartAction build actions.
-func ReloadAction(service string) Action  { return Action{Type: ActionReload, Reload: reloadService(service)} }
-func RestartAction(service string) Action { return Action{Type: ActionRestart, Restart: restartService(service)} }
+func ReloadAction(service string) Action {
+	return Action{Type: ActionReload, Reload: reloadService(service)}
+}
+func RestartAction(service string) Action {
+	return Action{Type: ActionRestart, Restart: restartService(service)}
+}

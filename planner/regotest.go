@@ -106,4 +106,3 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 	}
 	return sum, nil
 }
-
