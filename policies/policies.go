@@ -2,7 +2,7 @@
 // import (data.ndp.lib), the built-in rule that turns declarative entries
 // into claims (data.ndp.builtin.declarative), and the default policy that
 // reproduces the Machine Config Operator's default behaviour
-// (data.ndp.policy.default). Each directory carries its Rego tests.
+// (data.ndp.policy.defaults). Each directory carries its Rego tests.
 package policies
 
 import "embed"

@@ -73,19 +73,18 @@ func isCobraUsageError(err error) bool {
 }
 
 func newRootCommand(binary string) *cobra.Command {
-	use := "ndp"
-	if strings.HasPrefix(binary, "kubectl-") || strings.HasPrefix(binary, "oc-") {
-		// Run as a plugin: help shows how the user invoked it.
-		use = strings.Replace(binary, "-", " ", 1)
-	}
 	root := &cobra.Command{
-		Use:   use,
+		Use:   "ndp",
 		Short: "ndp, the node disruption planner: what a machine config change does to nodes, and why",
 		Long: `ndp computes, from an old and a new rendered MachineConfig and the NodeDisruptionPolicies in force,
 the plan a node follows to apply the change: no action, a service reload or restart, a drain, or a reboot,
 with the policy that decided each change.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if strings.HasPrefix(binary, "kubectl-") || strings.HasPrefix(binary, "oc-") {
+		// Run as a plugin: help shows how the user invoked it.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: strings.Replace(binary, "-", " ", 1)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand())

@@ -1,6 +1,6 @@
 # The default policy: the Machine Config Operator's default behaviour.
 # Anything no policy claims needs a reboot; these rules name what does not.
-package ndp.policy.default
+package ndp.policy.defaults
 
 import data.ndp.lib
 

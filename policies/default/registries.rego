@@ -1,7 +1,7 @@
 # registries.conf: CRI-O picks the new file up on reload. Nodes are drained
 # first unless the change is safe for the images already running, that is,
 # it only adds ways to pull by digest.
-package ndp.policy.default
+package ndp.policy.defaults
 
 import data.ndp.lib
 

@@ -1,0 +1,183 @@
+// Package oracle is a plain-Go reference implementation of ndp's default
+// policy (DESIGN §5, the defaults table and the registries.conf safety
+// rule). It exists only so that tests and benchmarks can check the Rego
+// planner against something written independently and obviously: it shares
+// nothing with policies/ but the change set it reads and planner.Normalize.
+package oracle
+
+import (
+	"strings"
+
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/registries"
+)
+
+// Decision is what the default rules give one change.
+type Decision struct {
+	Change  string // the change's ID
+	Rule    string // the row of the defaults table that decided it
+	Actions []planner.Action
+}
+
+// Rules, as named in decisions; a files-table rule is "path " + its key.
+const (
+	RuleOS         = "os field"
+	RuleUser       = "ssh keys / password hash"
+	RuleUnclaimed  = "unclaimed"
+	RuleRegistries = "registries.conf: " // + a verdict
+	rulePath       = "path "
+)
+
+// Verdicts on a registries.conf change.
+const (
+	RegistriesNone   = "no semantic change"
+	RegistriesSafe   = "safe"
+	RegistriesUnsafe = "unsafe"
+)
+
+var (
+	reboot = []planner.Action{{Type: planner.ActionReboot}}
+	none   = []planner.Action{{Type: planner.ActionNone}}
+)
+
+// fileRules is the files part of the defaults table. A key ending in "/" is
+// a directory covering every path below it.
+var fileRules = map[string][]planner.Action{
+	"/var/lib/kubelet/config.json":                            none,
+	"/etc/nmstate/openshift/":                                 none,
+	"/etc/machine-config-daemon/no-reboot/containers-gpg.pub": {planner.ReloadAction("crio.service")},
+	"/etc/containers/policy.json":                             {planner.ReloadAction("crio.service")},
+	"/etc/containers/registries.d/":                           {planner.ReloadAction("crio.service")},
+	"/etc/crio/policies/":                                     {planner.ReloadAction("crio.service")},
+	"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt": {
+		planner.RestartAction("coreos-update-ca-trust.service"),
+		planner.RestartAction("crio.service"),
+	},
+	"/etc/kubernetes/credential-providers/": {planner.RestartAction("kubelet.service")},
+	"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf": {
+		{Type: planner.ActionDaemonReload},
+		planner.RestartAction("kubelet.service"),
+	},
+}
+
+// osRebootFields are the OS fields whose change needs a reboot.
+var osRebootFields = map[string]bool{
+	planner.FieldOSImageURL:                     true,
+	planner.FieldBaseOSExtensionsContainerImage: true,
+	planner.FieldKernelArguments:                true,
+	planner.FieldExtensions:                     true,
+	planner.FieldKernelType:                     true,
+}
+
+// Plan gives the default policy's plan for a change set: each change's
+// actions in change-set order, merged by planner.Normalize. An
+// unreconcilable change set has no plan (no actions).
+func Plan(cs *planner.ChangeSet) (actions []planner.Action, drain, reboot bool) {
+	if len(cs.Unreconcilable) > 0 {
+		return []planner.Action{}, false, false
+	}
+	var all []planner.Action
+	for _, d := range Decide(cs) {
+		all = append(all, d.Actions...)
+	}
+	return planner.Normalize(all, cs.SingleNode)
+}
+
+// Decide gives each change of the set its actions under the default rules,
+// in change-set order.
+func Decide(cs *planner.ChangeSet) []Decision {
+	out := make([]Decision, 0, len(cs.Changes))
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		rule, actions := decide(cs, c)
+		out = append(out, Decision{Change: c.ID, Rule: rule, Actions: actions})
+	}
+	return out
+}
+
+func decide(cs *planner.ChangeSet, c *planner.Change) (string, []planner.Action) {
+	switch c.Kind {
+	case planner.KindOS:
+		if osRebootFields[c.Name] {
+			return RuleOS, reboot
+		}
+	case planner.KindSSHKey, planner.KindPassword:
+		return RuleUser, none
+	case planner.KindFile:
+		if c.Path == planner.RegistriesConfPath {
+			verdict, actions := Registries(cs.Registries)
+			return RuleRegistries + verdict, actions
+		}
+		if key, actions, ok := fileRule(c.Path); ok {
+			return rulePath + key, actions
+		}
+	}
+	return RuleUnclaimed, reboot
+}
+
+// fileRule finds the most specific entry of the files table for a path: the
+// path itself, else the longest directory containing it.
+func fileRule(path string) (key string, actions []planner.Action, ok bool) {
+	if a, found := fileRules[path]; found {
+		return path, a, true
+	}
+	for k, a := range fileRules {
+		if strings.HasSuffix(k, "/") && strings.HasPrefix(path, k) && len(k) > len(key) {
+			key, actions, ok = k, a, true
+		}
+	}
+	return key, actions, ok
+}
+
+// Registries decides a registries.conf change from its semantic diff: None
+// when nothing that CRI-O uses changed, a reload of CRI-O when the change
+// is safe, and a drain first when it is not. nil (no diff computed) is
+// taken as no semantic change, as the Rego rule does.
+func Registries(rc *planner.RegistriesChange) (verdict string, actions []planner.Action) {
+	if rc == nil {
+		rc = &planner.RegistriesChange{}
+	}
+	switch {
+	case rc.Unknown == "" && !semanticChange(rc.ConfigDiff):
+		return RegistriesNone, none
+	case rc.Unknown == "" && safe(rc.ConfigDiff):
+		return RegistriesSafe, []planner.Action{planner.ReloadAction("crio.service")}
+	default:
+		return RegistriesUnsafe, []planner.Action{planner.ReloadAction("crio.service"), {Type: planner.ActionDrain}}
+	}
+}
+
+func semanticChange(d registries.ConfigDiff) bool {
+	return d.SearchChanged ||
+		len(d.RegistriesAdded)+len(d.RegistriesRemoved)+len(d.RegistriesChanged) > 0 ||
+		len(d.MirrorsAdded)+len(d.MirrorsRemoved)+len(d.MirrorsChanged)+len(d.MirrorsReordered) > 0 ||
+		len(d.OtherChanged) > 0
+}
+
+// safe is the DESIGN §5 rule: the change only appends search registries
+// and adds digest-only ways to pull. Reordering mirrors is safe.
+func safe(d registries.ConfigDiff) bool {
+	if d.SearchChanged && !d.SearchAppendedOnly {
+		return false
+	}
+	if len(d.RegistriesRemoved) > 0 || len(d.RegistriesChanged) > 0 ||
+		len(d.MirrorsRemoved) > 0 || len(d.MirrorsChanged) > 0 || len(d.OtherChanged) > 0 {
+		return false
+	}
+	for _, r := range d.RegistriesAdded {
+		if len(r.Mirrors) == 0 || r.Blocked || r.Insecure {
+			return false
+		}
+		for _, m := range r.Mirrors {
+			if m.PullFromMirror != registries.PullFromMirrorDigestOnly {
+				return false
+			}
+		}
+	}
+	for _, m := range d.MirrorsAdded {
+		if m.PullFromMirror != registries.PullFromMirrorDigestOnly {
+			return false
+		}
+	}
+	return true
+}
