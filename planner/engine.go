@@ -56,7 +56,11 @@ type PolicyError struct {
 }
 
 func (e *PolicyError) Error() string {
-	return fmt.Sprintf("%s: %s", e.Origin, strings.Join(e.Messages, "; "))
+	msg := strings.Join(e.Messages, "; ")
+	if strings.HasPrefix(msg, e.Origin+":") {
+		return msg // a Rego position already names the file
+	}
+	return e.Origin + ": " + msg
 }
 
 // Claim is one policy's claim on one change.

@@ -281,11 +281,20 @@ func ReadBundle(origin string, r io.Reader) (Policy, error) {
 	} else if prio, ok := b.Manifest.Metadata["priority"].(float64); ok {
 		p.Priority = int32(prio)
 	}
-	if p.Name == "" && b.Manifest.Roots != nil && len(*b.Manifest.Roots) == 1 {
-		p.Name = strings.TrimPrefix((*b.Manifest.Roots)[0], "ndp/policy/")
+	if p.Name == "" && b.Manifest.Roots != nil {
+		// Roots ndp/policy/<name> (and its tests, ndp/policy/<name>_test).
+		names := map[string]bool{}
+		for _, r := range *b.Manifest.Roots {
+			names[strings.TrimSuffix(strings.TrimPrefix(r, "ndp/policy/"), "_test")] = true
+		}
+		if len(names) == 1 {
+			for n := range names {
+				p.Name = n
+			}
+		}
 	}
 	if p.Name == "" {
-		return Policy{}, &InputError{Object: origin, Field: ".manifest", Err: errors.New(`name the policy: metadata.name, or a single root "ndp/policy/<name>"`)}
+		return Policy{}, &InputError{Object: origin, Field: ".manifest", Err: errors.New(`name the policy: metadata.name, or roots "ndp/policy/<name>" (and "ndp/policy/<name>_test")`)}
 	}
 	mods := append([]bundle.ModuleFile(nil), b.Modules...)
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Path < mods[j].Path })

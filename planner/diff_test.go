@@ -1,0 +1,262 @@
+package planner_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+func diff(t *testing.T, from, to *planner.Config) *planner.ChangeSet {
+	t.Helper()
+	cs, err := planner.Diff(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func gzipped(t *testing.T, s string) string {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+func TestVersionBumpAndEncodingsAreNoChange(t *testing.T) {
+	contents := "server time.example.com iburst\n"
+	old := mc(t, "old", with(files(file("/etc/chrony.conf", contents)), "ignition", map[string]any{"version": "3.1.0"}), nil)
+	for name, f := range map[string]map[string]any{
+		"plain":  file("/etc/chrony.conf", contents),
+		"base64": fileB64("/etc/chrony.conf", contents),
+		"gzip":   {"path": "/etc/chrony.conf", "contents": map[string]any{"source": gzipped(t, contents), "compression": "gzip"}},
+	} {
+		for _, version := range []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
+			ign := files(f)
+			ign["ignition"] = map[string]any{"version": version}
+			if cs := diff(t, old, mc(t, "new", ign, nil)); len(cs.Changes) != 0 {
+				t.Errorf("%s contents, Ignition %s: changes %+v, want none", name, version, cs.Changes)
+			}
+		}
+	}
+}
+
+func TestFileChanges(t *testing.T) {
+	base := file("/etc/app/conf", "a\n")
+	old := mc(t, "old", files(base, file("/etc/gone", "x"), with(file("/etc/owned", "x"), "user", map[string]any{"name": "root"})), nil)
+	new := mc(t, "new", files(
+		with(with(file("/etc/app/conf", "b\n"), "mode", 0o600), "overwrite", true),
+		file("/etc/added", "y"),
+		with(with(file("/etc/owned", "x"), "user", map[string]any{"id": 0}), "group", map[string]any{"name": "wheel"}),
+	), nil)
+	cs := diff(t, old, new)
+	want := []planner.Change{
+		{ID: "file:/etc/added", Kind: "file", Op: "added", Path: "/etc/added", Dirs: []string{"/etc/", "/"}},
+		{ID: "file:/etc/app/conf", Kind: "file", Op: "changed", Path: "/etc/app/conf", Dirs: []string{"/etc/app/", "/etc/", "/"}, Fields: []string{"contents", "mode", "overwrite"}},
+		{ID: "file:/etc/gone", Kind: "file", Op: "removed", Path: "/etc/gone", Dirs: []string{"/etc/", "/"}},
+		{ID: "file:/etc/owned", Kind: "file", Op: "changed", Path: "/etc/owned", Dirs: []string{"/etc/", "/"}, Fields: []string{"group"}},
+	}
+	if d := cmp.Diff(want, cs.Changes, cmpopts.IgnoreFields(planner.Change{}, "OldDigest", "NewDigest")); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+	if c := cs.Change("file:/etc/app/conf"); c.OldDigest == c.NewDigest || !strings.HasPrefix(c.NewDigest, "sha256:") {
+		t.Errorf("digests %q → %q", c.OldDigest, c.NewDigest)
+	}
+	if got := cs.Change("file:/etc/app/conf").Describe(); got != "file /etc/app/conf: contents, mode, overwrite changed" {
+		t.Errorf("Describe() = %q", got)
+	}
+}
+
+func TestRemoteSourcesCompareByURLAndHash(t *testing.T) {
+	remote := func(hash string) map[string]any {
+		return map[string]any{"path": "/etc/remote", "contents": map[string]any{
+			"source": "https://example.com/f", "verification": map[string]any{"hash": hash}}}
+	}
+	h1 := "sha512-" + strings.Repeat("a", 128)
+	h2 := "sha512-" + strings.Repeat("b", 128)
+	if cs := diff(t, mc(t, "a", files(remote(h1)), nil), mc(t, "b", files(remote(h1)), nil)); len(cs.Changes) != 0 {
+		t.Errorf("same remote source: %+v", cs.Changes)
+	}
+	cs := diff(t, mc(t, "a", files(remote(h1)), nil), mc(t, "b", files(remote(h2)), nil))
+	if len(cs.Changes) != 1 || cs.Changes[0].NewDigest != "url:https://example.com/f#"+h2 {
+		t.Errorf("changed remote hash: %+v", cs.Changes)
+	}
+}
+
+func TestUnitChanges(t *testing.T) {
+	units := func(us ...map[string]any) map[string]any {
+		list := make([]any, len(us))
+		for i, u := range us {
+			list[i] = u
+		}
+		return map[string]any{"systemd": map[string]any{"units": list}}
+	}
+	dropin := func(name, contents string) map[string]any { return map[string]any{"name": name, "contents": contents} }
+	old := mc(t, "old", units(
+		map[string]any{"name": "a.service", "contents": "[Service]\n", "enabled": true},
+		map[string]any{"name": "b.service", "dropins": []any{dropin("10-x.conf", "x"), dropin("20-y.conf", "y")}},
+		map[string]any{"name": "c.service"},
+		map[string]any{"name": "gone.service"},
+	), nil)
+	new := mc(t, "new", units(
+		map[string]any{"name": "a.service", "contents": "[Service]\nType=oneshot\n", "enabled": false},
+		map[string]any{"name": "b.service", "dropins": []any{dropin("10-x.conf", "x2"), dropin("30-z.conf", "z")}},
+		map[string]any{"name": "c.service", "enabled": false, "mask": true},
+		map[string]any{"name": "new.timer"},
+	), nil)
+	want := []planner.Change{
+		{ID: "unit:a.service", Kind: "unit", Op: "changed", Name: "a.service", Fields: []string{"contents", "enabled"}},
+		{ID: "unit:b.service", Kind: "unit", Op: "changed", Name: "b.service", Fields: []string{"dropins"}, Dropins: []string{"10-x.conf", "20-y.conf", "30-z.conf"}},
+		{ID: "unit:c.service", Kind: "unit", Op: "changed", Name: "c.service", Fields: []string{"enabled", "mask"}},
+		{ID: "unit:gone.service", Kind: "unit", Op: "removed", Name: "gone.service"},
+		{ID: "unit:new.timer", Kind: "unit", Op: "added", Name: "new.timer"},
+	}
+	if d := cmp.Diff(want, diff(t, old, new).Changes); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+}
+
+func TestPasswdChanges(t *testing.T) {
+	core := func(hash string, keys ...any) map[string]any {
+		u := map[string]any{"name": "core", "sshAuthorizedKeys": keys}
+		if hash != "" {
+			u["passwordHash"] = hash
+		}
+		return map[string]any{"passwd": map[string]any{"users": []any{u}}}
+	}
+	cs := diff(t, mc(t, "old", core("", "ssh-ed25519 AAAA one", "ssh-ed25519 AAAA two"), nil),
+		mc(t, "new", core("$6$x", "ssh-ed25519 AAAA two", "ssh-ed25519 AAAA three"), nil))
+	want := []planner.Change{
+		{ID: "sshkey", Kind: "sshkey", Op: "changed", Name: "sshkey", Added: []string{"ssh-ed25519 AAAA three"}, Removed: []string{"ssh-ed25519 AAAA one"}},
+		{ID: "password", Kind: "password", Op: "added", Name: "password"},
+	}
+	if d := cmp.Diff(want, cs.Changes); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+	if len(cs.Unreconcilable) != 0 {
+		t.Errorf("core keys and password are reconcilable: %+v", cs.Unreconcilable)
+	}
+}
+
+func TestOSChanges(t *testing.T) {
+	old := mc(t, "old", nil, map[string]any{
+		"osImageURL": "quay.io/os@sha256:1", "kernelArguments": []string{"a=1", "b=2"},
+		"extensions": []string{"usbguard", "kerberos"}, "kernelType": "",
+	})
+	same := mc(t, "same", nil, map[string]any{
+		"osImageURL": "quay.io/os@sha256:1", "kernelArguments": []string{"a=1", "b=2"},
+		"extensions": []string{"kerberos", "usbguard"}, "kernelType": "default",
+	})
+	if cs := diff(t, old, same); len(cs.Changes) != 0 {
+		t.Errorf("reordered extensions and kernelType \"\" vs default are no change: %+v", cs.Changes)
+	}
+	new := mc(t, "new", nil, map[string]any{
+		"osImageURL": "quay.io/os@sha256:2", "kernelArguments": []string{"b=2", "a=1"},
+		"extensions": []string{"usbguard"}, "kernelType": "realtime",
+	})
+	var got []string
+	for _, c := range diff(t, old, new).Changes {
+		got = append(got, c.ID+" "+c.Op)
+	}
+	want := []string{"os:extensions changed", "os:kernelArguments changed", "os:kernelType changed", "os:osImageURL changed"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("kernel arguments are order-sensitive (-want +got):\n%s", d)
+	}
+}
+
+func TestRegistriesSemanticDiff(t *testing.T) {
+	conf := func(s string) *planner.Config {
+		return mc(t, "c", files(file(planner.RegistriesConfPath, s)), nil)
+	}
+	base := "unqualified-search-registries = [\"registry.access.redhat.com\"]\n"
+	cs := diff(t, conf(base), conf("# a comment\n"+base+"\n"))
+	if len(cs.Changes) != 1 || cs.Registries == nil || !cs.Registries.Empty() {
+		t.Errorf("comment-only change: changes %+v, registries %+v", cs.Changes, cs.Registries)
+	}
+	cs = diff(t, conf(base), conf(base+"[[registry]]\nlocation = \"quay.io/ocp\"\n[[registry.mirror]]\nlocation = \"mirror.example.com/ocp\"\npull-from-mirror = \"digest-only\"\n"))
+	if cs.Registries == nil || len(cs.Registries.RegistriesAdded) != 1 || cs.Registries.RegistriesAdded[0].Scope != "quay.io/ocp" {
+		t.Errorf("registry added: %+v", cs.Registries)
+	}
+	_, err := planner.Diff(conf(base), conf(base+"[[registry]\n"))
+	var ie *planner.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), planner.RegistriesConfPath) {
+		t.Errorf("invalid new registries.conf: %v", err)
+	}
+	cs = diff(t, conf(base+"[[registry]\n"), conf(base))
+	if cs.Registries == nil || cs.Registries.Unknown == "" {
+		t.Errorf("an unreadable old registries.conf must be reported unknown: %+v", cs.Registries)
+	}
+}
+
+func TestSourcesAnnotation(t *testing.T) {
+	doc := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: rendered-worker-2
+  annotations:
+    ndp.dev/sources: '{"file:/etc/chrony.conf": "50-chrony"}'
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/chrony.conf
+        contents: {source: "data:,x"}
+`
+	to, err := planner.ParseMachineConfig("new.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := diff(t, mc(t, "old", nil, nil), to)
+	if len(cs.Changes) != 1 || cs.Changes[0].Source != "50-chrony" {
+		t.Errorf("source not carried: %+v", cs.Changes)
+	}
+}
+
+func TestParseMachineConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"empty", "  \n", []string{"x.yaml", "empty document"}},
+		{"malformed YAML", "kind: MachineConfig\nspec:\n  config: [\n", []string{"x.yaml", "line ", "malformed YAML"}},
+		{"wrong kind", "apiVersion: v1\nkind: ConfigMap\n", []string{"x.yaml", "kind", "ConfigMap"}},
+		{"Ignition 2", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 2.2.0}}\n", []string{`x.yaml: MachineConfig "m"`, "spec.config", "unsupported config version"}},
+		{"future Ignition", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 3.9.0}}\n", []string{"spec.config", "unsupported config version"}},
+		{"invalid Ignition", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 3.4.0}, storage: {files: [{path: relative/path}]}}\n", []string{"spec.config", "absolute"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := planner.ParseMachineConfig("x.yaml", []byte(tc.doc))
+			var ie *planner.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not an InputError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestInvalidContentsAreInputErrors(t *testing.T) {
+	bad := map[string]any{"path": "/etc/x", "contents": map[string]any{"source": "data:;base64,bm90IGd6aXA=", "compression": "gzip"}}
+	_, err := planner.Diff(mc(t, "old", nil, nil), mc(t, "new", files(bad), nil))
+	var ie *planner.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "files[path=/etc/x].contents") || !strings.Contains(err.Error(), "gzip") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -1,0 +1,256 @@
+package planner_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+func filePolicy(name string, priority int32, path string, actions ...planner.Action) planner.Policy {
+	return planner.Policy{Name: name, Priority: priority, Origin: name + ".yaml", Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: actions}}}
+}
+
+func regoPolicy(name string, priority int32, src string) planner.Policy {
+	return planner.Policy{Name: name, Priority: priority, Origin: name + ".rego", Modules: []planner.Module{{Filename: name + ".rego", Source: src}}}
+}
+
+var (
+	none    = planner.Action{Type: planner.ActionNone}
+	reboot  = planner.Action{Type: planner.ActionReboot}
+	drainA  = planner.Action{Type: planner.ActionDrain}
+	dreload = planner.Action{Type: planner.ActionDaemonReload}
+)
+
+func TestSpecificityAndPriority(t *testing.T) {
+	old := mc(t, "old", nil, nil)
+	for _, tc := range []struct {
+		name     string
+		pols     []planner.Policy
+		path     string
+		want     string
+		policies []string
+	}{
+		{"user exact path beats the unclaimed reboot", []planner.Policy{filePolicy("chrony", 100, "/etc/chrony.conf", planner.RestartAction("chronyd.service"))},
+			"/etc/chrony.conf", `[{"type":"Restart","restart":{"serviceName":"chronyd.service"}}]`, []string{"chrony"}},
+		{"default exact path beats a user directory at higher priority", []planner.Policy{filePolicy("etc", 500, "/etc/containers/", none)},
+			"/etc/containers/policy.json", `[{"type":"Reload","reload":{"serviceName":"crio.service"}}]`, []string{"default"}},
+		{"longer directory beats shorter", []planner.Policy{filePolicy("a", 100, "/etc/", reboot), filePolicy("b", 100, "/etc/app/", none)},
+			"/etc/app/x.conf", `[{"type":"None"}]`, []string{"b"}},
+		{"directory matches only on a path boundary", []planner.Policy{filePolicy("a", 100, "/etc/app/", none)},
+			"/etc/application.conf", `[{"type":"Reboot"}]`, []string{planner.NoPolicy}},
+		{"higher priority wins an equally specific tie", []planner.Policy{filePolicy("user", 100, "/var/lib/kubelet/config.json", planner.RestartAction("kubelet.service"))},
+			"/var/lib/kubelet/config.json", `[{"type":"Restart","restart":{"serviceName":"kubelet.service"}}]`, []string{"user"}},
+		{"equal priority ties keep every policy's actions", []planner.Policy{
+			filePolicy("b", 100, "/etc/x", planner.RestartAction("b.service")),
+			filePolicy("a", 100, "/etc/x", planner.RestartAction("a.service"))},
+			"/etc/x", `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Restart","restart":{"serviceName":"b.service"}}]`, []string{"a", "b"}},
+		{"a Rego claim competes like a declarative one", []planner.Policy{regoPolicy("etc", 300, `package ndp.policy.etc
+
+import data.ndp.lib
+
+claims contains {"change": c.id, "match": "/etc/", "actions": [lib.reload("x.service")]} if {
+	some c in lib.file_changes
+	"/etc/" in c.dirs
+}
+`), filePolicy("app", 100, "/etc/app/", none)},
+			"/etc/other.conf", `[{"type":"Reload","reload":{"serviceName":"x.service"}}]`, []string{"etc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := defaultPlanner(t, tc.pols...)
+			got := plan(t, p, old, mc(t, "new", files(file(tc.path, "x")), nil))
+			if s := actionsString(got.Actions); s != tc.want {
+				t.Errorf("actions = %s, want %s", s, tc.want)
+			}
+			var policies []string
+			for _, r := range got.Reasons {
+				policies = append(policies, r.Policy)
+			}
+			if strings.Join(policies, ",") != strings.Join(tc.policies, ",") {
+				t.Errorf("deciding policies = %v, want %v", policies, tc.policies)
+			}
+		})
+	}
+}
+
+func TestPlanCombinesChangesInOrder(t *testing.T) {
+	p := defaultPlanner(t, planner.Policy{Name: "units", Priority: 100, Units: []operatorv1.NodeDisruptionPolicySpecUnit{
+		{Name: "app.service", Actions: []planner.Action{dreload, planner.RestartAction("app.service")}}}})
+	old := mc(t, "old", files(file("/etc/containers/policy.json", "{}")), nil)
+	ign := files(
+		file("/etc/containers/policy.json", `{"default":[]}`),
+		file("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", "cert"),
+		file("/var/lib/kubelet/config.json", "{}"),
+	)
+	ign["systemd"] = map[string]any{"units": []any{map[string]any{"name": "app.service", "contents": "[Service]\n"}}}
+	got := plan(t, p, old, mc(t, "new", ign, nil))
+	// Changes in order (files by path, then units); the DaemonReload moves
+	// before every Reload and Restart.
+	want := `[{"type":"DaemonReload"},{"type":"Reload","reload":{"serviceName":"crio.service"}},{"type":"Restart","restart":{"serviceName":"coreos-update-ca-trust.service"}},{"type":"Restart","restart":{"serviceName":"crio.service"}},{"type":"Restart","restart":{"serviceName":"app.service"}}]`
+	if s := actionsString(got.Actions); s != want || got.Drain || got.Reboot {
+		t.Errorf("actions = %s drain=%t reboot=%t\nwant %s", s, got.Drain, got.Reboot, want)
+	}
+	if len(got.Reasons) != 4 {
+		t.Errorf("want one reason per change, got %+v", got.Reasons)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	restartA, reloadA := planner.RestartAction("a.service"), planner.ReloadAction("a.service")
+	for _, tc := range []struct {
+		name               string
+		in                 []planner.Action
+		singleNode         bool
+		want               string
+		wantDrain, wantReb bool
+	}{
+		{"nothing", nil, false, `[{"type":"None"}]`, false, false},
+		{"None dropped beside others", []planner.Action{none, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
+		{"Reboot absorbs everything", []planner.Action{restartA, reboot, none}, false, `[{"type":"Reboot"}]`, true, true},
+		{"Drain becomes the flag", []planner.Action{reloadA, drainA}, false, `[{"type":"Reload","reload":{"serviceName":"a.service"}}]`, true, false},
+		{"only a drain", []planner.Action{drainA}, false, `[{"type":"None"}]`, true, false},
+		{"duplicates keep the first", []planner.Action{restartA, reloadA, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Reload","reload":{"serviceName":"a.service"}}]`, false, false},
+		{"DaemonReload before services", []planner.Action{restartA, dreload}, false, `[{"type":"DaemonReload"},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
+		{"single node never drains", []planner.Action{reboot}, true, `[{"type":"Reboot"}]`, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, drain, reb := planner.Normalize(tc.in, tc.singleNode)
+			if s := actionsString(got); s != tc.want || drain != tc.wantDrain || reb != tc.wantReb {
+				t.Errorf("Normalize = %s drain=%t reboot=%t; want %s drain=%t reboot=%t", s, drain, reb, tc.want, tc.wantDrain, tc.wantReb)
+			}
+		})
+	}
+}
+
+func compileErr(t *testing.T, pols ...planner.Policy) string {
+	t.Helper()
+	_, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+	if err == nil {
+		t.Fatal("compiled, want an error")
+	}
+	return err.Error()
+}
+
+func TestPolicyCompileErrors(t *testing.T) {
+	claimAll := "claims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n"
+	for _, tc := range []struct {
+		name string
+		pol  planner.Policy
+		want []string
+	}{
+		{"syntax error with line", regoPolicy("p", 100, "package ndp.policy.p\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"), []string{"p.rego:3:", "rego_parse_error"}},
+		{"line offset into the YAML file", planner.Policy{Name: "y", Origin: "y.yaml", Modules: []planner.Module{{Filename: "y.yaml", Field: "spec.rego", LineOffset: 10, Source: "package ndp.policy.y\n\nx := := 1\n"}}}, []string{"y.yaml:13:", "spec.rego line 3"}},
+		{"http.send", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"), []string{"p.rego:5:", "builtin http.send is not allowed"}},
+		{"net.lookup_ip_addr", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\tnet.lookup_ip_addr(\"example.com\")\n}\n"), []string{"builtin net.lookup_ip_addr is not allowed"}},
+		{"time.now_ns", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\ttime.now_ns() > 0\n}\n"), []string{"builtin time.now_ns is not allowed"}},
+		{"opa.runtime", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\topa.runtime()\n}\n"), []string{"builtin opa.runtime is not allowed"}},
+		{"uuid", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\tuuid.rfc4122(\"x\")\n}\n"), []string{"builtin uuid.rfc4122 is not allowed"}},
+		{"rand", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\trand.intn(\"x\", 3)\n}\n"), []string{"builtin rand.intn is not allowed"}},
+		{"package outside ndp.policy", regoPolicy("p", 100, "package ndp.lib\n\nx := 1\n"), []string{"p.rego:1:", "not under ndp.policy"}},
+		{"package owned by another policy", regoPolicy("p", 100, "package ndp.policy.defaults\n\nx := 1\n"), []string{"already owned by policy \"default\""}},
+		{"invalid declarative action", filePolicy("f", 100, "/etc/x", reboot, none), []string{"f.yaml", "spec.files[0].actions[0].type", "standalone"}},
+		{"relative declarative path", filePolicy("f", 100, "etc/x", none), []string{"spec.files[0].path", "absolute"}},
+		{"too many actions", filePolicy("f", 100, "/etc/x", dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload), []string{"spec.files[0].actions", "must have at most 10"}},
+		{"duplicate policy name", filePolicy("default", 100, "/etc/x", none), []string{"already defined"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := compileErr(t, tc.pol)
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestInvalidClaimsAreErrors(t *testing.T) {
+	old := mc(t, "old", nil, nil)
+	new := mc(t, "new", files(file("/etc/x", "x")), nil)
+	for _, tc := range []struct {
+		name, rule, want string
+	}{
+		{"Reboot with another action", `[{"type": "Reboot"}, {"type": "Drain"}]`, "standalone"},
+		{"service without a unit suffix", `[{"type": "Restart", "restart": {"serviceName": "chronyd"}}]`, `"chronyd"`},
+		{"unknown action type", `[{"type": "Explode"}]`, "Unsupported value"},
+		{"reload without service", `[{"type": "Reload"}]`, "reload is required"},
+		{"not a list", `{"type": "None"}`, "actions must be a list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := defaultPlanner(t, regoPolicy("bad", 100, "package ndp.policy.bad\n\nclaims contains {\"change\": c.id, \"actions\": "+tc.rule+"} if {\n\tsome c in input.changes\n}\n"))
+			_, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
+			var pe *planner.PolicyError
+			if !errors.As(err, &pe) || pe.Policy != "bad" || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a PolicyError of policy bad containing %q", err, tc.want)
+			}
+		})
+	}
+	p := defaultPlanner(t, regoPolicy("bad", 100, "package ndp.policy.bad\n\nclaims contains {\"change\": \"file:/nope\", \"actions\": [{\"type\": \"None\"}]}\n"))
+	if _, err := p.Plan(context.Background(), planner.Request{From: old, To: new}); err == nil || !strings.Contains(err.Error(), "not in the change set") {
+		t.Errorf("claim on an unknown change: %v", err)
+	}
+	p = defaultPlanner(t, regoPolicy("bad", 100, "package ndp.policy.bad\n\nclaims contains {\"change\": c.id, \"match\": \"/var/\", \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n}\n"))
+	if _, err := p.Plan(context.Background(), planner.Request{From: old, To: new}); err == nil || !strings.Contains(err.Error(), "match") {
+		t.Errorf("claim with a foreign match: %v", err)
+	}
+}
+
+func TestEvaluationErrorsAndDeadline(t *testing.T) {
+	old := mc(t, "old", nil, nil)
+	new := mc(t, "new", files(file("/etc/x", "x")), nil)
+	p := defaultPlanner(t, regoPolicy("strict", 100, "package ndp.policy.strict\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tto_number(c.path) > 0\n}\n"))
+	_, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
+	if err == nil || !strings.Contains(err.Error(), "strict.rego:5:") {
+		t.Errorf("a builtin error must fail the plan and name the line: %v", err)
+	}
+	slow, err := planner.New(context.Background(), []planner.Policy{regoPolicy("slow", 100, "package ndp.policy.slow\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tcount([x | some x in numbers.range(1, 100000000)]) < 0\n}\n")},
+		planner.EngineOptions{EvalTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = slow.Plan(context.Background(), planner.Request{From: old, To: new})
+	if err == nil || !strings.Contains(err.Error(), "longer than 100ms") && !strings.Contains(err.Error(), "cancel") {
+		t.Errorf("a runaway policy must hit the deadline: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the deadline did not stop evaluation: %s", d)
+	}
+}
+
+func TestRevisionAndDeterminism(t *testing.T) {
+	a := defaultPlanner(t, filePolicy("chrony", 100, "/etc/chrony.conf", planner.RestartAction("chronyd.service")))
+	b := defaultPlanner(t, filePolicy("chrony", 100, "/etc/chrony.conf", planner.RestartAction("chronyd.service")))
+	c := defaultPlanner(t, filePolicy("chrony", 101, "/etc/chrony.conf", planner.RestartAction("chronyd.service")))
+	if a.Engine.Revision() != b.Engine.Revision() || a.Engine.Revision() == c.Engine.Revision() {
+		t.Errorf("revisions: same set %s / %s, other priority %s", a.Engine.Revision(), b.Engine.Revision(), c.Engine.Revision())
+	}
+	var paths []map[string]any
+	for _, p := range []string{"/etc/chrony.conf", "/etc/containers/policy.json", "/etc/a", "/etc/b", "/var/lib/kubelet/config.json", "/etc/crio/policies/x"} {
+		paths = append(paths, file(p, p))
+	}
+	old, new := mc(t, "old", nil, nil), mc(t, "new", files(paths...), nil)
+	first := plan(t, a, old, new)
+	for i := 0; i < 20; i++ {
+		if again := plan(t, a, old, new); again.PlanHash != first.PlanHash || actionsString(again.Actions) != actionsString(first.Actions) {
+			t.Fatalf("plan %d differs: %+v vs %+v", i, again, first)
+		}
+	}
+}
+
+func TestEmbeddedRegoTests(t *testing.T) {
+	var out bytes.Buffer
+	sum, err := planner.RunRegoTests(context.Background(), []planner.Policy{planner.DefaultPolicy()}, nil, &out, planner.TestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed+sum.Errored > 0 || sum.Passed < 30 {
+		t.Errorf("Rego tests: %+v\n%s", sum, out.String())
+	}
+}

@@ -1,0 +1,106 @@
+package oracle
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/registries"
+)
+
+func fileChange(path string) planner.Change {
+	return planner.Change{ID: "file:" + path, Kind: planner.KindFile, Op: planner.OpChanged, Path: path, Fields: []string{"contents"}}
+}
+
+func TestFileRule(t *testing.T) {
+	crio := []planner.Action{planner.ReloadAction("crio.service")}
+	for path, want := range map[string][]planner.Action{
+		"/var/lib/kubelet/config.json":                        none,
+		"/var/lib/kubelet/config.json.bak":                    reboot,
+		"/etc/nmstate/openshift/a/b":                          none,
+		"/etc/nmstate/openshift-other":                        reboot,
+		"/etc/nmstate/openshift":                              reboot,
+		"/etc/crio/policies/x.json":                           crio,
+		"/etc/crio/policiesX":                                 reboot,
+		"/etc/containers/registries.d/x.yaml":                 crio,
+		"/etc/containers/policy.json":                         crio,
+		"/etc/containers/policy.json/x":                       reboot,
+		"/etc/machine-config-daemon/no-reboot/other":          reboot,
+		"/etc/kubernetes/credential-providers/ecr.yaml":       {planner.RestartAction("kubelet.service")},
+		"/etc/kubernetes/credential-providers-extra/a.yaml":   reboot,
+		"/etc/systemd/system/kubelet.service.d/10-other.conf": reboot,
+		"/etc/chrony.conf":                                    reboot,
+	} {
+		cs := &planner.ChangeSet{Changes: []planner.Change{fileChange(path)}}
+		if got := Decide(cs)[0].Actions; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestRegistries(t *testing.T) {
+	digest := registries.MirrorState{Location: "m.example.com/a", PullFromMirror: registries.PullFromMirrorDigestOnly}
+	tag := registries.MirrorState{Location: "m.example.com/b", PullFromMirror: registries.PullFromMirrorTagOnly}
+	for _, tc := range []struct {
+		name string
+		rc   *planner.RegistriesChange
+		want string
+	}{
+		{"nil", nil, RegistriesNone},
+		{"empty", &planner.RegistriesChange{}, RegistriesNone},
+		{"unknown", &planner.RegistriesChange{Unknown: "remote"}, RegistriesUnsafe},
+		{"search appended", rc(registries.ConfigDiff{SearchChanged: true, SearchAppendedOnly: true}), RegistriesSafe},
+		{"search reordered", rc(registries.ConfigDiff{SearchChanged: true, SearchReordered: true}), RegistriesUnsafe},
+		{"idms added", rc(registries.ConfigDiff{RegistriesAdded: []registries.RegistryState{{Scope: "q.io/a", Mirrors: []registries.MirrorState{digest}}}}), RegistriesSafe},
+		{"itms added", rc(registries.ConfigDiff{RegistriesAdded: []registries.RegistryState{{Scope: "q.io/a", Mirrors: []registries.MirrorState{digest, tag}}}}), RegistriesUnsafe},
+		{"registry without mirrors", rc(registries.ConfigDiff{RegistriesAdded: []registries.RegistryState{{Scope: "q.io/a"}}}), RegistriesUnsafe},
+		{"blocked registry", rc(registries.ConfigDiff{RegistriesAdded: []registries.RegistryState{{Scope: "q.io/a", Blocked: true, Mirrors: []registries.MirrorState{digest}}}}), RegistriesUnsafe},
+		{"insecure registry", rc(registries.ConfigDiff{RegistriesAdded: []registries.RegistryState{{Scope: "q.io/a", Insecure: true, Mirrors: []registries.MirrorState{digest}}}}), RegistriesUnsafe},
+		{"registry removed", rc(registries.ConfigDiff{RegistriesRemoved: []registries.RegistryState{{Scope: "q.io/a", Mirrors: []registries.MirrorState{digest}}}}), RegistriesUnsafe},
+		{"registry changed", rc(registries.ConfigDiff{RegistriesChanged: []registries.RegistryChange{{Scope: "q.io/a", Fields: []string{"blocked"}}}}), RegistriesUnsafe},
+		{"digest mirror added", rc(registries.ConfigDiff{MirrorsAdded: []registries.MirrorChange{{Scope: "q.io/a", Location: "m", PullFromMirror: "digest-only"}}}), RegistriesSafe},
+		{"all mirror added", rc(registries.ConfigDiff{MirrorsAdded: []registries.MirrorChange{{Scope: "q.io/a", Location: "m", PullFromMirror: "all"}}}), RegistriesUnsafe},
+		{"mirror removed", rc(registries.ConfigDiff{MirrorsRemoved: []registries.MirrorChange{{Scope: "q.io/a", Location: "m", PullFromMirror: "digest-only"}}}), RegistriesUnsafe},
+		{"mirror changed", rc(registries.ConfigDiff{MirrorsChanged: []registries.MirrorChange{{Scope: "q.io/a", Location: "m", Fields: []string{"insecure"}}}}), RegistriesUnsafe},
+		{"mirrors reordered", rc(registries.ConfigDiff{MirrorsReordered: []string{"q.io/a"}}), RegistriesSafe},
+		{"other changed", rc(registries.ConfigDiff{OtherChanged: []string{"short-name-mode"}}), RegistriesUnsafe},
+	} {
+		if got, _ := Registries(tc.rc); got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func rc(d registries.ConfigDiff) *planner.RegistriesChange {
+	return &planner.RegistriesChange{ConfigDiff: d}
+}
+
+func TestPlan(t *testing.T) {
+	crio := planner.ReloadAction("crio.service")
+	kubelet := planner.RestartAction("kubelet.service")
+	unsafe := &planner.RegistriesChange{ConfigDiff: registries.ConfigDiff{OtherChanged: []string{"aliases"}}}
+	for _, tc := range []struct {
+		name        string
+		cs          *planner.ChangeSet
+		want        []planner.Action
+		drain, boot bool
+	}{
+		{"nothing", &planner.ChangeSet{}, none, false, false},
+		{"ssh keys", &planner.ChangeSet{Changes: []planner.Change{{ID: "sshkey", Kind: planner.KindSSHKey, Op: planner.OpChanged}}}, none, false, false},
+		{"kargs", &planner.ChangeSet{Changes: []planner.Change{fileChange("/etc/containers/policy.json"), {ID: "os:kernelArguments", Kind: planner.KindOS, Name: planner.FieldKernelArguments}}}, reboot, true, true},
+		{"unit", &planner.ChangeSet{Changes: []planner.Change{{ID: "unit:crio.service", Kind: planner.KindUnit, Name: "crio.service"}}}, reboot, true, true},
+		{"daemon-reload first", &planner.ChangeSet{Changes: []planner.Change{
+			fileChange("/etc/containers/policy.json"),
+			fileChange("/etc/kubernetes/credential-providers/a.yaml"),
+			fileChange("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf"),
+		}}, []planner.Action{{Type: planner.ActionDaemonReload}, crio, kubelet}, false, false},
+		{"unsafe registries", &planner.ChangeSet{Registries: unsafe, Changes: []planner.Change{fileChange(planner.RegistriesConfPath), fileChange("/etc/crio/policies/a")}}, []planner.Action{crio}, true, false},
+		{"unsafe registries, single node", &planner.ChangeSet{SingleNode: true, Registries: unsafe, Changes: []planner.Change{fileChange(planner.RegistriesConfPath)}}, []planner.Action{crio}, false, false},
+		{"unreconcilable", &planner.ChangeSet{Unreconcilable: []planner.Unreconcilable{{Field: "spec.fips"}}, Changes: []planner.Change{fileChange("/etc/a")}}, []planner.Action{}, false, false},
+	} {
+		got, drain, boot := Plan(tc.cs)
+		if !reflect.DeepEqual(got, tc.want) || drain != tc.drain || boot != tc.boot {
+			t.Errorf("%s: got %v drain=%t reboot=%t, want %v drain=%t reboot=%t", tc.name, got, drain, boot, tc.want, tc.drain, tc.boot)
+		}
+	}
+}
