@@ -8,7 +8,9 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(BIN)/controller-gen
 GO_TEST_FLAGS ?=
 
-.PHONY: all build test test-go test-rego bench generate lint fmt vet demo clean
+FUZZTIME ?= 15s
+
+.PHONY: all build test test-go test-rego test-fuzz bench generate lint fmt vet demo clean
 
 all: build
 
@@ -17,14 +19,19 @@ build:
 	$(GO) build -o $(BIN)/ndp ./cmd/ndp
 	ln -sf ndp $(BIN)/kubectl-ndp
 
-## test: Go tests (differential test included), then the Rego tests of the shipped policies through `ndp test`
-test: test-go test-rego
+## test: Go tests (the differential test included), the Rego tests of the built-in and example
+## policies through `ndp test`, and a short run of the differential fuzz target
+test: test-go test-rego test-fuzz
 
 test-go:
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
+# The built-in policies are embedded in the binary, so `ndp test` runs their tests with the examples'.
 test-rego: build
-	$(BIN)/ndp test policies/
+	$(BIN)/ndp test -v examples/policies
+
+test-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME) ./planner/
 
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio
 bench:
