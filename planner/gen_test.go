@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -195,6 +196,8 @@ type configModel struct {
 	// RegBroken says the file's bytes are not a valid registries.conf.
 	Reg       *regConf
 	RegBroken bool
+	// KeepRegBytes renders registries.conf with the bytes it has already.
+	KeepRegBytes bool
 }
 
 type regMirror struct {
@@ -250,6 +253,13 @@ func genPairFrom(r *rand.Rand) genPair {
 	nw := g.mutate(old)
 	p := genPair{SingleNode: g.chance(0.25)}
 	p.Old = g.render(old, "rendered-worker-old")
+	if old.Reg != nil && reflect.DeepEqual(old.Reg, nw.Reg) && g.chance(0.6) {
+		// Often leave registries.conf byte for byte as it was.
+		nw.KeepRegBytes = true
+		i := slices.IndexFunc(old.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
+		j := slices.IndexFunc(nw.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
+		nw.Files[j].Data = old.Files[i].Data
+	}
 	p.New = g.render(nw, "rendered-worker-new")
 	p.WantChanges, p.WantRegistries = expect(old, nw)
 	return p
@@ -307,12 +317,13 @@ func (g *generator) file(c *configModel, path string) fileModel {
 	case path == planner.RegistriesConfPath:
 		switch {
 		case g.chance(0.03):
+			c.Reg, c.RegBroken = nil, false
 			f.Remote = "https://config.example.com/registries.conf"
 		case g.chance(0.04):
-			c.RegBroken = true
+			c.Reg, c.RegBroken = nil, true
 			f.Data = []byte(pick(g, []string{"[[registry]\nlocation = \"x\"\n", "short-name-mode = \"sometimes\"\n"}))
 		default:
-			c.Reg = g.regConf()
+			c.Reg, c.RegBroken = g.regConf(), false
 			f.Data = g.renderReg(c.Reg)
 		}
 	case g.chance(0.04):
@@ -469,7 +480,14 @@ func (g *generator) mutate(old *configModel) *configModel {
 			g.mutateRegistries(c)
 		}
 	}
-	// Re-encode: every file is rendered afresh, so encodings change too.
+	// The planner must read the new registries.conf (an unreadable one is
+	// bad input, not a plan), so a broken file is only ever the old side.
+	if c.RegBroken {
+		i := slices.IndexFunc(c.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
+		c.Reg, c.RegBroken = g.regConf(), false
+		c.Files[i].Data = g.renderReg(c.Reg)
+	}
+	// Every file is rendered afresh, so encodings change too.
 	c.NoConfig = len(c.Files) == 0 && len(c.Units) == 0 && !c.Core && g.chance(0.5)
 	return c
 }
@@ -762,7 +780,7 @@ func (g *generator) render(c *configModel, name string) []byte {
 		var files []any
 		for i := range c.Files {
 			f := &c.Files[i]
-			if f.Path == planner.RegistriesConfPath && c.Reg != nil && f.Remote == "" {
+			if f.Path == planner.RegistriesConfPath && c.Reg != nil && f.Remote == "" && !c.KeepRegBytes {
 				f.Data = g.renderReg(c.Reg)
 			}
 			files = append(files, g.renderFile(f))
