@@ -304,7 +304,7 @@ func revision(pols []Policy, lib []Module) string {
 		_ = enc.Encode(m.Source)
 	}
 	for _, p := range pols {
-		_ = enc.Encode([]any{p.Name, p.Priority, p.Files, p.Units, p.SSHKey})
+		_ = enc.Encode([]any{p.Name, p.Priority, p.PoolSelector, p.Files, p.Units, p.SSHKey})
 		for _, m := range p.Modules {
 			_ = enc.Encode(m.Source)
 		}

@@ -45,6 +45,9 @@ type Request struct {
 	From, To *Config
 	// Pool the configs belong to, if known; part of the Rego input.
 	Pool string
+	// PoolLabels select the policies in force (spec.poolSelector); nil
+	// when the pool is unknown, and then only unrestricted policies apply.
+	PoolLabels map[string]string
 	// SingleNode: a single-node cluster is never drained.
 	SingleNode bool
 }
@@ -73,11 +76,12 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		return nil, err
 	}
 	cs.Pool, cs.SingleNode = req.Pool, req.SingleNode
-	return p.PlanChanges(ctx, cs)
+	return p.PlanChanges(ctx, cs, req.PoolLabels)
 }
 
-// PlanChanges plans an already computed change set.
-func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet) (*Plan, error) {
+// PlanChanges plans an already computed change set for a pool with the
+// given labels.
+func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet, poolLabels map[string]string) (*Plan, error) {
 	plan := &Plan{From: cs.From, To: cs.To, PolicyRevision: p.Engine.Revision(), Reasons: []Reason{}, Unreconcilable: []Unreconcilable{}}
 	if len(cs.Unreconcilable) > 0 {
 		plan.Unreconcilable = cs.Unreconcilable
@@ -91,6 +95,15 @@ func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet) (*Plan, error)
 		if claims, err = p.Engine.Evaluate(ctx, cs); err != nil {
 			return nil, err
 		}
+		// One compiled set serves every pool: claims of policies not in
+		// force for this pool are dropped here.
+		kept := claims[:0]
+		for _, c := range claims {
+			if pol, ok := p.Engine.Policy(c.Policy); ok && pol.AppliesTo(poolLabels) {
+				kept = append(kept, c)
+			}
+		}
+		claims = kept
 	}
 	priority := func(policy string) int32 {
 		if pol, ok := p.Engine.Policy(policy); ok {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -78,8 +80,11 @@ type Policy struct {
 	Priority int32
 	// Origin says where the policy came from, for messages: a file name,
 	// or `NodeDisruptionPolicy "chrony"`.
-	Origin  string
-	Files   []operatorv1.NodeDisruptionPolicySpecFile
+	Origin string
+	// PoolSelector restricts the policy to pools whose labels match; nil
+	// means every pool.
+	PoolSelector *metav1.LabelSelector
+	Files        []operatorv1.NodeDisruptionPolicySpecFile
 	Units   []operatorv1.NodeDisruptionPolicySpecUnit
 	SSHKey  *operatorv1.NodeDisruptionPolicySpecSSHKey
 	Modules []Module
@@ -99,10 +104,11 @@ func PolicyFromAPI(file string, p *v1alpha1.NodeDisruptionPolicy, regoLine, test
 	pol := Policy{
 		Name:     p.Name,
 		Priority: p.EffectivePriority(),
-		Origin:   origin,
-		Files:    p.Spec.Files,
-		Units:    p.Spec.Units,
-		SSHKey:   p.Spec.SSHKey,
+		Origin:       origin,
+		PoolSelector: p.Spec.PoolSelector,
+		Files:        p.Spec.Files,
+		Units:        p.Spec.Units,
+		SSHKey:       p.Spec.SSHKey,
 	}
 	if p.Spec.Rego != "" {
 		pol.Modules = []Module{{Filename: file, Field: object + " spec.rego", Source: p.Spec.Rego, LineOffset: regoLine}}
@@ -152,6 +158,27 @@ func embeddedModules(dir string) (mods, tests []Module) {
 	return mods, tests
 }
 
+func (p *Policy) poolSelector() (labels.Selector, error) {
+	if p.PoolSelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(p.PoolSelector)
+}
+
+// AppliesTo says whether the policy is in force for a pool with these
+// labels. A restricted policy does not apply when the pool is unknown
+// (nil labels): without it the plan can only be more cautious.
+func (p *Policy) AppliesTo(poolLabels map[string]string) bool {
+	if p.PoolSelector == nil {
+		return true
+	}
+	sel, err := p.poolSelector()
+	if err != nil || (poolLabels == nil && !sel.Empty()) {
+		return false
+	}
+	return sel.Matches(labels.Set(poolLabels))
+}
+
 // Validate checks a policy's declarative entries with openshift/api's rules
 // for NodeDisruptionPolicySpec*, plus ndp's path rules.
 func (p *Policy) Validate() field.ErrorList {
@@ -169,6 +196,9 @@ func (p *Policy) Validate() field.ErrorList {
 	}
 	if size > MaxPolicyBytes {
 		errs = append(errs, field.TooLong(spec, "", MaxPolicyBytes))
+	}
+	if _, err := p.poolSelector(); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("poolSelector"), p.PoolSelector, err.Error()))
 	}
 	seen := map[string]bool{}
 	for i, f := range p.Files {

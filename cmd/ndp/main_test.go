@@ -245,3 +245,29 @@ func TestRegoTestCommand(t *testing.T) {
 		t.Errorf("a failing Rego test: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+func TestPoolSelector(t *testing.T) {
+	dir := t.TempDir()
+	pol := writeFile(t, dir, "workers.yaml", `apiVersion: ndp.dev/v1alpha1
+kind: NodeDisruptionPolicy
+metadata: {name: workers-chrony}
+spec:
+  poolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/worker: ""}}
+  files:
+  - path: /etc/chrony.conf
+    actions: [{type: Restart, restart: {serviceName: chronyd.service}}]
+`)
+	args := append(example("chrony"), "--policy", pol)
+	for _, tc := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"--pool-labels", "pools.operator.machineconfiguration.openshift.io/worker="}, `[{"type":"Restart","restart":{"serviceName":"chronyd.service"}}]`},
+		{[]string{"--pool-labels", "pools.operator.machineconfiguration.openshift.io/master="}, `[{"type":"Reboot"}]`},
+		{nil, `[{"type":"Reboot"}]`}, // unknown pool: a restricted policy does not apply
+	} {
+		if got := actionsJSON(t, planJSON(t, exitOK, append(args, tc.labels...)...)); got != tc.want {
+			t.Errorf("labels %v: actions %s, want %s", tc.labels, got, tc.want)
+		}
+	}
+}

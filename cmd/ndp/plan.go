@@ -20,6 +20,7 @@ type planOptions struct {
 	noDefaults bool
 	singleNode bool
 	pool       string
+	poolLabels map[string]string
 	output     string
 }
 
@@ -31,6 +32,7 @@ func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
 	f.BoolVar(&o.noDefaults, "no-defaults", false, "do not load the built-in default policy")
 	f.BoolVar(&o.singleNode, "single-node", false, "plan for a single-node cluster: never drain")
 	f.StringVar(&o.pool, "pool", "", "MachineConfigPool name passed to policies as input.pool")
+	f.StringToStringVar(&o.poolLabels, "pool-labels", nil, "the pool's labels (k=v,...): policies with a poolSelector apply only when it matches them")
 	f.StringVarP(&o.output, "output", "o", defaultOutput, "output format: text, json or yaml")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
@@ -93,7 +95,11 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	plan, err := p.Plan(cmd.Context(), planner.Request{From: from, To: to, Pool: o.pool, SingleNode: o.singleNode})
+	req := planner.Request{From: from, To: to, Pool: o.pool, SingleNode: o.singleNode}
+	if cmd.Flags().Changed("pool-labels") {
+		req.PoolLabels = o.poolLabels
+	}
+	plan, err := p.Plan(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
