@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
+	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
 	ign "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -118,8 +120,17 @@ func NewConfig(name string, spec mcfgv1.MachineConfigSpec) (*Config, error) {
 	parsed, rpt, err := ign.ParseCompatibleVersion(raw)
 	if err != nil {
 		ie := &InputError{Object: name, Field: "spec.config", Err: err}
-		if msg := strings.TrimSpace(rpt.String()); msg != "" {
-			ie.Err = fmt.Errorf("%w: %s", err, msg)
+		if errors.Is(err, ignerrors.ErrUnknownVersion) || errors.Is(err, ignerrors.ErrInvalidVersion) {
+			var v struct {
+				Ignition struct{ Version string } `json:"ignition"`
+			}
+			_ = json.Unmarshal(raw, &v)
+			ie.Field = "spec.config.ignition.version"
+			ie.Err = fmt.Errorf("%w %q: ndp reads Ignition 3.0.0 to %s", err, v.Ignition.Version, igntypes.MaxVersion)
+		} else if msg := strings.TrimSpace(rpt.String()); msg != "" {
+			// The report's line and column count in the JSON form of
+			// spec.config, not in the user's YAML: keep only its path.
+			ie.Err = fmt.Errorf("%w: %s", err, ignPosition.ReplaceAllString(msg, ""))
 		}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -130,6 +141,8 @@ func NewConfig(name string, spec mcfgv1.MachineConfigSpec) (*Config, error) {
 	cfg.Ignition = parsed
 	return cfg, nil
 }
+
+var ignPosition = regexp.MustCompile(`, line \d+ col \d+`)
 
 // yamlError turns sigs.k8s.io/yaml's message ("error converting YAML to
 // JSON: yaml: line 3: ...") into an InputError carrying the line.
