@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/vincent-petithory/dataurl"
 
@@ -43,33 +44,32 @@ type genPair struct {
 	WantRegistries string
 }
 
-// byteSource is a rand.Source that plays back fuzz bytes, then continues
-// with a PCG seeded from them, so that any input yields a full pair and
-// never a rejection-sampling loop on a constant stream.
-type byteSource struct {
+// genByteSource is a rand.Source that plays back fuzz bytes, then goes on
+// with a fixed PCG stream, so that any input yields a full pair. Byte k
+// decides draw k/8 alone, which keeps the fuzzer's mutations local.
+type genByteSource struct {
 	data []byte
 	pcg  *rand.PCG
 }
 
-func newByteSource(data []byte) *byteSource {
-	sum := sha256.Sum256(data)
-	return &byteSource{data: data, pcg: rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16]))}
+func newGenByteSource(data []byte) *genByteSource {
+	return &genByteSource{data: data, pcg: rand.NewPCG(0x6e6470, uint64(len(data)))}
 }
 
-func (s *byteSource) Uint64() uint64 {
+func (s *genByteSource) Uint64() uint64 {
 	if len(s.data) == 0 {
 		return s.pcg.Uint64()
 	}
 	var b [8]byte
 	n := copy(b[:], s.data)
 	s.data = s.data[n:]
-	return binary.LittleEndian.Uint64(b[:]) ^ s.pcg.Uint64()
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // Path pools: every path of the defaults table, paths inside its
 // directories, near-misses on path boundaries and ordinary files.
 var (
-	tablePaths = []string{
+	genTablePaths = []string{
 		"/var/lib/kubelet/config.json",
 		"/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
 		"/etc/containers/policy.json",
@@ -77,7 +77,7 @@ var (
 		"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
 		"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
 	}
-	insidePaths = []string{
+	genInsidePaths = []string{
 		"/etc/nmstate/openshift/cluster.yml",
 		"/etc/nmstate/openshift/a/b",
 		"/etc/containers/registries.d/x.yaml",
@@ -86,7 +86,7 @@ var (
 		"/etc/crio/policies/a/b.json",
 		"/etc/kubernetes/credential-providers/ecr-credential-provider.yaml",
 	}
-	nearMissPaths = []string{
+	genNearMissPaths = []string{
 		"/etc/crio/policiesX",
 		"/etc/crio/policies",
 		"/etc/crio/policies.d/p.json",
@@ -108,7 +108,7 @@ var (
 		"/etc/pki/ca-trust/source/anchors/other.crt",
 		"/etc/systemd/system/kubelet.service.d/10-other.conf",
 	}
-	otherPaths = []string{
+	genOtherPaths = []string{
 		"/etc/chrony.conf",
 		"/etc/kubernetes/kubelet.conf",
 		"/usr/local/bin/configure-ovs.sh",
@@ -116,26 +116,26 @@ var (
 		"/etc/sysctl.d/99-inotify.conf",
 		"/var/lib/kubelet/kubeconfig",
 	}
-	unitNames   = []string{"kubelet.service", "crio.service", "chronyd.service", "foo.service", "bar.timer", "baz.socket", "nodeip.path"}
-	dropinNames = []string{"10-a.conf", "20-b.conf", "30-mco.conf"}
-	sshKeyPool  = []string{
+	genUnitNames   = []string{"kubelet.service", "crio.service", "chronyd.service", "foo.service", "bar.timer", "baz.socket", "nodeip.path"}
+	genDropinNames = []string{"10-a.conf", "20-b.conf", "30-mco.conf"}
+	genSSHKeys     = []string{
 		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne admin@example.com",
 		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITwo ops@example.com",
 		"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQThree",
 		"ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYFour",
 	}
-	osImages = []string{"",
+	genOSImages = []string{"",
 		"quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111",
 		"quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222222222222222222222222222222222222222222222222222222222222222",
 	}
-	extImages   = []string{"", "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:3333333333333333333333333333333333333333333333333333333333333333"}
-	kargPool    = []string{"nosmt", "mitigations=off", "systemd.unified_cgroup_hierarchy=1", "hugepages=1G", "console=ttyS0"}
-	extPool     = []string{"usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "wasm"}
-	kernelTypes = []string{"", "default", "realtime", "64k-pages"}
-	ignVersions = []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0"}
+	genExtImages   = []string{"", "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:3333333333333333333333333333333333333333333333333333333333333333"}
+	genKargs       = []string{"nosmt", "mitigations=off", "systemd.unified_cgroup_hierarchy=1", "hugepages=1G", "console=ttyS0"}
+	genExtensions  = []string{"usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "wasm"}
+	genKernelTypes = []string{"", "default", "realtime", "64k-pages"}
+	genIgnVersions = []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0"}
 
-	searchPool = []string{"registry.access.redhat.com", "docker.io", "quay.io", "registry.example.com:5000", "[fd00::1]:5000"}
-	scopePool  = []string{
+	genSearch = []string{"registry.access.redhat.com", "docker.io", "quay.io", "registry.example.com:5000", "[fd00::1]:5000"}
+	genScopes = []string{
 		"quay.io/openshift-release-dev/ocp-release",
 		"quay.io/openshift-release-dev/ocp-v4.0-art-dev",
 		"registry.redhat.io/ubi9",
@@ -144,46 +144,46 @@ var (
 		"registry.example.com:5000/team/app",
 		"*.example.org",
 	}
-	mirrorPool = []string{"mirror.example.com:8443/ocp4", "backup.example.com/ocp4", "m3.local/x", "[fd00::2]:5000/y"}
-	pullValues = []string{"", "all", "digest-only", "tag-only"}
+	genMirrors = []string{"mirror.example.com:8443/ocp4", "backup.example.com/ocp4", "m3.local/x", "[fd00::2]:5000/y"}
+	genPulls   = []string{"", "all", "digest-only", "tag-only"}
 )
 
 // Models.
 
-type fileModel struct {
+type genFile struct {
 	Path      string
 	Data      []byte
 	Remote    string // a remote source instead of Data: its URL
 	Hash      string // its verification hash, if any
 	Mode      *int
-	User      ownerModel
-	Group     ownerModel
+	User      genOwner
+	Group     genOwner
 	Overwrite *bool
 }
 
-type ownerModel struct {
+type genOwner struct {
 	ID   *int
 	Name *string
 }
 
-type dropinModel struct {
+type genDropin struct {
 	Name     string
 	Contents *string
 }
 
-type unitModel struct {
+type genUnit struct {
 	Name     string
 	Contents *string
 	Enabled  *bool
 	Mask     *bool
-	Dropins  []dropinModel
+	Dropins  []genDropin
 }
 
-type configModel struct {
+type genConfig struct {
 	Version    string
 	NoConfig   bool // spec.config left out (allowed when nothing is in it)
-	Files      []fileModel
-	Units      []unitModel
+	Files      []genFile
+	Units      []genUnit
 	Core       bool // the core user is listed
 	Keys       []string
 	Hash       *string
@@ -194,47 +194,47 @@ type configModel struct {
 	KernelType string
 	// Reg is the model behind registries.conf when that file holds one;
 	// RegBroken says the file's bytes are not a valid registries.conf.
-	Reg       *regConf
+	Reg       *genRegConf
 	RegBroken bool
 	// KeepRegBytes renders registries.conf with the bytes it has already.
 	KeepRegBytes bool
 }
 
-type regMirror struct {
+type genRegMirror struct {
 	Location string
 	Pull     string // "" = unset
 	Insecure bool
 }
 
-type regRegistry struct {
+type genRegistry struct {
 	Scope       string // the prefix, or the location when WritePrefix is false
 	Location    string // "" only for a wildcard scope
 	WritePrefix bool
 	Blocked     bool
 	Insecure    bool
 	MBDO        bool // mirror-by-digest-only
-	Mirrors     []regMirror
+	Mirrors     []genRegMirror
 }
 
-type regConf struct {
+type genRegConf struct {
 	Search        []string
-	Regs          []regRegistry // in file order
+	Regs          []genRegistry // in file order
 	ShortNameMode string
 	Extra         string // an unmodelled top-level key's value; "" = absent
 	Comment       string
 }
 
-// generator draws everything from one *rand.Rand.
-type generator struct {
+// pairGen draws everything from one *rand.Rand.
+type pairGen struct {
 	r *rand.Rand
 }
 
-func (g *generator) chance(p float64) bool { return g.r.Float64() < p }
+func (g *pairGen) chance(p float64) bool { return g.r.Float64() < p }
 
-func pick[T any](g *generator, s []T) T { return s[g.r.IntN(len(s))] }
+func genPick[T any](g *pairGen, s []T) T { return s[g.r.IntN(len(s))] }
 
-// subset draws a random subset of pool in random order.
-func subset[T any](g *generator, pool []T, maxN int) []T {
+// genSubset draws a random subset of pool in random order.
+func genSubset[T any](g *pairGen, pool []T, maxN int) []T {
 	idx := g.r.Perm(len(pool))
 	n := g.r.IntN(min(maxN, len(pool)) + 1)
 	out := make([]T, 0, n)
@@ -244,11 +244,11 @@ func subset[T any](g *generator, pool []T, maxN int) []T {
 	return out
 }
 
-func ptr[T any](v T) *T { return &v }
+func genPtr[T any](v T) *T { return &v }
 
 // genPairFrom generates one pair.
 func genPairFrom(r *rand.Rand) genPair {
-	g := &generator{r: r}
+	g := &pairGen{r: r}
 	old := g.config()
 	nw := g.mutate(old)
 	p := genPair{SingleNode: g.chance(0.25)}
@@ -256,31 +256,31 @@ func genPairFrom(r *rand.Rand) genPair {
 	if old.Reg != nil && reflect.DeepEqual(old.Reg, nw.Reg) && g.chance(0.6) {
 		// Often leave registries.conf byte for byte as it was.
 		nw.KeepRegBytes = true
-		i := slices.IndexFunc(old.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
-		j := slices.IndexFunc(nw.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
+		i := slices.IndexFunc(old.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
+		j := slices.IndexFunc(nw.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
 		nw.Files[j].Data = old.Files[i].Data
 	}
 	p.New = g.render(nw, "rendered-worker-new")
-	p.WantChanges, p.WantRegistries = expect(old, nw)
+	p.WantChanges, p.WantRegistries = genExpect(old, nw)
 	return p
 }
 
-func (g *generator) config() *configModel {
-	c := &configModel{Version: pick(g, ignVersions)}
+func (g *pairGen) config() *genConfig {
+	c := &genConfig{Version: genPick(g, genIgnVersions)}
 	paths := map[string]bool{}
 	for range g.r.IntN(9) {
 		var pool []string
 		switch g.r.IntN(4) {
 		case 0:
-			pool = tablePaths
+			pool = genTablePaths
 		case 1:
-			pool = insidePaths
+			pool = genInsidePaths
 		case 2:
-			pool = nearMissPaths
+			pool = genNearMissPaths
 		default:
-			pool = otherPaths
+			pool = genOtherPaths
 		}
-		paths[pick(g, pool)] = true
+		paths[genPick(g, pool)] = true
 	}
 	if g.chance(0.5) {
 		paths[planner.RegistriesConfPath] = true
@@ -292,27 +292,27 @@ func (g *generator) config() *configModel {
 		c.Files = append(c.Files, g.file(c, p))
 	}
 	g.r.Shuffle(len(c.Files), func(i, j int) { c.Files[i], c.Files[j] = c.Files[j], c.Files[i] })
-	for _, name := range subset(g, unitNames, 3) {
+	for _, name := range genSubset(g, genUnitNames, 3) {
 		c.Units = append(c.Units, g.unit(name))
 	}
 	if g.chance(0.7) {
 		c.Core = true
-		c.Keys = subset(g, sshKeyPool, 3)
+		c.Keys = genSubset(g, genSSHKeys, 3)
 		if g.chance(0.4) {
-			c.Hash = ptr(pick(g, []string{"$6$salt$aaaa", "$6$salt$bbbb"}))
+			c.Hash = genPtr(genPick(g, []string{"$6$salt$aaaa", "$6$salt$bbbb"}))
 		}
 	}
-	c.OSImage = pick(g, osImages)
-	c.ExtImage = pick(g, extImages)
-	c.Kargs = subset(g, kargPool, 3)
-	c.Extensions = subset(g, extPool, 3)
-	c.KernelType = pick(g, kernelTypes)
+	c.OSImage = genPick(g, genOSImages)
+	c.ExtImage = genPick(g, genExtImages)
+	c.Kargs = genSubset(g, genKargs, 3)
+	c.Extensions = genSubset(g, genExtensions, 3)
+	c.KernelType = genPick(g, genKernelTypes)
 	c.NoConfig = len(c.Files) == 0 && len(c.Units) == 0 && !c.Core && g.chance(0.5)
 	return c
 }
 
-func (g *generator) file(c *configModel, path string) fileModel {
-	f := fileModel{Path: path}
+func (g *pairGen) file(c *genConfig, path string) genFile {
+	f := genFile{Path: path}
 	switch {
 	case path == planner.RegistriesConfPath:
 		switch {
@@ -321,7 +321,7 @@ func (g *generator) file(c *configModel, path string) fileModel {
 			f.Remote = "https://config.example.com/registries.conf"
 		case g.chance(0.04):
 			c.Reg, c.RegBroken = nil, true
-			f.Data = []byte(pick(g, []string{"[[registry]\nlocation = \"x\"\n", "short-name-mode = \"sometimes\"\n"}))
+			f.Data = []byte(genPick(g, []string{"[[registry]\nlocation = \"x\"\n", "short-name-mode = \"sometimes\"\n"}))
 		default:
 			c.Reg, c.RegBroken = g.regConf(), false
 			f.Data = g.renderReg(c.Reg)
@@ -334,14 +334,14 @@ func (g *generator) file(c *configModel, path string) fileModel {
 	default:
 		f.Data = g.contents()
 	}
-	f.Mode = pick(g, []*int{nil, ptr(0o644), ptr(0o600), ptr(0o755)})
+	f.Mode = genPick(g, []*int{nil, genPtr(0o644), genPtr(0o600), genPtr(0o755)})
 	f.User = g.owner()
 	f.Group = g.owner()
-	f.Overwrite = pick(g, []*bool{nil, ptr(false), ptr(true)})
+	f.Overwrite = genPick(g, []*bool{nil, genPtr(false), genPtr(true)})
 	return f
 }
 
-func (g *generator) contents() []byte {
+func (g *pairGen) contents() []byte {
 	switch g.r.IntN(6) {
 	case 0:
 		return nil
@@ -356,52 +356,52 @@ func (g *generator) contents() []byte {
 	}
 }
 
-func (g *generator) owner() ownerModel {
+func (g *pairGen) owner() genOwner {
 	switch g.r.IntN(6) {
 	case 0:
-		return ownerModel{Name: ptr("root")}
+		return genOwner{Name: genPtr("root")}
 	case 1:
-		return ownerModel{ID: ptr(0)}
+		return genOwner{ID: genPtr(0)}
 	case 2:
-		return ownerModel{Name: ptr("core")}
+		return genOwner{Name: genPtr("core")}
 	case 3:
-		return ownerModel{ID: ptr(1000)}
+		return genOwner{ID: genPtr(1000)}
 	}
-	return ownerModel{}
+	return genOwner{}
 }
 
-func (g *generator) unitContents() *string {
+func (g *pairGen) unitContents() *string {
 	if g.chance(0.15) {
 		return nil
 	}
-	return ptr(fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true %d\n\n[Install]\nWantedBy=multi-user.target\n", g.r.IntN(3), g.r.IntN(2)))
+	return genPtr(fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true %d\n\n[Install]\nWantedBy=multi-user.target\n", g.r.IntN(3), g.r.IntN(2)))
 }
 
-func (g *generator) unit(name string) unitModel {
-	u := unitModel{Name: name, Contents: g.unitContents()}
-	u.Enabled = pick(g, []*bool{nil, ptr(true), ptr(false)})
-	u.Mask = pick(g, []*bool{nil, nil, ptr(false), ptr(true)})
-	for _, d := range subset(g, dropinNames, 2) {
+func (g *pairGen) unit(name string) genUnit {
+	u := genUnit{Name: name, Contents: g.unitContents()}
+	u.Enabled = genPick(g, []*bool{nil, genPtr(true), genPtr(false)})
+	u.Mask = genPick(g, []*bool{nil, nil, genPtr(false), genPtr(true)})
+	for _, d := range genSubset(g, genDropinNames, 2) {
 		u.Dropins = append(u.Dropins, g.dropin(d))
 	}
 	return u
 }
 
-func (g *generator) dropin(name string) dropinModel {
+func (g *pairGen) dropin(name string) genDropin {
 	if g.chance(0.1) {
-		return dropinModel{Name: name}
+		return genDropin{Name: name}
 	}
-	return dropinModel{Name: name, Contents: ptr(fmt.Sprintf("[Service]\nEnvironment=A=%d\n", g.r.IntN(3)))}
+	return genDropin{Name: name, Contents: genPtr(fmt.Sprintf("[Service]\nEnvironment=A=%d\n", g.r.IntN(3)))}
 }
 
-func (g *generator) regConf() *regConf {
-	rc := &regConf{Comment: fmt.Sprintf("generated %d", g.r.IntN(3))}
-	rc.Search = subset(g, searchPool, 3)
-	for _, s := range subset(g, scopePool, 4) {
+func (g *pairGen) regConf() *genRegConf {
+	rc := &genRegConf{Comment: fmt.Sprintf("generated %d", g.r.IntN(3))}
+	rc.Search = genSubset(g, genSearch, 3)
+	for _, s := range genSubset(g, genScopes, 4) {
 		rc.Regs = append(rc.Regs, g.registry(s))
 	}
 	if g.chance(0.2) {
-		rc.ShortNameMode = pick(g, []string{"enforcing", "permissive"})
+		rc.ShortNameMode = genPick(g, []string{"enforcing", "permissive"})
 	}
 	if g.chance(0.1) {
 		rc.Extra = "helper-a"
@@ -411,49 +411,49 @@ func (g *generator) regConf() *regConf {
 
 // registry draws a registry for a scope: mostly the MCO's shape, a
 // location-only registry with digest-only mirrors.
-func (g *generator) registry(scope string) regRegistry {
-	r := regRegistry{Scope: scope, Location: scope}
+func (g *pairGen) registry(scope string) genRegistry {
+	r := genRegistry{Scope: scope, Location: scope}
 	switch {
 	case strings.HasPrefix(scope, "*."):
 		r.WritePrefix = true
 		if g.chance(0.5) {
 			r.Location = ""
 		} else {
-			r.Location = altLocation(scope)
+			r.Location = genAltLocation(scope)
 		}
 	case g.chance(0.25):
 		r.WritePrefix = true
-		r.Location = altLocation(scope)
+		r.Location = genAltLocation(scope)
 	default:
 		r.WritePrefix = g.chance(0.3)
 	}
 	r.Blocked = g.chance(0.15)
 	r.Insecure = g.chance(0.1)
 	r.MBDO = g.chance(0.2)
-	for _, m := range subset(g, mirrorPool, 3) {
+	for _, m := range genSubset(g, genMirrors, 3) {
 		r.Mirrors = append(r.Mirrors, g.mirror(&r, m))
 	}
 	if len(r.Mirrors) == 0 && g.chance(0.7) {
-		r.Mirrors = append(r.Mirrors, g.mirror(&r, pick(g, mirrorPool)))
+		r.Mirrors = append(r.Mirrors, g.mirror(&r, genPick(g, genMirrors)))
 	}
 	return r
 }
 
-// altLocation is a location other than the scope, distinct per scope so
+// genAltLocation is a location other than the scope, distinct per scope so
 // that no two registries share a location (which Parse would check for
 // conflicting flags).
-func altLocation(scope string) string {
+func genAltLocation(scope string) string {
 	return "alt.example.net/" + strings.NewReplacer("*", "w", ":", "-", "[", "", "]", "").Replace(scope)
 }
 
-func (g *generator) mirror(r *regRegistry, loc string) regMirror {
-	m := regMirror{Location: loc, Insecure: g.chance(0.1)}
+func (g *pairGen) mirror(r *genRegistry, loc string) genRegMirror {
+	m := genRegMirror{Location: loc, Insecure: g.chance(0.1)}
 	if !r.MBDO {
 		// Mostly digest-only, as an ImageDigestMirrorSet renders.
 		if g.chance(0.6) {
 			m.Pull = "digest-only"
 		} else {
-			m.Pull = pick(g, pullValues)
+			m.Pull = genPick(g, genPulls)
 		}
 	}
 	return m
@@ -461,9 +461,29 @@ func (g *generator) mirror(r *regRegistry, loc string) regMirror {
 
 // Mutations.
 
-func (g *generator) mutate(old *configModel) *configModel {
-	c := cloneConfig(old)
-	c.Version = pick(g, ignVersions)
+func (g *pairGen) mutate(old *genConfig) *genConfig {
+	c := genClone(old)
+	c.Version = genPick(g, genIgnVersions)
+	if g.chance(0.2) {
+		// Only registries.conf: any other change tends to need a reboot,
+		// which would hide the registries verdict in the merged plan.
+		g.mutateRegistries(c)
+	} else {
+		g.mutateMany(c)
+	}
+	// The planner must read the new registries.conf (an unreadable one is
+	// bad input, not a plan), so a broken file is only ever the old side.
+	if c.RegBroken {
+		i := slices.IndexFunc(c.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
+		c.Reg, c.RegBroken = g.regConf(), false
+		c.Files[i].Data = g.renderReg(c.Reg)
+	}
+	// Every file is rendered afresh, so encodings change too.
+	c.NoConfig = len(c.Files) == 0 && len(c.Units) == 0 && !c.Core && g.chance(0.5)
+	return c
+}
+
+func (g *pairGen) mutateMany(c *genConfig) {
 	for range 1 + g.r.IntN(4) {
 		switch g.r.IntN(10) {
 		case 0, 1, 2:
@@ -480,28 +500,18 @@ func (g *generator) mutate(old *configModel) *configModel {
 			g.mutateRegistries(c)
 		}
 	}
-	// The planner must read the new registries.conf (an unreadable one is
-	// bad input, not a plan), so a broken file is only ever the old side.
-	if c.RegBroken {
-		i := slices.IndexFunc(c.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
-		c.Reg, c.RegBroken = g.regConf(), false
-		c.Files[i].Data = g.renderReg(c.Reg)
-	}
-	// Every file is rendered afresh, so encodings change too.
-	c.NoConfig = len(c.Files) == 0 && len(c.Units) == 0 && !c.Core && g.chance(0.5)
-	return c
 }
 
-func (g *generator) addFile(c *configModel) {
-	pool := pick(g, [][]string{tablePaths, insidePaths, nearMissPaths, otherPaths})
-	p := pick(g, pool)
-	if slices.ContainsFunc(c.Files, func(f fileModel) bool { return f.Path == p }) {
+func (g *pairGen) addFile(c *genConfig) {
+	pool := genPick(g, [][]string{genTablePaths, genInsidePaths, genNearMissPaths, genOtherPaths})
+	p := genPick(g, pool)
+	if slices.ContainsFunc(c.Files, func(f genFile) bool { return f.Path == p }) {
 		return
 	}
 	c.Files = append(c.Files, g.file(c, p))
 }
 
-func (g *generator) mutateFile(c *configModel) {
+func (g *pairGen) mutateFile(c *genConfig) {
 	if len(c.Files) == 0 {
 		g.addFile(c)
 		return
@@ -525,22 +535,22 @@ func (g *generator) mutateFile(c *configModel) {
 		}
 		f.Data = g.contents()
 	case 3:
-		f.Mode = pick(g, []*int{nil, ptr(0o644), ptr(0o600), ptr(0o755)})
+		f.Mode = genPick(g, []*int{nil, genPtr(0o644), genPtr(0o600), genPtr(0o755)})
 	case 4:
 		f.User = g.owner()
 	case 5:
 		f.Group = g.owner()
 	case 6:
-		f.Overwrite = pick(g, []*bool{nil, ptr(false), ptr(true)})
+		f.Overwrite = genPick(g, []*bool{nil, genPtr(false), genPtr(true)})
 	default:
 		// Nothing but the encoding, which is drawn afresh at rendering.
 	}
 }
 
-func (g *generator) mutateUnit(c *configModel) {
+func (g *pairGen) mutateUnit(c *genConfig) {
 	if len(c.Units) == 0 || g.chance(0.2) {
-		name := pick(g, unitNames)
-		if !slices.ContainsFunc(c.Units, func(u unitModel) bool { return u.Name == name }) {
+		name := genPick(g, genUnitNames)
+		if !slices.ContainsFunc(c.Units, func(u genUnit) bool { return u.Name == name }) {
 			c.Units = append(c.Units, g.unit(name))
 		}
 		return
@@ -553,9 +563,9 @@ func (g *generator) mutateUnit(c *configModel) {
 	case 1:
 		u.Contents = g.unitContents()
 	case 2:
-		u.Enabled = pick(g, []*bool{nil, ptr(true), ptr(false)})
+		u.Enabled = genPick(g, []*bool{nil, genPtr(true), genPtr(false)})
 	case 3:
-		u.Mask = pick(g, []*bool{nil, ptr(false), ptr(true)})
+		u.Mask = genPick(g, []*bool{nil, genPtr(false), genPtr(true)})
 	case 4:
 		if len(u.Dropins) > 0 {
 			j := g.r.IntN(len(u.Dropins))
@@ -565,7 +575,7 @@ func (g *generator) mutateUnit(c *configModel) {
 		if len(u.Dropins) > 0 && g.chance(0.5) {
 			j := g.r.IntN(len(u.Dropins))
 			u.Dropins = slices.Delete(u.Dropins, j, j+1)
-		} else if name := pick(g, dropinNames); !slices.ContainsFunc(u.Dropins, func(d dropinModel) bool { return d.Name == name }) {
+		} else if name := genPick(g, genDropinNames); !slices.ContainsFunc(u.Dropins, func(d genDropin) bool { return d.Name == name }) {
 			u.Dropins = append(u.Dropins, g.dropin(name))
 		}
 	default:
@@ -573,7 +583,7 @@ func (g *generator) mutateUnit(c *configModel) {
 	}
 }
 
-func (g *generator) mutateUser(c *configModel) {
+func (g *pairGen) mutateUser(c *genConfig) {
 	switch g.r.IntN(5) {
 	case 0:
 		c.Core = !c.Core
@@ -582,42 +592,42 @@ func (g *generator) mutateUser(c *configModel) {
 		}
 	case 1:
 		c.Core = true
-		c.Keys = subset(g, sshKeyPool, 4)
+		c.Keys = genSubset(g, genSSHKeys, 4)
 	case 2:
 		g.r.Shuffle(len(c.Keys), func(a, b int) { c.Keys[a], c.Keys[b] = c.Keys[b], c.Keys[a] })
 	default:
 		c.Core = true
-		c.Hash = pick(g, []*string{nil, ptr("$6$salt$aaaa"), ptr("$6$salt$bbbb")})
+		c.Hash = genPick(g, []*string{nil, genPtr("$6$salt$aaaa"), genPtr("$6$salt$bbbb")})
 	}
 }
 
-func (g *generator) mutateOS(c *configModel) {
+func (g *pairGen) mutateOS(c *genConfig) {
 	switch g.r.IntN(8) {
 	case 0:
-		c.OSImage = pick(g, osImages)
+		c.OSImage = genPick(g, genOSImages)
 	case 1:
-		c.ExtImage = pick(g, extImages)
+		c.ExtImage = genPick(g, genExtImages)
 	case 2:
-		c.Kargs = subset(g, kargPool, 4)
+		c.Kargs = genSubset(g, genKargs, 4)
 	case 3:
 		g.r.Shuffle(len(c.Kargs), func(a, b int) { c.Kargs[a], c.Kargs[b] = c.Kargs[b], c.Kargs[a] })
 	case 4:
-		c.Extensions = subset(g, extPool, 4)
+		c.Extensions = genSubset(g, genExtensions, 4)
 	case 5:
 		g.r.Shuffle(len(c.Extensions), func(a, b int) { c.Extensions[a], c.Extensions[b] = c.Extensions[b], c.Extensions[a] })
 	default:
-		c.KernelType = pick(g, kernelTypes)
+		c.KernelType = genPick(g, genKernelTypes)
 	}
 }
 
 // mutateRegistries changes registries.conf, mostly in ways that keep or
 // break safety by one rule, sometimes only in its spelling.
-func (g *generator) mutateRegistries(c *configModel) {
-	i := slices.IndexFunc(c.Files, func(f fileModel) bool { return f.Path == planner.RegistriesConfPath })
+func (g *pairGen) mutateRegistries(c *genConfig) {
+	i := slices.IndexFunc(c.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
 	if i < 0 || c.Reg == nil {
 		// Add the file, or replace a broken or remote one with a valid one.
 		c.Reg, c.RegBroken = g.regConf(), false
-		f := fileModel{Path: planner.RegistriesConfPath, Mode: ptr(0o644)}
+		f := genFile{Path: planner.RegistriesConfPath, Mode: genPtr(0o644)}
 		if i < 0 {
 			c.Files = append(c.Files, f)
 		} else {
@@ -626,25 +636,35 @@ func (g *generator) mutateRegistries(c *configModel) {
 		return
 	}
 	rc := c.Reg
+	// Unsafe edits are most edits: often keep to safe ones, so that the
+	// reload-only verdict is common too.
+	safeOnly := g.chance(0.4)
 	for range 1 + g.r.IntN(3) {
-		g.mutateRegConf(rc)
+		g.mutateRegConf(rc, safeOnly)
 	}
 }
 
-func (g *generator) mutateRegConf(rc *regConf) {
-	reg := func() *regRegistry {
+// genSafeRegOps are the operations of mutateRegConf that keep a change safe.
+var genSafeRegOps = []int{0, 5, 11, 15, 16, 17, 19}
+
+func (g *pairGen) mutateRegConf(rc *genRegConf, safeOnly bool) {
+	reg := func() *genRegistry {
 		if len(rc.Regs) == 0 {
 			return nil
 		}
 		return &rc.Regs[g.r.IntN(len(rc.Regs))]
 	}
-	switch g.r.IntN(20) {
+	op := g.r.IntN(20)
+	if safeOnly {
+		op = genPick(g, genSafeRegOps)
+	}
+	switch op {
 	case 0, 1: // append a search registry
-		if s := pick(g, searchPool); !slices.Contains(rc.Search, s) {
+		if s := genPick(g, genSearch); !slices.Contains(rc.Search, s) {
 			rc.Search = append(rc.Search, s)
 		}
 	case 2: // prepend one
-		if s := pick(g, searchPool); !slices.Contains(rc.Search, s) {
+		if s := genPick(g, genSearch); !slices.Contains(rc.Search, s) {
 			rc.Search = append([]string{s}, rc.Search...)
 		}
 	case 3: // remove one
@@ -655,11 +675,14 @@ func (g *generator) mutateRegConf(rc *regConf) {
 	case 4: // reorder
 		g.r.Shuffle(len(rc.Search), func(a, b int) { rc.Search[a], rc.Search[b] = rc.Search[b], rc.Search[a] })
 	case 5, 6: // add a registry
-		s := pick(g, scopePool)
-		if !slices.ContainsFunc(rc.Regs, func(r regRegistry) bool { return r.Scope == s }) {
+		s := genPick(g, genScopes)
+		if !slices.ContainsFunc(rc.Regs, func(r genRegistry) bool { return r.Scope == s }) {
 			r := g.registry(s)
-			if g.chance(0.5) { // an ImageDigestMirrorSet
+			if safeOnly || g.chance(0.5) { // an ImageDigestMirrorSet
 				r.Blocked, r.Insecure, r.MBDO = false, false, false
+				if len(r.Mirrors) == 0 {
+					r.Mirrors = append(r.Mirrors, genRegMirror{Location: genPick(g, genMirrors)})
+				}
 				for k := range r.Mirrors {
 					r.Mirrors[k].Pull = "digest-only"
 				}
@@ -682,19 +705,23 @@ func (g *generator) mutateRegConf(rc *regConf) {
 	case 9: // move the location
 		if r := reg(); r != nil && !strings.HasPrefix(r.Scope, "*.") {
 			if r.Location == r.Scope {
-				r.Location, r.WritePrefix = altLocation(r.Scope), true
+				r.Location, r.WritePrefix = genAltLocation(r.Scope), true
 			} else {
 				r.Location = r.Scope
 			}
 		}
 	case 10: // toggle mirror-by-digest-only, where allowed
-		if r := reg(); r != nil && !slices.ContainsFunc(r.Mirrors, func(m regMirror) bool { return m.Pull != "" }) {
+		if r := reg(); r != nil && !slices.ContainsFunc(r.Mirrors, func(m genRegMirror) bool { return m.Pull != "" }) {
 			r.MBDO = !r.MBDO
 		}
 	case 11, 12: // add a mirror
 		if r := reg(); r != nil {
-			if loc := pick(g, mirrorPool); !slices.ContainsFunc(r.Mirrors, func(m regMirror) bool { return m.Location == loc }) {
-				r.Mirrors = append(r.Mirrors, g.mirror(r, loc))
+			if loc := genPick(g, genMirrors); !slices.ContainsFunc(r.Mirrors, func(m genRegMirror) bool { return m.Location == loc }) {
+				m := g.mirror(r, loc)
+				if safeOnly && !r.MBDO {
+					m.Pull = "digest-only"
+				}
+				r.Mirrors = append(r.Mirrors, m)
 			}
 		}
 	case 13: // remove one
@@ -706,7 +733,7 @@ func (g *generator) mutateRegConf(rc *regConf) {
 		if r := reg(); r != nil && len(r.Mirrors) > 0 {
 			m := &r.Mirrors[g.r.IntN(len(r.Mirrors))]
 			if g.chance(0.5) && !r.MBDO {
-				m.Pull = pick(g, pullValues)
+				m.Pull = genPick(g, genPulls)
 			} else {
 				m.Insecure = !m.Insecure
 			}
@@ -739,17 +766,17 @@ func (g *generator) mutateRegConf(rc *regConf) {
 			}
 		}
 	case 18:
-		rc.ShortNameMode = pick(g, []string{"", "enforcing", "permissive"})
+		rc.ShortNameMode = genPick(g, []string{"", "enforcing", "permissive"})
 	default:
-		if g.chance(0.5) {
+		if safeOnly || g.chance(0.5) {
 			rc.Comment = fmt.Sprintf("edited %d", g.r.IntN(1000))
 		} else {
-			rc.Extra = pick(g, []string{"", "helper-a", "helper-b"})
+			rc.Extra = genPick(g, []string{"", "helper-a", "helper-b"})
 		}
 	}
 }
 
-func cloneConfig(c *configModel) *configModel {
+func genClone(c *genConfig) *genConfig {
 	n := *c
 	n.Files = slices.Clone(c.Files)
 	n.Units = slices.Clone(c.Units)
@@ -773,7 +800,7 @@ func cloneConfig(c *configModel) *configModel {
 
 // Rendering.
 
-func (g *generator) render(c *configModel, name string) []byte {
+func (g *pairGen) render(c *genConfig, name string) []byte {
 	spec := map[string]any{}
 	if !c.NoConfig {
 		ign := map[string]any{"ignition": map[string]any{"version": c.Version}}
@@ -790,7 +817,7 @@ func (g *generator) render(c *configModel, name string) []byte {
 		}
 		var units []any
 		for _, u := range c.Units {
-			units = append(units, renderUnit(u))
+			units = append(units, genRenderUnit(u))
 		}
 		if units != nil {
 			ign["systemd"] = map[string]any{"units": units}
@@ -835,7 +862,7 @@ func (g *generator) render(c *configModel, name string) []byte {
 }
 
 // renderFile spells a file's contents one of several equivalent ways.
-func (g *generator) renderFile(f *fileModel) map[string]any {
+func (g *pairGen) renderFile(f *genFile) map[string]any {
 	m := map[string]any{"path": f.Path}
 	contents := map[string]any{}
 	switch {
@@ -844,7 +871,7 @@ func (g *generator) renderFile(f *fileModel) map[string]any {
 		if f.Hash != "" {
 			contents["verification"] = map[string]any{"hash": f.Hash}
 		}
-	case len(f.Data) == 0 && !isTrue(f.Overwrite) && g.chance(0.3):
+	case len(f.Data) == 0 && !genIsTrue(f.Overwrite) && g.chance(0.3):
 		// No source at all: an empty file.
 	default:
 		switch g.r.IntN(5) {
@@ -856,9 +883,11 @@ func (g *generator) renderFile(f *fileModel) map[string]any {
 			contents["source"] = "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(f.Data)
 		default:
 			var b bytes.Buffer
-			zw := gzip.NewWriter(&b)
+			zw := genGzip.Get().(*gzip.Writer)
+			zw.Reset(&b)
 			_, _ = zw.Write(f.Data)
 			_ = zw.Close()
+			genGzip.Put(zw)
 			contents["source"] = "data:;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
 			contents["compression"] = "gzip"
 		}
@@ -872,10 +901,10 @@ func (g *generator) renderFile(f *fileModel) map[string]any {
 	if f.Mode != nil {
 		m["mode"] = *f.Mode
 	}
-	if o := renderOwner(f.User); o != nil {
+	if o := genRenderOwner(f.User); o != nil {
 		m["user"] = o
 	}
-	if o := renderOwner(f.Group); o != nil {
+	if o := genRenderOwner(f.Group); o != nil {
 		m["group"] = o
 	}
 	if f.Overwrite != nil {
@@ -884,7 +913,10 @@ func (g *generator) renderFile(f *fileModel) map[string]any {
 	return m
 }
 
-func renderOwner(o ownerModel) map[string]any {
+// genGzip reuses gzip writers: a new one allocates hundreds of kilobytes.
+var genGzip = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+func genRenderOwner(o genOwner) map[string]any {
 	switch {
 	case o.ID != nil:
 		return map[string]any{"id": *o.ID}
@@ -894,7 +926,7 @@ func renderOwner(o ownerModel) map[string]any {
 	return nil
 }
 
-func renderUnit(u unitModel) map[string]any {
+func genRenderUnit(u genUnit) map[string]any {
 	m := map[string]any{"name": u.Name}
 	if u.Contents != nil {
 		m["contents"] = *u.Contents
@@ -922,9 +954,9 @@ func renderUnit(u unitModel) map[string]any {
 // renderReg writes a registries.conf for the model, with random layout:
 // indentation, explicit false flags and an explicit empty short-name-mode
 // mean the same as leaving them out.
-func (g *generator) renderReg(rc *regConf) []byte {
+func (g *pairGen) renderReg(rc *genRegConf) []byte {
 	var b strings.Builder
-	ind := pick(g, []string{"", "  ", "\t"})
+	ind := genPick(g, []string{"", "  ", "\t"})
 	q := strconv.Quote
 	explicit := g.chance(0.3)
 	if rc.Comment != "" {
@@ -978,17 +1010,17 @@ func (g *generator) renderReg(rc *regConf) []byte {
 	return []byte(b.String())
 }
 
-func isTrue(b *bool) bool { return b != nil && *b }
+func genIsTrue(b *bool) bool { return b != nil && *b }
 
 // Expectations, from the models alone.
 
-func expect(old, nw *configModel) (changes []string, registries string) {
+func genExpect(old, nw *genConfig) (changes []string, registries string) {
 	add := func(id string) { changes = append(changes, id) }
-	oldFiles := map[string]*fileModel{}
+	oldFiles := map[string]*genFile{}
 	for i := range old.Files {
 		oldFiles[old.Files[i].Path] = &old.Files[i]
 	}
-	newFiles := map[string]*fileModel{}
+	newFiles := map[string]*genFile{}
 	for i := range nw.Files {
 		newFiles[nw.Files[i].Path] = &nw.Files[i]
 	}
@@ -998,20 +1030,20 @@ func expect(old, nw *configModel) (changes []string, registries string) {
 		}
 	}
 	for p, nf := range newFiles {
-		if of := oldFiles[p]; of == nil || fileDiffers(of, nf) {
+		if of := oldFiles[p]; of == nil || genFileDiffers(of, nf) {
 			add("file:" + p)
 		}
 	}
-	oldUnits := map[string]unitModel{}
+	oldUnits := map[string]genUnit{}
 	for _, u := range old.Units {
 		oldUnits[u.Name] = u
 	}
-	newUnits := map[string]unitModel{}
+	newUnits := map[string]genUnit{}
 	for _, u := range nw.Units {
 		newUnits[u.Name] = u
 	}
 	for name, ou := range oldUnits {
-		if nu, ok := newUnits[name]; !ok || unitDiffers(ou, nu) {
+		if nu, ok := newUnits[name]; !ok || genUnitDiffers(ou, nu) {
 			add("unit:" + name)
 		}
 	}
@@ -1020,10 +1052,10 @@ func expect(old, nw *configModel) (changes []string, registries string) {
 			add("unit:" + name)
 		}
 	}
-	if !sameSet(old.Keys, nw.Keys) {
+	if !genSameSet(old.Keys, nw.Keys) {
 		add("sshkey")
 	}
-	if deref(old.Hash) != deref(nw.Hash) {
+	if genDeref(old.Hash) != genDeref(nw.Hash) {
 		add("password")
 	}
 	if old.OSImage != nw.OSImage {
@@ -1035,20 +1067,20 @@ func expect(old, nw *configModel) (changes []string, registries string) {
 	if !slices.Equal(old.Kargs, nw.Kargs) {
 		add("os:" + planner.FieldKernelArguments)
 	}
-	if !sameSet(old.Extensions, nw.Extensions) {
+	if !genSameSet(old.Extensions, nw.Extensions) {
 		add("os:" + planner.FieldExtensions)
 	}
-	if effKernel(old.KernelType) != effKernel(nw.KernelType) {
+	if genKernelType(old.KernelType) != genKernelType(nw.KernelType) {
 		add("os:" + planner.FieldKernelType)
 	}
 	sort.Strings(changes)
 	if slices.Contains(changes, "file:"+planner.RegistriesConfPath) {
-		registries = registriesVerdict(old, nw, oldFiles[planner.RegistriesConfPath], newFiles[planner.RegistriesConfPath])
+		registries = genRegistriesVerdict(old, nw, oldFiles[planner.RegistriesConfPath], newFiles[planner.RegistriesConfPath])
 	}
 	return changes, registries
 }
 
-func deref[T any](p *T) T {
+func genDeref[T any](p *T) T {
 	var zero T
 	if p != nil {
 		return *p
@@ -1056,11 +1088,11 @@ func deref[T any](p *T) T {
 	return zero
 }
 
-func sameSet(a, b []string) bool {
+func genSameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(slices.Sorted(slices.Values(a))), slices.Compact(slices.Sorted(slices.Values(b))))
 }
 
-func effKernel(t string) string {
+func genKernelType(t string) string {
 	if t == "" {
 		return "default"
 	}
@@ -1068,14 +1100,14 @@ func effKernel(t string) string {
 }
 
 // Ignition's defaults: mode 0644, owner root (uid 0), overwrite false.
-func effMode(m *int) int {
+func genMode(m *int) int {
 	if m == nil {
 		return 0o644
 	}
 	return *m
 }
 
-func effOwner(o ownerModel) string {
+func genOwnerID(o genOwner) string {
 	switch {
 	case o.ID != nil:
 		return strconv.Itoa(*o.ID)
@@ -1085,7 +1117,7 @@ func effOwner(o ownerModel) string {
 	return "0"
 }
 
-func contentID(f *fileModel) string {
+func genContentID(f *genFile) string {
 	if f.Remote != "" {
 		return f.Remote + "#" + f.Hash
 	}
@@ -1093,39 +1125,39 @@ func contentID(f *fileModel) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func fileDiffers(o, n *fileModel) bool {
-	return contentID(o) != contentID(n) || effMode(o.Mode) != effMode(n.Mode) ||
-		effOwner(o.User) != effOwner(n.User) || effOwner(o.Group) != effOwner(n.Group) ||
-		deref(o.Overwrite) != deref(n.Overwrite)
+func genFileDiffers(o, n *genFile) bool {
+	return genContentID(o) != genContentID(n) || genMode(o.Mode) != genMode(n.Mode) ||
+		genOwnerID(o.User) != genOwnerID(n.User) || genOwnerID(o.Group) != genOwnerID(n.Group) ||
+		genDeref(o.Overwrite) != genDeref(n.Overwrite)
 }
 
-func unitDiffers(o, n unitModel) bool {
-	dropins := func(ds []dropinModel) map[string]string {
+func genUnitDiffers(o, n genUnit) bool {
+	dropins := func(ds []genDropin) map[string]string {
 		m := map[string]string{}
 		for _, d := range ds {
-			m[d.Name] = deref(d.Contents)
+			m[d.Name] = genDeref(d.Contents)
 		}
 		return m
 	}
-	return deref(o.Contents) != deref(n.Contents) || !sameTri(o.Enabled, n.Enabled) ||
-		deref(o.Mask) != deref(n.Mask) || !maps.Equal(dropins(o.Dropins), dropins(n.Dropins))
+	return genDeref(o.Contents) != genDeref(n.Contents) || !genSameTri(o.Enabled, n.Enabled) ||
+		genDeref(o.Mask) != genDeref(n.Mask) || !maps.Equal(dropins(o.Dropins), dropins(n.Dropins))
 }
 
-// sameTri: an unset "enabled" leaves the unit alone, unlike false.
-func sameTri(a, b *bool) bool {
+// genSameTri: an unset "enabled" leaves the unit alone, unlike false.
+func genSameTri(a, b *bool) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
 	return *a == *b
 }
 
-// registriesVerdict applies DESIGN §5's safety rule to the two models:
+// genRegistriesVerdict applies DESIGN §5's safety rule to the two models:
 // unknown contents are unsafe; an identical meaning is no change.
-func registriesVerdict(old, nw *configModel, of, nf *fileModel) string {
+func genRegistriesVerdict(old, nw *genConfig, of, nf *genFile) string {
 	if (of != nil && (of.Remote != "" || old.RegBroken)) || (nf != nil && (nf.Remote != "" || nw.RegBroken)) {
 		return oracle.RegistriesUnsafe
 	}
-	o, n := &regConf{}, &regConf{}
+	o, n := &genRegConf{}, &genRegConf{}
 	if of != nil {
 		o = old.Reg
 	}
@@ -1142,7 +1174,7 @@ func registriesVerdict(old, nw *configModel, of, nf *fileModel) string {
 		mirrors           []string // in order
 		byLoc             map[string]mirror
 	}
-	states := func(rc *regConf) map[string]state {
+	states := func(rc *genRegConf) map[string]state {
 		out := map[string]state{}
 		for _, r := range rc.Regs {
 			s := state{location: r.Location, blocked: r.Blocked, insecure: r.Insecure, byLoc: map[string]mirror{}}

@@ -85,10 +85,10 @@ type Policy struct {
 	// means every pool.
 	PoolSelector *metav1.LabelSelector
 	Files        []operatorv1.NodeDisruptionPolicySpecFile
-	Units   []operatorv1.NodeDisruptionPolicySpecUnit
-	SSHKey  *operatorv1.NodeDisruptionPolicySpecSSHKey
-	Modules []Module
-	Tests   []Module
+	Units        []operatorv1.NodeDisruptionPolicySpecUnit
+	SSHKey       *operatorv1.NodeDisruptionPolicySpecSSHKey
+	Modules      []Module
+	Tests        []Module
 }
 
 // PolicyFromAPI converts a NodeDisruptionPolicy. file is the document it
@@ -102,8 +102,8 @@ func PolicyFromAPI(file string, p *v1alpha1.NodeDisruptionPolicy, regoLine, test
 		origin = file + ": " + object
 	}
 	pol := Policy{
-		Name:     p.Name,
-		Priority: p.EffectivePriority(),
+		Name:         p.Name,
+		Priority:     p.EffectivePriority(),
 		Origin:       origin,
 		PoolSelector: p.Spec.PoolSelector,
 		Files:        p.Spec.Files,

@@ -1,0 +1,184 @@
+// Command benchtable reads `go test -bench BenchmarkPlan -benchmem` output
+// on stdin and prints the Rego planner's time per plan next to the plain-Go
+// oracle's, with their ratio, and whether the performance target is met:
+// the Rego planner within 3× of the oracle at files=200/changed=20.
+//
+// Sub-benchmarks must be named <Benchmark>/files=N/changed=M/impl=rego|oracle;
+// with -count > 1 the median of the runs is used.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+)
+
+const (
+	targetBench   = "BenchmarkPlan"
+	targetFiles   = 200
+	targetChanged = "20"
+	targetRatio   = 3.0
+)
+
+var line = regexp.MustCompile(`^(Benchmark\w+)/files=(\d+)/changed=(\w+)/impl=(rego|oracle)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op)?(?:\s+([\d.]+) allocs/op)?`)
+
+type key struct {
+	bench   string
+	files   int
+	changed string
+}
+
+type runs struct{ ns, bytes, allocs []float64 }
+
+func main() {
+	if err := run(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in io.Reader, out io.Writer) error {
+	results := map[key]map[string]*runs{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		files, _ := strconv.Atoi(m[2])
+		k := key{m[1], files, m[3]}
+		if results[k] == nil {
+			results[k] = map[string]*runs{}
+		}
+		r := results[k][m[4]]
+		if r == nil {
+			r = &runs{}
+			results[k][m[4]] = r
+		}
+		r.ns = append(r.ns, parse(m[5]))
+		r.bytes = append(r.bytes, parse(m[6]))
+		r.allocs = append(r.allocs, parse(m[7]))
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return fmt.Errorf("no .../files=N/changed=M/impl=rego|oracle benchmark results on stdin")
+	}
+
+	keys := slices.Collect(maps.Keys(results))
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.bench != b.bench {
+			// The end-to-end benchmark, which the target is about, first.
+			return a.bench == targetBench || (b.bench != targetBench && a.bench < b.bench)
+		}
+		if a.files != b.files {
+			return a.files < b.files
+		}
+		return changedRank(a.changed) < changedRank(b.changed)
+	})
+
+	var tw *tabwriter.Writer
+	for i, k := range keys {
+		if i == 0 || k.bench != keys[i-1].bench {
+			if tw != nil {
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintln(out, k.bench)
+			tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "files\tchanged\trego/plan\toracle/plan\trego/oracle\trego allocs\toracle allocs\t")
+		}
+		rego, oracle := results[k]["rego"], results[k]["oracle"]
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k.files, k.changed,
+			duration(rego), duration(oracle), ratioString(rego, oracle), allocs(rego), allocs(oracle))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	target := fmt.Sprintf("target: rego within %.0f× of the oracle at files=%d/changed=%s (%s)", targetRatio, targetFiles, targetChanged, targetBench)
+	r := results[key{targetBench, targetFiles, targetChanged}]
+	switch ratio, ok := ratioOf(r["rego"], r["oracle"]); {
+	case !ok:
+		fmt.Fprintf(out, "\n%s: not measured\n", target)
+	case ratio <= targetRatio:
+		fmt.Fprintf(out, "\n%s: met (%.2f×)\n", target, ratio)
+	default:
+		fmt.Fprintf(out, "\n%s: NOT met (%.2f×)\n", target, ratio)
+	}
+	return nil
+}
+
+func parse(s string) float64 {
+	if s == "" {
+		return -1 // not reported (no -benchmem)
+	}
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
+}
+
+// changedRank orders counts numerically, "all" last.
+func changedRank(s string) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return 1 << 62
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func duration(r *runs) string {
+	if r == nil {
+		return "-"
+	}
+	ns := median(r.ns)
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.2fs", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2fms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1fµs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0fns", ns)
+}
+
+func allocs(r *runs) string {
+	if r == nil || median(r.allocs) < 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(median(r.allocs), 'f', 0, 64)
+}
+
+func ratioOf(rego, oracle *runs) (float64, bool) {
+	if rego == nil || oracle == nil || median(oracle.ns) <= 0 {
+		return 0, false
+	}
+	return median(rego.ns) / median(oracle.ns), true
+}
+
+func ratioString(rego, oracle *runs) string {
+	if r, ok := ratioOf(rego, oracle); ok {
+		return fmt.Sprintf("%.2f×", r)
+	}
+	return "-"
+}

@@ -1,0 +1,219 @@
+package planner_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/oracle"
+)
+
+// benchDirs are where rendered configs keep their files.
+var benchDirs = []string{
+	"/etc/kubernetes/", "/etc/kubernetes/static-pod-resources/", "/etc/systemd/system/",
+	"/etc/NetworkManager/conf.d/", "/etc/NetworkManager/dispatcher.d/", "/usr/local/bin/",
+	"/etc/sysconfig/", "/etc/crio/crio.conf.d/", "/var/lib/kubelet/", "/etc/containers/registries.d/",
+	"/etc/nmstate/openshift/", "/etc/kubernetes/credential-providers/", "/etc/pki/ca-trust/source/anchors/",
+}
+
+// benchTablePaths come first in every config, so that changed=1 edits the
+// pull secret (None) and the other counts reach the rest of the table.
+var benchTablePaths = []string{
+	"/var/lib/kubelet/config.json",
+	"/etc/containers/policy.json",
+	"/etc/containers/registries.conf",
+	"/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
+	"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
+	"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
+}
+
+const benchRegistries = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = ""
+
+[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+
+  [[registry.mirror]]
+    location = "mirror.example.com:8443/ocp4/openshift4"
+    pull-from-mirror = "digest-only"
+`
+
+// benchConfig renders a MachineConfig with n files, of which the first
+// `changed` in a spread-out order carry edited contents when edit is true.
+func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
+	tb.Helper()
+	edited := map[int]bool{}
+	if edit {
+		for i := range changed {
+			edited[i*n/changed] = true
+		}
+	}
+	files := make([]any, 0, n)
+	for i := range n {
+		path := fmt.Sprintf("%sgenerated-%04d.conf", benchDirs[i%len(benchDirs)], i)
+		if i < len(benchTablePaths) {
+			path = benchTablePaths[i]
+		}
+		data := fmt.Sprintf("# file %d, rendered from a MachineConfig template\n%s", i, strings.Repeat(fmt.Sprintf("setting.%d = some value for the node %d\n", i%7, i%13), 8))
+		if path == planner.RegistriesConfPath {
+			data = benchRegistries
+		}
+		if edited[i] {
+			data += "# edited\n"
+		}
+		src := "data:," + dataurl.EscapeString(data)
+		if i%2 == 1 {
+			src = "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(data))
+		}
+		files = append(files, map[string]any{"path": path, "mode": 420, "overwrite": true, "contents": map[string]any{"source": src}})
+	}
+	units := make([]any, 0, 20)
+	for i := range 20 {
+		units = append(units, map[string]any{
+			"name":     fmt.Sprintf("generated-%02d.service", i),
+			"enabled":  true,
+			"contents": fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", i),
+		})
+	}
+	doc := map[string]any{
+		"apiVersion": "machineconfiguration.openshift.io/v1",
+		"kind":       "MachineConfig",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"osImageURL": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			"config": map[string]any{
+				"ignition": map[string]any{"version": "3.5.0"},
+				"passwd":   map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne admin@example.com"}}}},
+				"storage":  map[string]any{"files": files},
+				"systemd":  map[string]any{"units": units},
+			},
+		},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkPlan times one plan end to end, from the two documents' bytes:
+// parse both, diff, evaluate (Rego planner or oracle).
+func BenchmarkPlan(b *testing.B) {
+	ctx := context.Background()
+	p := diffPlanner(b)
+	for _, n := range []int{200, 2000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			for _, changed := range []int{1, 20, n} {
+				label := fmt.Sprint(changed)
+				if changed == n {
+					label = "all"
+				}
+				b.Run("changed="+label, func(b *testing.B) {
+					oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
+					newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
+					benchAgree(b, p, oldDoc, newDoc, changed)
+					b.Run("impl=rego", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							from, to := benchParse(b, oldDoc, newDoc)
+							if _, err := p.Plan(ctx, planner.Request{From: from, To: to}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+					b.Run("impl=oracle", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							from, to := benchParse(b, oldDoc, newDoc)
+							cs, err := planner.Diff(from, to)
+							if err != nil {
+								b.Fatal(err)
+							}
+							oracle.Plan(cs)
+						}
+					})
+				})
+			}
+		})
+	}
+}
+
+func benchParse(b *testing.B, oldDoc, newDoc []byte) (from, to *planner.Config) {
+	from, err := planner.ParseMachineConfig("old", oldDoc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	to, err = planner.ParseMachineConfig("new", newDoc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return from, to
+}
+
+// benchAgree checks, untimed, that the inputs are what the benchmark claims
+// and that both implementations plan them alike.
+func benchAgree(b *testing.B, p *planner.Planner, oldDoc, newDoc []byte, changed int) {
+	from, to := benchParse(b, oldDoc, newDoc)
+	plan, err := p.Plan(context.Background(), planner.Request{From: from, To: to})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := planner.Diff(from, to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(cs.Changes) != changed {
+		b.Fatalf("%d changes, want %d", len(cs.Changes), changed)
+	}
+	actions, drain, reboot := oracle.Plan(cs)
+	if !reflect.DeepEqual(actions, plan.Actions) || drain != plan.Drain || reboot != plan.Reboot {
+		b.Fatalf("rego %v drain=%t reboot=%t, oracle %v drain=%t reboot=%t", plan.Actions, plan.Drain, plan.Reboot, actions, drain, reboot)
+	}
+}
+
+// BenchmarkEvaluate times what follows parsing, which dominates
+// BenchmarkPlan: diff and evaluate (Rego planner or oracle) on configs
+// already parsed.
+func BenchmarkEvaluate(b *testing.B) {
+	ctx := context.Background()
+	p := diffPlanner(b)
+	for _, n := range []int{200, 2000} {
+		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
+			for _, changed := range []int{1, 20, n} {
+				label := fmt.Sprint(changed)
+				if changed == n {
+					label = "all"
+				}
+				b.Run("changed="+label, func(b *testing.B) {
+					from, to := benchParse(b, benchConfig(b, "rendered-worker-old", n, changed, false), benchConfig(b, "rendered-worker-new", n, changed, true))
+					b.Run("impl=rego", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							if _, err := p.Plan(ctx, planner.Request{From: from, To: to}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+					b.Run("impl=oracle", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							cs, err := planner.Diff(from, to)
+							if err != nil {
+								b.Fatal(err)
+							}
+							oracle.Plan(cs)
+						}
+					})
+				})
+			}
+		})
+	}
+}
