@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -137,7 +138,7 @@ func fileFields(fromCfg, toCfg *Config, of, nf *igntypes.File) ([]string, error)
 func sameContents(fromCfg, toCfg *Config, of, nf *igntypes.File) (bool, error) {
 	oc, nc := of.Contents, nf.Contents
 	if deref(oc.Source) == deref(nc.Source) && deref(oc.Compression) == deref(nc.Compression) &&
-		deref(oc.Verification.Hash) == deref(nc.Verification.Hash) {
+		deref(oc.Verification.Hash) == deref(nc.Verification.Hash) && len(oc.HTTPHeaders) == 0 && len(nc.HTTPHeaders) == 0 {
 		return true, nil
 	}
 	od, err := contentDigest(fromCfg, of)
@@ -157,9 +158,18 @@ func sameContents(fromCfg, toCfg *Config, of, nf *igntypes.File) (bool, error) {
 func contentDigest(cfg *Config, f *igntypes.File) (string, error) {
 	src := deref(f.Contents.Source)
 	if src != "" && !strings.HasPrefix(src, "data:") {
+		// Everything that decides what is fetched and written.
 		id := "url:" + src
 		if h := deref(f.Contents.Verification.Hash); h != "" {
 			id += "#" + h
+		}
+		if c := deref(f.Contents.Compression); c != "" {
+			id += ";compression=" + c
+		}
+		if len(f.Contents.HTTPHeaders) > 0 {
+			b, _ := json.Marshal(f.Contents.HTTPHeaders)
+			sum := sha256.Sum256(b)
+			id += ";headers=sha256:" + hex.EncodeToString(sum[:])
 		}
 		return id, nil
 	}

@@ -93,6 +93,16 @@ func TestRemoteSourcesCompareByURLAndHash(t *testing.T) {
 	if len(cs.Changes) != 1 || cs.Changes[0].NewDigest != "url:https://example.com/f#"+h2 {
 		t.Errorf("changed remote hash: %+v", cs.Changes)
 	}
+	gz := remote(h1)
+	gz["contents"].(map[string]any)["compression"] = "gzip"
+	hdr := remote(h1)
+	hdr["contents"].(map[string]any)["httpHeaders"] = []any{map[string]any{"name": "Authorization", "value": "Bearer x"}}
+	for name, f := range map[string]map[string]any{"compression": gz, "headers": hdr} {
+		cs := diff(t, mc(t, "a", files(remote(h1)), nil), mc(t, "b", files(f), nil))
+		if len(cs.Changes) != 1 || cs.Changes[0].Fields[0] != "contents" {
+			t.Errorf("remote source with new %s: %+v", name, cs.Changes)
+		}
+	}
 }
 
 func TestUnitChanges(t *testing.T) {
@@ -258,5 +268,21 @@ func TestInvalidContentsAreInputErrors(t *testing.T) {
 	var ie *planner.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "files[path=/etc/x].contents") || !strings.Contains(err.Error(), "gzip") {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestParseJSONMachineConfig(t *testing.T) {
+	doc := mcDoc(t, "j", files(file("/etc/a", "a")), map[string]any{"osImageURL": "quay.io/os@sha256:1"})
+	cfg, err := planner.ParseMachineConfig("j.json", doc)
+	if err != nil || cfg.Name != "j" || cfg.Spec.OSImageURL != "quay.io/os@sha256:1" || len(cfg.Ignition.Storage.Files) != 1 {
+		t.Fatalf("parsed %+v, %v", cfg, err)
+	}
+	_, err = planner.ParseMachineConfig("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": {\"osImageURL\": 3}\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "bad.json: line 3") || !strings.Contains(err.Error(), "malformed JSON") {
+		t.Errorf("type error: %v", err)
+	}
+	_, err = planner.ParseMachineConfig("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": }\n"))
+	if err == nil || !strings.Contains(err.Error(), "bad.json: line 3") {
+		t.Errorf("syntax error: %v", err)
 	}
 }

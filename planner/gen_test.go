@@ -1225,7 +1225,7 @@ func genRegistriesVerdict(old, nw *genConfig, of, nf *genFile) string {
 		if _, existed := os[scope]; existed {
 			continue
 		}
-		if len(b.mirrors) == 0 || b.blocked || b.insecure {
+		if len(b.mirrors) == 0 || b.blocked || b.insecure || (b.location != "" && b.location != scope) {
 			unsafe = true
 		}
 		for _, m := range b.byLoc {

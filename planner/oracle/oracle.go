@@ -165,7 +165,8 @@ func safe(d registries.ConfigDiff) bool {
 		return false
 	}
 	for _, r := range d.RegistriesAdded {
-		if len(r.Mirrors) == 0 || r.Blocked || r.Insecure {
+		// A location other than the scope redirects every pull, tags too.
+		if len(r.Mirrors) == 0 || r.Blocked || r.Insecure || (r.Location != "" && r.Location != r.Scope) {
 			return false
 		}
 		for _, m := range r.Mirrors {

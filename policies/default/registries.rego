@@ -65,6 +65,14 @@ unsafe_registries_changes contains sprintf("registry %s added as blocked", [r.sc
 	r.blocked
 }
 
+# A new registry whose location differs from its scope redirects every pull
+# of that scope, tags included, not only digests.
+unsafe_registries_changes contains sprintf("registry %s added with location %s: its pulls are redirected", [r.scope, r.location]) if {
+	some r in diff.registriesAdded
+	r.location != ""
+	r.location != r.scope
+}
+
 unsafe_registries_changes contains sprintf("registry %s added as insecure", [r.scope]) if {
 	some r in diff.registriesAdded
 	r.insecure

@@ -96,3 +96,11 @@ test_unsafe_reason_names_every_cause if {
 	some claim in defaults.claims with input.changes as [registries_change] with input.registries as diff
 	claim.reason == "aliases changed; mirror mirror.example.com/x of quay.io/ocp removed"
 }
+
+test_registry_redirected_to_another_location_drains if {
+	diff := object.union(empty_diff, {"registriesAdded": [{
+		"scope": "quay.io/openshift", "prefix": "quay.io/openshift", "location": "other.example.com/openshift",
+		"blocked": false, "insecure": false, "mirrors": [digest_mirror("quay.io/openshift")],
+	}]})
+	registries_actions(diff) == reload_drain
+}
