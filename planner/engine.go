@@ -40,8 +40,7 @@ type EngineOptions struct {
 
 // Engine is a compiled policy set: it turns a change set into claims.
 type Engine struct {
-	policies    map[string]*Policy
-	modules     map[string]*Module // by compiler key, for error positions
+	*sources
 	query       rego.PreparedEvalQuery
 	revision    string
 	evalTimeout time.Duration
@@ -83,10 +82,9 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 	}
 	pols = append([]Policy(nil), pols...)
 	sortPolicies(pols)
-	e := &Engine{policies: map[string]*Policy{}, modules: map[string]*Module{}, evalTimeout: opts.EvalTimeout}
+	e := &Engine{sources: newSources(), evalTimeout: opts.EvalTimeout}
 
 	total := 0
-	parsed := map[string]*ast.Module{}
 	roots := map[string]string{} // package root → policy
 	var rootOrder []string
 	for i := range pols {
@@ -105,7 +103,7 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 		for j := range p.Modules {
 			m := &p.Modules[j]
 			total += len(m.Source)
-			mod, err := e.parse(p, m, parsed)
+			mod, err := e.parse(p, m)
 			if err != nil {
 				return nil, err
 			}
@@ -130,17 +128,17 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 	}
 	lib, _ := libraryModules()
 	for i := range lib {
-		if _, err := e.parse(nil, &lib[i], parsed); err != nil {
+		if _, err := e.parse(nil, &lib[i]); err != nil {
 			return nil, err
 		}
 	}
 	wrapper := &Module{Filename: "ndp-engine.rego", Source: engineModule(rootOrder, roots)}
-	if _, err := e.parse(nil, wrapper, parsed); err != nil {
+	if _, err := e.parse(nil, wrapper); err != nil {
 		return nil, err
 	}
 
 	compiler := ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(false)
-	if err := e.compile(ctx, compiler, parsed, opts.CompileTimeout); err != nil {
+	if err := e.compile(ctx, compiler, opts.CompileTimeout); err != nil {
 		return nil, err
 	}
 	store := inmem.NewFromObject(map[string]any{"ndp": map[string]any{"declarative": declarativeData(pols)}})
@@ -162,33 +160,14 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 	return e, nil
 }
 
-// parse parses a module as Rego v1 inside the sandbox. p is nil for the
-// engine's own modules.
-func (e *Engine) parse(p *Policy, m *Module, into map[string]*ast.Module) (*ast.Module, error) {
-	key := m.key()
-	if _, dup := into[key]; dup {
-		key = fmt.Sprintf("%s#%d", key, len(into))
-	}
-	mod, err := ast.ParseModuleWithOpts(key, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandboxCapabilities})
-	e.modules[key] = m
-	if err != nil {
-		return nil, e.regoError(err, p)
-	}
-	if mod == nil {
-		return nil, e.regoError(errors.New("empty module: a package declaration is required"), p)
-	}
-	into[key] = mod
-	return mod, nil
-}
-
 // compile runs the compiler with a deadline. The compiler cannot be
 // interrupted, so on timeout it is left to finish in the background and its
 // result is discarded.
-func (e *Engine) compile(ctx context.Context, c *ast.Compiler, mods map[string]*ast.Module, timeout time.Duration) error {
+func (e *Engine) compile(ctx context.Context, c *ast.Compiler, timeout time.Duration) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Compile(mods)
+		c.Compile(e.parsed)
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -201,68 +180,6 @@ func (e *Engine) compile(ctx context.Context, c *ast.Compiler, mods map[string]*
 	}
 	if c.Failed() {
 		return e.regoError(c.Errors, nil)
-	}
-	return nil
-}
-
-// regoError turns OPA errors into a PolicyError per policy, with positions
-// in the author's file and forbidden builtins named as such.
-func (e *Engine) regoError(err error, p *Policy) error {
-	var astErrs ast.Errors
-	if !errors.As(err, &astErrs) {
-		var one *ast.Error
-		if errors.As(err, &one) {
-			astErrs = ast.Errors{one}
-		}
-	}
-	if len(astErrs) == 0 {
-		if p != nil {
-			return &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: []string{err.Error()}}
-		}
-		return err
-	}
-	byPolicy := map[string]*PolicyError{}
-	var order []string
-	for _, ae := range astErrs {
-		msg := explainRemovedBuiltin(ae.Code + ": " + ae.Message)
-		owner := p
-		if ae.Location != nil {
-			if m, ok := e.modules[ae.Location.File]; ok {
-				msg = m.Position(ae.Location.Row, ae.Location.Col) + ": " + msg
-				if owner == nil {
-					owner = e.ownerOf(m)
-				}
-			}
-		}
-		name, origin := "", "ndp policy library"
-		if owner != nil {
-			name, origin = owner.Name, owner.Origin
-		}
-		pe, ok := byPolicy[name]
-		if !ok {
-			pe = &PolicyError{Policy: name, Origin: origin}
-			byPolicy[name] = pe
-			order = append(order, name)
-		}
-		pe.Messages = append(pe.Messages, msg)
-	}
-	if len(order) == 1 {
-		return byPolicy[order[0]]
-	}
-	errs := make([]error, 0, len(order))
-	for _, n := range order {
-		errs = append(errs, byPolicy[n])
-	}
-	return errors.Join(errs...)
-}
-
-func (e *Engine) ownerOf(m *Module) *Policy {
-	for _, p := range e.policies {
-		for i := range p.Modules {
-			if &p.Modules[i] == m {
-				return p
-			}
-		}
 	}
 	return nil
 }

@@ -34,15 +34,14 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	e := &Engine{modules: map[string]*Module{}, policies: map[string]*Policy{}}
+	e := newSources()
 	for i := range pols {
 		e.policies[pols[i].Name] = &pols[i]
 	}
-	mods := map[string]*ast.Module{}
 	lib, libTests := libraryModules()
 	all := append(append([]Module(nil), lib...), libTests...)
 	for i := range all {
-		if _, err := e.parse(nil, &all[i], mods); err != nil {
+		if _, err := e.parse(nil, &all[i]); err != nil {
 			return TestSummary{}, err
 		}
 	}
@@ -50,14 +49,14 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 		p := &pols[i]
 		for _, list := range [][]Module{p.Modules, p.Tests} {
 			for j := range list {
-				if _, err := e.parse(p, &list[j], mods); err != nil {
+				if _, err := e.parse(p, &list[j]); err != nil {
 					return TestSummary{}, err
 				}
 			}
 		}
 	}
 	for i := range extra {
-		if _, err := e.parse(nil, &extra[i], mods); err != nil {
+		if _, err := e.parse(nil, &extra[i]); err != nil {
 			return TestSummary{}, err
 		}
 	}
@@ -71,7 +70,7 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 	runner := tester.NewRunner().
 		SetCompiler(ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(true)).
 		SetStore(store).
-		SetModules(mods).
+		SetModules(e.parsed).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(opts.Timeout).
