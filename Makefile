@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 
 FUZZTIME ?= 15s
 
-.PHONY: all build test test-go test-rego test-fuzz bench generate lint fmt vet demo clean
+.PHONY: all build test test-go test-rego test-fuzz bench generate verify lint fmt vet demo clean
 
 all: build
 
@@ -45,9 +45,10 @@ demo: build
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
-## generate: deepcopy functions for apis/ (controller-gen)
+## generate: deepcopy functions and CRDs (manifests/crds/) for apis/ with controller-gen
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
 
 ## lint: gofmt and go vet
 lint: fmt vet
@@ -60,3 +61,7 @@ vet:
 
 clean:
 	rm -rf $(BIN)
+
+## verify: generated code and CRDs are what `make generate` writes
+verify: generate
+	@git diff --exit-code -- apis manifests/crds || { echo "generated files are stale: run make generate"; exit 1; }
