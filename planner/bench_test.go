@@ -109,6 +109,36 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 func BenchmarkPlan(b *testing.B) {
 	ctx := context.Background()
 	p := diffPlanner(b)
+	benchSizes(b, func(b *testing.B, n, changed int) {
+		oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
+		newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
+		benchAgree(b, p, oldDoc, newDoc, changed)
+		b.Run("impl=rego", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				from, to := benchParse(b, oldDoc, newDoc)
+				if _, err := p.Plan(ctx, planner.Request{From: from, To: to}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("impl=oracle", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				from, to := benchParse(b, oldDoc, newDoc)
+				cs, err := planner.Diff(from, to)
+				if err != nil {
+					b.Fatal(err)
+				}
+				oracle.Plan(cs)
+			}
+		})
+	})
+}
+
+// benchSizes runs body for files ∈ {200, 2000} × changed ∈ {1, 20, all},
+// named files=N/changed=M so that hack/benchtable can pair the results.
+func benchSizes(b *testing.B, body func(b *testing.B, n, changed int)) {
 	for _, n := range []int{200, 2000} {
 		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
 			for _, changed := range []int{1, 20, n} {
@@ -116,31 +146,7 @@ func BenchmarkPlan(b *testing.B) {
 				if changed == n {
 					label = "all"
 				}
-				b.Run("changed="+label, func(b *testing.B) {
-					oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
-					newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
-					benchAgree(b, p, oldDoc, newDoc, changed)
-					b.Run("impl=rego", func(b *testing.B) {
-						b.ReportAllocs()
-						for b.Loop() {
-							from, to := benchParse(b, oldDoc, newDoc)
-							if _, err := p.Plan(ctx, planner.Request{From: from, To: to}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
-					b.Run("impl=oracle", func(b *testing.B) {
-						b.ReportAllocs()
-						for b.Loop() {
-							from, to := benchParse(b, oldDoc, newDoc)
-							cs, err := planner.Diff(from, to)
-							if err != nil {
-								b.Fatal(err)
-							}
-							oracle.Plan(cs)
-						}
-					})
-				})
+				b.Run("changed="+label, func(b *testing.B) { body(b, n, changed) })
 			}
 		})
 	}
@@ -185,35 +191,25 @@ func benchAgree(b *testing.B, p *planner.Planner, oldDoc, newDoc []byte, changed
 func BenchmarkEvaluate(b *testing.B) {
 	ctx := context.Background()
 	p := diffPlanner(b)
-	for _, n := range []int{200, 2000} {
-		b.Run(fmt.Sprintf("files=%d", n), func(b *testing.B) {
-			for _, changed := range []int{1, 20, n} {
-				label := fmt.Sprint(changed)
-				if changed == n {
-					label = "all"
+	benchSizes(b, func(b *testing.B, n, changed int) {
+		from, to := benchParse(b, benchConfig(b, "rendered-worker-old", n, changed, false), benchConfig(b, "rendered-worker-new", n, changed, true))
+		b.Run("impl=rego", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Plan(ctx, planner.Request{From: from, To: to}); err != nil {
+					b.Fatal(err)
 				}
-				b.Run("changed="+label, func(b *testing.B) {
-					from, to := benchParse(b, benchConfig(b, "rendered-worker-old", n, changed, false), benchConfig(b, "rendered-worker-new", n, changed, true))
-					b.Run("impl=rego", func(b *testing.B) {
-						b.ReportAllocs()
-						for b.Loop() {
-							if _, err := p.Plan(ctx, planner.Request{From: from, To: to}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
-					b.Run("impl=oracle", func(b *testing.B) {
-						b.ReportAllocs()
-						for b.Loop() {
-							cs, err := planner.Diff(from, to)
-							if err != nil {
-								b.Fatal(err)
-							}
-							oracle.Plan(cs)
-						}
-					})
-				})
 			}
 		})
-	}
+		b.Run("impl=oracle", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cs, err := planner.Diff(from, to)
+				if err != nil {
+					b.Fatal(err)
+				}
+				oracle.Plan(cs)
+			}
+		})
+	})
 }
