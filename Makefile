@@ -9,6 +9,7 @@ CONTROLLER_GEN ?= $(BIN)/controller-gen
 GO_TEST_FLAGS ?=
 
 FUZZTIME ?= 15s
+BENCHCOUNT ?= 3
 
 .PHONY: all build test test-go test-rego test-fuzz bench generate verify lint fmt vet demo clean
 
@@ -35,7 +36,7 @@ test-fuzz:
 
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio
 bench:
-	$(GO) test -run '^$$' -bench 'BenchmarkPlan' -benchmem -count 1 ./planner/ | tee $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkPlan' -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench.txt
 	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
 
 ## demo: `ndp plan` on every shipped example
