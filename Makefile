@@ -46,10 +46,22 @@ demo: build
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 
-## generate: deepcopy functions and CRDs (manifests/crds/) for apis/ with controller-gen
+# CRDs ndp uses but does not own, copied from the pinned openshift/api module.
+OPENSHIFT_CRDS := \
+	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigpools.crd.yaml \
+	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfignodes-Default.crd.yaml \
+	config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml \
+	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagedigestmirrorsets.crd.yaml \
+	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagetagmirrorsets.crd.yaml \
+	operator/v1alpha1/zz_generated.crd-manifests/0000_10_config-operator_01_imagecontentsourcepolicies.crd.yaml
+
+## generate: deepcopy functions and CRDs (manifests/crds/) for apis/ with controller-gen, and
+## openshift/api's CRDs for the types ndp uses, copied from the pinned module
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
+	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
+	for f in $(OPENSHIFT_CRDS); do install -m 0644 "$$dir/$$f" manifests/crds/openshift/$$(basename $$f); done
 
 ## lint: gofmt and go vet
 lint: fmt vet

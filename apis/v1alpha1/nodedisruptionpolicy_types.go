@@ -62,6 +62,39 @@ type NodeDisruptionPolicySpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=262144
 	RegoTests string `json:"regoTests,omitempty"`
+
+	// bundleRef points at an OPA bundle shipped by a template owner in a
+	// ConfigMap; its modules and tests join this policy's.
+	// +optional
+	BundleRef *BundleReference `json:"bundleRef,omitempty"`
+}
+
+// BundleReference locates an OPA bundle (.tar.gz) in a ConfigMap's
+// binaryData and, optionally, the key its signature must verify with.
+type BundleReference struct {
+	// namespace of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key of the bundle in the ConfigMap's binaryData.
+	// +optional
+	// +kubebuilder:default="bundle.tar.gz"
+	Key string `json:"key,omitempty"`
+
+	// publicKey is a PEM-encoded public key (RSA or ECDSA). When set, the
+	// bundle must carry a signature (.signatures.json) made with the
+	// matching private key over every file, or it is rejected.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16384
+	PublicKey string `json:"publicKey,omitempty"`
 }
 
 // NodeDisruptionPolicyStatus reports whether the policy compiled, passed its
@@ -80,7 +113,24 @@ type NodeDisruptionPolicyStatus struct {
 	// revision is the digest of what is active; plans record it.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+
+	// rules counts the active rules: declarative entries plus the "claims"
+	// rules of the Rego modules.
+	// +optional
+	Rules int32 `json:"rules,omitempty"`
 }
+
+// Condition types of a NodeDisruptionPolicy.
+const (
+	// ConditionAccepted: the current generation compiled and its tests
+	// passed.
+	ConditionAccepted = "Accepted"
+	// ConditionActive: a revision of the policy is in force (the current
+	// generation, or the last good one when the current is rejected).
+	ConditionActive = "Active"
+	// ConditionDegraded: the current generation is rejected.
+	ConditionDegraded = "Degraded"
+)
 
 // NodeDisruptionPolicy says which actions a node needs to apply a change of
 // its configuration.
@@ -88,6 +138,10 @@ type NodeDisruptionPolicyStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ndp
+// +kubebuilder:printcolumn:name=Priority,JSONPath=.spec.priority,type=integer,description=Ties between equally specific claims go to the higher priority (unset is 100).
+// +kubebuilder:printcolumn:name=Rules,JSONPath=.status.rules,type=integer,description=Active declarative entries and Rego claims rules.
+// +kubebuilder:printcolumn:name=Accepted,JSONPath=.status.conditions[?(@.type=="Accepted")].status,type=string,description=Whether the current generation compiled and passed its tests.
+// +kubebuilder:printcolumn:name=Age,JSONPath=.metadata.creationTimestamp,type=date
 type NodeDisruptionPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
