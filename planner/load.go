@@ -8,18 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/bundle"
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
-
-// MaxBundleBytes bounds an OPA bundle.
-const MaxBundleBytes = 8 << 20
 
 // LoadPolicies reads policies from files: NodeDisruptionPolicy YAML or JSON
 // (one or more documents), Rego modules (*.rego; *_test.rego are their
@@ -247,64 +242,10 @@ func (l *loader) loadBundle(path string) error {
 		return fmt.Errorf("policy %s: %w", path, unwrapPathError(err))
 	}
 	defer f.Close()
-	p, err := ReadBundle(path, f)
+	p, err := ReadBundle(path, f, nil)
 	if err != nil {
 		return err
 	}
 	l.policies = append(l.policies, p)
 	return nil
-}
-
-// ReadBundle reads an OPA bundle (.tar.gz) as one policy. Its name and
-// priority come from the manifest metadata ("name", "priority"), else from
-// its single root ndp/policy/<name>.
-func ReadBundle(origin string, r io.Reader) (Policy, error) {
-	b, err := bundle.NewReader(r).
-		WithRegoVersion(ast.RegoV1).
-		WithCapabilities(sandboxCapabilities).
-		WithSizeLimitBytes(MaxBundleBytes).
-		WithSkipBundleVerification(true).
-		Read()
-	if err != nil {
-		return Policy{}, &InputError{Object: origin, Err: fmt.Errorf("invalid OPA bundle: %w", err)}
-	}
-	p := Policy{Origin: origin, Priority: v1alpha1.UserDefaultPriority}
-	if name, ok := b.Manifest.Metadata["name"].(string); ok {
-		p.Name = name
-	}
-	if prio, ok := b.Manifest.Metadata["priority"].(json.Number); ok {
-		v, err := prio.Int64()
-		if err != nil || v < 0 || v > 1000000 {
-			return Policy{}, &InputError{Object: origin, Field: ".manifest metadata.priority", Err: fmt.Errorf("must be an integer from 0 to 1000000, got %s", prio)}
-		}
-		p.Priority = int32(v)
-	} else if prio, ok := b.Manifest.Metadata["priority"].(float64); ok {
-		p.Priority = int32(prio)
-	}
-	if p.Name == "" && b.Manifest.Roots != nil {
-		// Roots ndp/policy/<name> (and its tests, ndp/policy/<name>_test).
-		names := map[string]bool{}
-		for _, r := range *b.Manifest.Roots {
-			names[strings.TrimSuffix(strings.TrimPrefix(r, "ndp/policy/"), "_test")] = true
-		}
-		if len(names) == 1 {
-			for n := range names {
-				p.Name = n
-			}
-		}
-	}
-	if p.Name == "" {
-		return Policy{}, &InputError{Object: origin, Field: ".manifest", Err: errors.New(`name the policy: metadata.name, or roots "ndp/policy/<name>" (and "ndp/policy/<name>_test")`)}
-	}
-	mods := append([]bundle.ModuleFile(nil), b.Modules...)
-	sort.Slice(mods, func(i, j int) bool { return mods[i].Path < mods[j].Path })
-	for _, m := range mods {
-		mod := Module{Filename: origin + ":" + strings.TrimPrefix(m.Path, "/"), Source: string(m.Raw)}
-		if strings.HasSuffix(m.Path, "_test.rego") {
-			p.Tests = append(p.Tests, mod)
-		} else {
-			p.Modules = append(p.Modules, mod)
-		}
-	}
-	return p, nil
 }

@@ -114,11 +114,8 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 
 func readMachineConfig(path string) (*planner.Config, error) {
 	data, err := os.ReadFile(path)
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return nil, fmt.Errorf("%s: %w", path, pe.Err)
-	} else if err != nil {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapOSError(err))
 	}
 	return planner.ParseMachineConfig(path, data)
 }
@@ -140,6 +137,15 @@ func loadPolicies(paths []string, defaults bool) ([]planner.Policy, []planner.Mo
 		pols = append([]planner.Policy{def}, pols...)
 	}
 	return pols, loose, nil
+}
+
+// unwrapOSError drops the path an os error repeats: messages name it first.
+func unwrapOSError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func writePlan(w io.Writer, plan *planner.Plan, format string) error {

@@ -87,6 +87,6 @@ with the policy that decided each change.`,
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: strings.Replace(binary, "-", " ", 1)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand())
+	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand())
 	return root
 }
