@@ -254,3 +254,22 @@ func TestEmbeddedRegoTests(t *testing.T) {
 		t.Errorf("Rego tests: %+v\n%s", sum, out.String())
 	}
 }
+
+func TestRuleCountAndRevision(t *testing.T) {
+	def := planner.DefaultPolicy()
+	if n := def.RuleCount(); n != 4 {
+		t.Errorf("the default policy has %d claims rules, want 4", n)
+	}
+	p := filePolicy("f", 100, "/etc/x", none)
+	p.Units = []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "a.service", Actions: []planner.Action{none}}}
+	if n := p.RuleCount(); n != 2 {
+		t.Errorf("rule count %d, want 2", n)
+	}
+	q := p
+	q.Priority = 5
+	same := filePolicy("f", 100, "/etc/x", none)
+	same.Units = p.Units
+	if p.Revision() == q.Revision() || p.Revision() != same.Revision() {
+		t.Errorf("a policy's revision must follow its content: %s, %s, %s", p.Revision(), q.Revision(), same.Revision())
+	}
+}

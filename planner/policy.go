@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/policies"
 )
@@ -353,4 +355,31 @@ func ReloadAction(service string) Action {
 }
 func RestartAction(service string) Action {
 	return Action{Type: ActionRestart, Restart: restartService(service)}
+}
+
+// Revision digests one policy's content: what its NodeDisruptionPolicy
+// status reports as active.
+func (p *Policy) Revision() string {
+	return revision([]Policy{*p}, nil)
+}
+
+// RuleCount counts declarative entries and the "claims" rules of the Rego
+// modules: the Rules column of `kubectl get ndp`.
+func (p *Policy) RuleCount() int {
+	n := len(p.Files) + len(p.Units)
+	if p.SSHKey != nil {
+		n++
+	}
+	for _, m := range p.Modules {
+		mod, err := ast.ParseModuleWithOpts(m.key(), m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandboxCapabilities})
+		if err != nil || mod == nil {
+			continue
+		}
+		for _, r := range mod.Rules {
+			if r.Head.Name == "claims" || (len(r.Head.Reference) > 0 && r.Head.Reference[0].Value.Compare(ast.Var("claims")) == 0) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -1,0 +1,140 @@
+// Package controllers holds ndp's controllers: each a small reconciler with
+// one job, level-triggered and idempotent.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// Scheme holds every type ndp's controllers read or write: Kubernetes'
+// own, NodeDisruptionPolicy, and ndp's MachineConfig (with its status).
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // static registrations: a programming error
+		}
+	}
+	return s
+}
+
+// ActivePolicies is the policy set in force: for every NodeDisruptionPolicy,
+// the last revision that compiled and passed its tests, compiled together
+// into the planner that the plan controller and the webhook use.
+type ActivePolicies struct {
+	mu       sync.RWMutex
+	policies map[string]planner.Policy
+	planner  *planner.Planner
+	opts     planner.EngineOptions
+	// changed is signalled (without blocking) whenever the set's revision
+	// changes, so that plans can be recomputed.
+	changed chan struct{}
+}
+
+// NewActivePolicies returns an empty set: no policy is in force until the
+// policy controller accepts one, so every change would need a reboot.
+func NewActivePolicies(opts planner.EngineOptions) *ActivePolicies {
+	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts, changed: make(chan struct{}, 1)}
+}
+
+// Planner returns the planner of the active set; nil before any policy is
+// active.
+func (a *ActivePolicies) Planner() *planner.Planner {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.planner
+}
+
+// Revision is the active set's policy revision, "" when empty.
+func (a *ActivePolicies) Revision() string {
+	if p := a.Planner(); p != nil {
+		return p.Engine.Revision()
+	}
+	return ""
+}
+
+// Changed is signalled when the active revision changes.
+func (a *ActivePolicies) Changed() <-chan struct{} { return a.changed }
+
+// Get returns the active revision of one policy.
+func (a *ActivePolicies) Get(name string) (planner.Policy, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	p, ok := a.policies[name]
+	return p, ok
+}
+
+// Others returns every active policy but the named one, sorted by name.
+func (a *ActivePolicies) Others(name string) []planner.Policy {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := make([]planner.Policy, 0, len(a.policies))
+	for n, p := range a.policies {
+		if n != name {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Put makes p the active revision of its policy, given that the whole set
+// with it compiles; the set is left unchanged otherwise.
+func (a *ActivePolicies) Put(ctx context.Context, p planner.Policy) error {
+	return a.update(ctx, p.Name, &p)
+}
+
+// Remove takes a deleted policy out of the set.
+func (a *ActivePolicies) Remove(ctx context.Context, name string) error {
+	return a.update(ctx, name, nil)
+}
+
+func (a *ActivePolicies) update(ctx context.Context, name string, p *planner.Policy) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := make(map[string]planner.Policy, len(a.policies)+1)
+	for n, q := range a.policies {
+		next[n] = q
+	}
+	if p == nil {
+		if _, ok := next[name]; !ok {
+			return nil
+		}
+		delete(next, name)
+	} else {
+		next[name] = *p
+	}
+	var pl *planner.Planner
+	if len(next) > 0 {
+		set := make([]planner.Policy, 0, len(next))
+		for _, q := range next {
+			set = append(set, q)
+		}
+		var err error
+		if pl, err = planner.New(ctx, set, a.opts); err != nil {
+			return fmt.Errorf("the active policy set would not compile: %w", err)
+		}
+	}
+	old := ""
+	if a.planner != nil {
+		old = a.planner.Engine.Revision()
+	}
+	a.policies, a.planner = next, pl
+	if pl == nil || pl.Engine.Revision() != old {
+		select {
+		case a.changed <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policies"
+)
+
+// Condition reasons of a NodeDisruptionPolicy.
+const (
+	ReasonCompiled       = "Compiled"
+	ReasonCompileError   = "CompileError"
+	ReasonTestsFailed    = "TestsFailed"
+	ReasonBundleError    = "BundleError"
+	ReasonPreviousActive = "PreviousRevisionActive"
+	ReasonNotActive      = "NeverAccepted"
+	ReasonRestored       = "Restored"
+)
+
+var (
+	compileSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ndp_policy_compile_duration_seconds",
+		Help:    "Time to compile a NodeDisruptionPolicy with the active set and run its Rego tests.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	}, []string{"policy"})
+	compileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndp_policy_compile_errors_total",
+		Help: "NodeDisruptionPolicy generations rejected, by reason.",
+	}, []string{"policy", "reason"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(compileSeconds, compileErrors)
+}
+
+// DefaultPolicyName is the NodeDisruptionPolicy that holds the built-in
+// defaults, in the cluster where administrators can read them.
+const DefaultPolicyName = policies.DefaultPolicyName
+
+// DefaultNodeDisruptionPolicy is the desired `default` policy: priority 0,
+// the embedded default Rego and its tests.
+func DefaultNodeDisruptionPolicy() *v1alpha1.NodeDisruptionPolicy {
+	def := planner.DefaultPolicy()
+	prio := v1alpha1.DefaultsPriority
+	p := &v1alpha1.NodeDisruptionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultPolicyName, Annotations: map[string]string{"ndp.dev/managed-by": "ndp-controller"}},
+		Spec:       v1alpha1.NodeDisruptionPolicySpec{Priority: &prio},
+	}
+	// The default policy is one module and one test module (policies/default).
+	if len(def.Modules) > 0 {
+		p.Spec.Rego = def.Modules[0].Source
+	}
+	if len(def.Tests) > 0 {
+		p.Spec.RegoTests = def.Tests[0].Source
+	}
+	return p
+}
+
+// PolicyReconciler compiles each NodeDisruptionPolicy inside the sandbox
+// with the rest of the active set, runs its regoTests, and reports the
+// outcome in its conditions. A generation that fails keeps the last good
+// revision active. It also keeps the `default` policy as shipped.
+type PolicyReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Active   *ActivePolicies
+	// TestTimeout bounds each Rego test (default 5s).
+	TestTimeout time.Duration
+}
+
+// SetupWithManager watches NodeDisruptionPolicies and the ConfigMaps their
+// bundles live in, and ensures the default policy once the manager (and
+// leadership) starts.
+func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return r.ensureDefault(ctx)
+	})); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodedisruptionpolicy").
+		For(&v1alpha1.NodeDisruptionPolicy{}).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policiesForConfigMap)).
+		Complete(r)
+}
+
+// policiesForConfigMap maps a ConfigMap to the policies whose bundle it holds.
+func (r *PolicyReconciler) policiesForConfigMap(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.NodeDisruptionPolicyList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range list.Items {
+		if ref := p.Spec.BundleRef; ref != nil && ref.Namespace == obj.GetNamespace() && ref.Name == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+	}
+	return out
+}
+
+func (r *PolicyReconciler) ensureDefault(ctx context.Context) error {
+	err := r.Client.Create(ctx, DefaultNodeDisruptionPolicy())
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default NodeDisruptionPolicy: %w", err)
+	}
+	return nil
+}
+
+// Reconcile brings one policy's activation and status in line with its
+// current generation.
+func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	var ndp v1alpha1.NodeDisruptionPolicy
+	if err := r.Client.Get(ctx, req.NamespacedName, &ndp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		if err := r.Active.Remove(ctx, req.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		if req.Name == DefaultPolicyName {
+			logger.Info("restoring the deleted default NodeDisruptionPolicy")
+			return reconcile.Result{}, r.ensureDefault(ctx)
+		}
+		return reconcile.Result{}, nil
+	}
+	if !ndp.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.Active.Remove(ctx, ndp.Name)
+	}
+	if ndp.Name == DefaultPolicyName {
+		if want := DefaultNodeDisruptionPolicy(); !equality.Semantic.DeepEqual(ndp.Spec, want.Spec) {
+			ndp.Spec = want.Spec
+			if err := r.Client.Update(ctx, &ndp); err != nil {
+				return reconcile.Result{}, err
+			}
+			r.Recorder.Eventf(&ndp, nil, corev1.EventTypeWarning, ReasonRestored, "Restore", "the default policy is managed by ndp; edits are undone (write a policy of your own with a higher priority instead)")
+			return reconcile.Result{}, nil // the update triggers the next reconcile
+		}
+	}
+
+	start := time.Now()
+	candidate, reason, err := r.candidate(ctx, &ndp)
+	if err == nil {
+		err = r.Active.Put(ctx, candidate)
+		if err != nil {
+			reason = ReasonCompileError
+			err = stripActiveSetPrefix(err)
+		}
+	}
+	compileSeconds.WithLabelValues(ndp.Name).Observe(time.Since(start).Seconds())
+
+	status := ndp.Status.DeepCopy()
+	status.ObservedGeneration = ndp.Generation
+	if err != nil {
+		compileErrors.WithLabelValues(ndp.Name, reason).Inc()
+		msg := err.Error()
+		setCondition(status, ndp.Generation, v1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, msg)
+		setCondition(status, ndp.Generation, v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
+		if prev, ok := r.Active.Get(ndp.Name); ok {
+			setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionTrue, ReasonPreviousActive,
+				fmt.Sprintf("generation %d is rejected; the last accepted revision %s stays active", ndp.Generation, prev.Revision()))
+		} else {
+			setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionFalse, ReasonNotActive, "no generation of this policy has been accepted")
+			status.Revision, status.Rules = "", 0
+		}
+		r.Recorder.Eventf(&ndp, nil, corev1.EventTypeWarning, "Rejected", "Compile", "generation %d rejected: %s", ndp.Generation, truncate(msg, 1000))
+	} else {
+		rev := candidate.Revision()
+		setCondition(status, ndp.Generation, v1alpha1.ConditionAccepted, metav1.ConditionTrue, ReasonCompiled, fmt.Sprintf("generation %d compiled and its Rego tests passed", ndp.Generation))
+		setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionTrue, ReasonCompiled, fmt.Sprintf("revision %s is active (policy set %s)", rev, r.Active.Revision()))
+		setCondition(status, ndp.Generation, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonCompiled, "")
+		if status.Revision != rev {
+			r.Recorder.Eventf(&ndp, nil, corev1.EventTypeNormal, "Accepted", "Compile", "generation %d accepted, revision %s active", ndp.Generation, rev)
+		}
+		status.Revision, status.Rules = rev, int32(candidate.RuleCount())
+	}
+	if equality.Semantic.DeepEqual(*status, ndp.Status) {
+		return reconcile.Result{}, nil
+	}
+	ndp.Status = *status
+	return reconcile.Result{}, r.Client.Status().Update(ctx, &ndp)
+}
+
+// candidate builds the policy of the current generation, with its bundle,
+// and checks it: it must compile alone and with the other active policies,
+// and its Rego tests must pass.
+func (r *PolicyReconciler) candidate(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
+	pol := planner.PolicyFromAPI("", ndp, 0, 0)
+	if ref := ndp.Spec.BundleRef; ref != nil {
+		b, err := r.bundle(ctx, ndp)
+		if err != nil {
+			return pol, ReasonBundleError, err
+		}
+		pol.Modules = append(pol.Modules, b.Modules...)
+		pol.Tests = append(pol.Tests, b.Tests...)
+	}
+	if _, err := planner.NewEngine(ctx, append(r.Active.Others(ndp.Name), pol), planner.EngineOptions{}); err != nil {
+		return pol, ReasonCompileError, err
+	}
+	if len(pol.Tests) > 0 {
+		var out bytes.Buffer
+		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: r.TestTimeout})
+		if err != nil {
+			return pol, ReasonTestsFailed, err
+		}
+		if sum.Failed+sum.Errored > 0 {
+			return pol, ReasonTestsFailed, fmt.Errorf("%d of %d Rego tests failed:\n%s", sum.Failed+sum.Errored, sum.Passed+sum.Failed+sum.Errored, failures(out.String()))
+		}
+	}
+	return pol, "", nil
+}
+
+// bundle reads and verifies the policy's bundle, and checks that its roots
+// overlap no other policy's bundle.
+func (r *PolicyReconciler) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, error) {
+	ref := ndp.Spec.BundleRef
+	key := ref.Key
+	if key == "" {
+		key = "bundle.tar.gz"
+	}
+	where := fmt.Sprintf("spec.bundleRef: ConfigMap %s/%s key %s", ref.Namespace, ref.Name, key)
+	var cm corev1.ConfigMap
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &cm); err != nil {
+		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
+	}
+	data, ok := cm.BinaryData[key]
+	if !ok {
+		return planner.Policy{}, fmt.Errorf("%s: no such binaryData key", where)
+	}
+	b, err := planner.ReadBundle(where, bytes.NewReader(data), []byte(ref.PublicKey))
+	if err != nil {
+		return planner.Policy{}, err
+	}
+	roots, err := planner.BundleRoots(bytes.NewReader(data))
+	if err != nil {
+		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
+	}
+	var list v1alpha1.NodeDisruptionPolicyList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return planner.Policy{}, err
+	}
+	for _, other := range list.Items {
+		oref := other.Spec.BundleRef
+		if other.Name == ndp.Name || oref == nil {
+			continue
+		}
+		var ocm corev1.ConfigMap
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: oref.Namespace, Name: oref.Name}, &ocm); err != nil {
+			continue // the other policy reports its own missing bundle
+		}
+		okey := oref.Key
+		if okey == "" {
+			okey = "bundle.tar.gz"
+		}
+		oroots, err := planner.BundleRoots(bytes.NewReader(ocm.BinaryData[okey]))
+		if err != nil {
+			continue
+		}
+		if x, y, overlap := planner.RootsOverlap(roots, oroots); overlap {
+			return planner.Policy{}, fmt.Errorf("%s: bundle root %q overlaps root %q of the bundle of NodeDisruptionPolicy %q", where, x, y, other.Name)
+		}
+	}
+	return b, nil
+}
+
+func setCondition(s *v1alpha1.NodeDisruptionPolicyStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32000), ObservedGeneration: gen})
+}
+
+// failures keeps the failure section of a PrettyReporter report.
+func failures(report string) string {
+	if i := strings.Index(report, "FAILURES"); i >= 0 {
+		report = report[i:]
+	}
+	return truncate(strings.TrimSpace(report), 4000)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// stripActiveSetPrefix keeps the policy error of a failed set compile.
+func stripActiveSetPrefix(err error) error {
+	var pe *planner.PolicyError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return err
+}
