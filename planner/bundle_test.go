@@ -1,9 +1,7 @@
 package planner_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,10 +9,10 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"io"
 	"strings"
 	"testing"
 
+	"github.com/ndp-dev/ndp/internal/bundletest"
 	"github.com/ndp-dev/ndp/planner"
 )
 
@@ -63,53 +61,13 @@ func buildExampleBundle(t *testing.T, signingKey []byte) []byte {
 	return buf.Bytes()
 }
 
-// alterBundleFile changes one byte of one file inside a bundle tarball and
-// repacks it, as an attacker between the template owner and the cluster would.
 func alterBundleFile(t *testing.T, tarball []byte, name string) []byte {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(tarball))
+	out, err := bundletest.AlterFile(tarball, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
-	altered := false
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.TrimPrefix(h.Name, "/") == name {
-			i := bytes.Index(data, []byte("haproxy.service"))
-			data[i] = 'H' // one byte: Reload Haproxy.service
-			altered = true
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !altered {
-		t.Fatalf("no %s in the bundle", name)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return out
 }
 
 func TestSignedBundle(t *testing.T) {

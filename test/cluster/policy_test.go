@@ -1,0 +1,404 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+const waitFor = 20 * time.Second
+
+func restart(svc string) operatorv1.NodeDisruptionPolicySpecAction {
+	return planner.RestartAction(svc)
+}
+
+func policy(name string, spec v1alpha1.NodeDisruptionPolicySpec) *v1alpha1.NodeDisruptionPolicy {
+	return &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
+func chronySpec() v1alpha1.NodeDisruptionPolicySpec {
+	return v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
+		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("chronyd.service")}}}}
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %s: %v", obj.GetName(), err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+}
+
+// waitCondition polls a policy until its condition has the status wanted
+// for the current generation, and returns the policy.
+func waitCondition(t *testing.T, name, typ string, want metav1.ConditionStatus) *v1alpha1.NodeDisruptionPolicy {
+	t.Helper()
+	var got v1alpha1.NodeDisruptionPolicy
+	deadline := time.Now().Add(waitFor)
+	for {
+		err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &got)
+		if err == nil {
+			if c := meta.FindStatusCondition(got.Status.Conditions, typ); c != nil && c.Status == want && c.ObservedGeneration == got.Generation {
+				return &got
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("policy %s: condition %s is not %s after %s: %+v (get: %v)", name, typ, want, waitFor, got.Status, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func chronyPlan(t *testing.T) *planner.Plan {
+	t.Helper()
+	p := active.Planner()
+	if p == nil {
+		t.Fatal("no active policy set")
+	}
+	old, err := planner.ParseMachineConfig("old", []byte(`{"kind":"MachineConfig","metadata":{"name":"a"},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	new, err := planner.ParseMachineConfig("new", []byte(`{"kind":"MachineConfig","metadata":{"name":"b"},"spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,x"}}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func actionTypes(p *planner.Plan) string {
+	var s []string
+	for _, a := range p.Actions {
+		s = append(s, string(a.Type))
+	}
+	return strings.Join(s, ",")
+}
+
+func TestValidPolicyIsAcceptedAndActive(t *testing.T) {
+	start := time.Now()
+	create(t, policy("chrony", chronySpec()))
+	got := waitCondition(t, "chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	t.Logf("accepted after %s", time.Since(start).Round(time.Millisecond))
+	if got.Status.Revision == "" || got.Status.Rules != 1 || got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("status: %+v", got.Status)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionActive); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Active: %+v", c)
+	}
+	if plan := chronyPlan(t); actionTypes(plan) != "Restart" || plan.Reasons[0].Policy != "chrony" {
+		t.Errorf("the active set does not plan with the policy: %+v", plan)
+	}
+	waitEvent(t, "chrony", "Accepted")
+	if n := metricCount(t, "ndp_policy_compile_duration_seconds"); n == 0 {
+		t.Error("no compile duration recorded")
+	}
+}
+
+func TestRegoSyntaxErrorIsRejectedWithItsLine(t *testing.T) {
+	create(t, policy("syntax", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.syntax\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"}))
+	got := waitCondition(t, "syntax", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
+	if c.Reason != controllers.ReasonCompileError || !strings.Contains(c.Message, `NodeDisruptionPolicy "syntax" spec.rego:3:`) || !strings.Contains(c.Message, "rego_parse_error") {
+		t.Errorf("Accepted: %+v", c)
+	}
+	if d := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue {
+		t.Errorf("Degraded: %+v", d)
+	}
+	waitEvent(t, "syntax", "Rejected")
+}
+
+func TestForbiddenBuiltinIsRejected(t *testing.T) {
+	create(t, policy("exfil", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.exfil\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"}))
+	got := waitCondition(t, "exfil", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted); !strings.Contains(c.Message, "builtin http.send is not allowed") || !strings.Contains(c.Message, "spec.rego:5:") {
+		t.Errorf("Accepted: %+v", c)
+	}
+}
+
+const noneRego = `package ndp.policy.units
+
+claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+	some c in input.changes
+	c.kind == "unit"
+}
+`
+
+func TestFailingRegoTestsAreNotActivated(t *testing.T) {
+	create(t, policy("units", v1alpha1.NodeDisruptionPolicySpec{Rego: noneRego, RegoTests: `package ndp.policy.units_test
+
+import data.ndp.policy.units
+
+test_units_need_a_restart if {
+	some claim in units.claims with input.changes as [{"id": "unit:a.service", "kind": "unit", "name": "a.service"}]
+	claim.actions == [{"type": "Restart", "restart": {"serviceName": "a.service"}}]
+}
+`}))
+	got := waitCondition(t, "units", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
+	if c.Reason != controllers.ReasonTestsFailed || !strings.Contains(c.Message, "test_units_need_a_restart") {
+		t.Errorf("Accepted: %+v", c)
+	}
+	if a := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionActive); a == nil || a.Status != metav1.ConditionFalse {
+		t.Errorf("Active: %+v", a)
+	}
+	if _, ok := active.Get("units"); ok {
+		t.Error("a policy whose tests fail is in the active set")
+	}
+}
+
+func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
+	p := policy("chrony-edit", chronySpec())
+	p.Spec.Files[0].Path = "/etc/chrony.conf"
+	prio := int32(150)
+	p.Spec.Priority = &prio
+	create(t, p)
+	good := waitCondition(t, "chrony-edit", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	rev := good.Status.Revision
+
+	good.Spec.Rego = "package ndp.policy.chrony_edit\n\nx := := 1\n"
+	if err := k8s.Update(context.Background(), good); err != nil {
+		t.Fatal(err)
+	}
+	bad := waitCondition(t, "chrony-edit", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
+	if a := meta.FindStatusCondition(bad.Status.Conditions, v1alpha1.ConditionActive); a == nil || a.Status != metav1.ConditionTrue || a.Reason != controllers.ReasonPreviousActive || !strings.Contains(a.Message, rev) {
+		t.Errorf("Active: %+v, want the previous revision %s", a, rev)
+	}
+	if bad.Status.Revision != rev {
+		t.Errorf("revision %s, want the previous %s", bad.Status.Revision, rev)
+	}
+	if pol, ok := active.Get("chrony-edit"); !ok || pol.Revision() != rev {
+		t.Errorf("the active set lost the last good revision")
+	}
+	if plan := chronyPlan(t); actionTypes(plan) != "Restart" {
+		t.Errorf("plans no longer use the last good revision: %+v", plan)
+	}
+}
+
+func TestDefaultPolicyIsRestored(t *testing.T) {
+	ctx := context.Background()
+	def := waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	if def.Spec.Priority == nil || *def.Spec.Priority != 0 || def.Status.Rules != 4 {
+		t.Errorf("default policy: priority %v, rules %d", def.Spec.Priority, def.Status.Rules)
+	}
+	want := controllers.DefaultNodeDisruptionPolicy().Spec
+
+	edited := def.DeepCopy()
+	prio := int32(999)
+	edited.Spec.Priority = &prio
+	edited.Spec.Rego = "package ndp.policy.defaults\n"
+	if err := k8s.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, ok func(*v1alpha1.NodeDisruptionPolicy) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var got v1alpha1.NodeDisruptionPolicy
+			if err := k8s.Get(ctx, client.ObjectKey{Name: controllers.DefaultPolicyName}, &got); err == nil && ok(&got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the default policy was not %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("restored after an edit", func(p *v1alpha1.NodeDisruptionPolicy) bool {
+		return p.Generation > edited.Generation && *p.Spec.Priority == 0 && p.Spec.Rego == want.Rego
+	})
+	waitEvent(t, controllers.DefaultPolicyName, controllers.ReasonRestored)
+
+	if err := k8s.Delete(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("recreated after deletion", func(p *v1alpha1.NodeDisruptionPolicy) bool { return p.UID != def.UID })
+	waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+}
+
+func TestCRDRejectsInvalidActions(t *testing.T) {
+	ctx := context.Background()
+	action := func(typ string) operatorv1.NodeDisruptionPolicySpecAction {
+		return operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.NodeDisruptionPolicySpecActionType(typ)}
+	}
+	eleven := make([]operatorv1.NodeDisruptionPolicySpecAction, 11)
+	for i := range eleven {
+		eleven[i] = action("DaemonReload")
+	}
+	for _, tc := range []struct {
+		name    string
+		actions []operatorv1.NodeDisruptionPolicySpecAction
+		want    string
+	}{
+		{"reboot-with-others", []operatorv1.NodeDisruptionPolicySpecAction{action("Reboot"), action("Drain")}, "Reboot action can only be specified standalone"},
+		{"reload-without-service", []operatorv1.NodeDisruptionPolicySpecAction{action("Reload")}, "reload is required when type is Reload"},
+		{"bad-service-name", []operatorv1.NodeDisruptionPolicySpecAction{restart("chronyd")}, "Invalid ${SERVICETYPE} in service name"},
+		{"eleven-actions", eleven, "must have at most 10 items"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := policy("invalid-"+tc.name, v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/x", Actions: tc.actions}}})
+			err := k8s.Create(ctx, p, client.DryRunAll)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the API server accepted or misreported it: %v", err)
+			}
+		})
+	}
+	if err := k8s.Create(ctx, policy("valid", chronySpec()), client.DryRunAll); err != nil {
+		t.Errorf("a valid policy is refused: %v", err)
+	}
+}
+
+func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
+	create(t, policy("chrony-kubectl", chronySpec()))
+	waitCondition(t, "chrony-kubectl", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	for _, resource := range []string{"nodedisruptionpolicies", "ndp"} {
+		out, err := kubectl(t, "get", resource)
+		if err != nil {
+			t.Fatalf("kubectl get %s: %v\n%s", resource, err, out)
+		}
+		rows := map[string][]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(line)
+			rows[f[0]] = f
+		}
+		if h := strings.Join(rows["NAME"], " "); h != "NAME PRIORITY RULES ACCEPTED AGE" {
+			t.Errorf("kubectl get %s header %q\n%s", resource, h, out)
+		}
+		// chrony-kubectl has no priority set (100 applies, the column is empty).
+		if r := rows["chrony-kubectl"]; len(r) != 4 || r[1] != "1" || r[2] != "True" {
+			t.Errorf("chrony-kubectl row %q\n%s", r, out)
+		}
+		if r := rows[controllers.DefaultPolicyName]; len(r) != 5 || r[1] != "0" || r[2] != "4" || r[3] != "True" {
+			t.Errorf("default row %q\n%s", r, out)
+		}
+	}
+}
+
+func waitEvent(t *testing.T, object, reason string) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		var list eventsv1.EventList
+		if err := k8s.List(context.Background(), &list); err == nil {
+			for _, e := range list.Items {
+				if e.Regarding.Name == object && e.Reason == reason {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event for %s", reason, object)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func metricCount(t *testing.T, name string) uint64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			n += m.GetHistogram().GetSampleCount()
+		}
+	}
+	return n
+}
+
+func rsaKeys(t *testing.T) (private, public []byte) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	pub, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+}
+
+func TestSignedBundleFromExamples(t *testing.T) {
+	ctx := context.Background()
+	private, public := rsaKeys(t)
+	b, err := planner.BuildBundle("../../examples/bundles/haproxy", planner.BundleOptions{SigningKey: private})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := planner.WriteBundle(&buf, b); err != nil {
+		t.Fatal(err)
+	}
+	signed := buf.Bytes()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-policy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}}
+	create(t, cm)
+	create(t, policy("haproxy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-policy", PublicKey: string(public)}}))
+	got := waitCondition(t, "haproxy", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	if got.Status.Rules != 2 {
+		t.Errorf("rules %d, want the bundle's 2 claims rules", got.Status.Rules)
+	}
+
+	// One byte changed in the bundle's policy: the controller re-reads the
+	// ConfigMap, rejects the bundle and keeps the verified revision.
+	cm.BinaryData["bundle.tar.gz"] = alterOneByte(t, signed, "haproxy.rego")
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		var p v1alpha1.NodeDisruptionPolicy
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "haproxy"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted); c != nil && c.Status == metav1.ConditionFalse {
+			if c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, "digest mismatch") {
+				t.Errorf("Accepted: %+v", c)
+			}
+			if p.Status.Revision != got.Status.Revision {
+				t.Errorf("the verified revision was dropped")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the altered bundle was not rejected: %+v", p.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func alterOneByte(t *testing.T, tarball []byte, name string) []byte {
+	t.Helper()
+	out, err := bundletest.AlterFile(tarball, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

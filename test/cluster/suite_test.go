@@ -1,0 +1,142 @@
+// Package cluster holds ndp's tests against a real kube-apiserver and etcd
+// (envtest with the binaries hack/build-control-plane.sh builds into bin/)
+// and the real kubectl.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+var (
+	k8s        client.Client
+	restConfig *rest.Config
+	kubeconfig string // for the real kubectl
+	kubectlBin string
+	active     *controllers.ActivePolicies
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, _ := filepath.Abs("../..")
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin")
+	}
+	kubectlBin = filepath.Join(assets, "kubectl")
+	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
+			fmt.Fprintf(os.Stderr, "cluster tests need %s in %s: run `make control-plane` (make test does)\n", b, assets)
+			return 1
+		}
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	env := &envtest.Environment{
+		CRDDirectoryPaths:        []string{filepath.Join(root, "manifests", "crds"), filepath.Join(root, "manifests", "crds", "openshift")},
+		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory:    assets,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
+		}
+	}()
+	restConfig = cfg
+	if k8s, err = client.New(cfg, client.Options{Scheme: controllers.Scheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "ndp-cluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	// The controller runs as it does in ndp-controller: leader election on.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  controllers.Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		LeaderElection:          true,
+		LeaderElectionID:        "ndp-controller.ndp.dev",
+		LeaderElectionNamespace: "default",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	active = controllers.NewActivePolicies(planner.EngineOptions{})
+	if err := (&controllers.PolicyReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ndp-policy-controller"),
+		Active:   active,
+	}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}()
+	return m.Run()
+}
+
+// zapLevel keeps controller logs quiet unless NDP_TEST_LOGS is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("NDP_TEST_LOGS") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// kubectl runs the real kubectl against the test API server.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
