@@ -8,13 +8,23 @@ import (
 	"sort"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
 )
+
+// ClientOptions configure the manager's client: bundles live in ConfigMaps
+// in any namespace, so the controller watches only their metadata and reads
+// the one it needs from the API server, instead of caching every
+// ConfigMap's data (and reading a stale copy right after a change).
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
+}
 
 // Scheme holds every type ndp's controllers read or write: Kubernetes'
 // own, NodeDisruptionPolicy, and ndp's MachineConfig (with its status).

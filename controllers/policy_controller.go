@@ -203,7 +203,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, nil
 	}
 	ndp.Status = *status
-	return reconcile.Result{}, r.Client.Status().Update(ctx, &ndp)
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &ndp))
 }
 
 // candidate builds the policy of the current generation, with its bundle,

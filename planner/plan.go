@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
-
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 )
 
 // Plan is what a node must do to move from one rendered config to another:
@@ -30,9 +28,14 @@ type Plan struct {
 }
 
 // Reason explains one change: the policy whose claim won it, and the
-// actions that claim asked for. It is the API's PlanReason, so a plan goes
-// into MachineConfig status as it is.
-type Reason = ndpmcv1.PlanReason
+// actions that claim asked for.
+type Reason struct {
+	Change  string   `json:"change"`
+	Policy  string   `json:"policy"`
+	Match   string   `json:"match,omitempty"`
+	Actions []Action `json:"actions"`
+	Detail  string   `json:"detail,omitempty"`
+}
 
 // NoPolicy is the policy of a reason for an unclaimed change.
 const NoPolicy = "(none)"

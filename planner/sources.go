@@ -92,9 +92,11 @@ func (s *sources) regoError(err error, p *Policy) error {
 
 func (s *sources) ownerOf(m *Module) *Policy {
 	for _, p := range s.policies {
-		for i := range p.Modules {
-			if &p.Modules[i] == m {
-				return p
+		for _, list := range [][]Module{p.Modules, p.Tests} {
+			for i := range list {
+				if &list[i] == m {
+					return p
+				}
 			}
 		}
 	}

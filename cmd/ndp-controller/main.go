@@ -7,9 +7,7 @@ import (
 	"flag"
 	"os"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -40,10 +38,7 @@ func main() {
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "ndp-controller.ndp.dev",
 		LeaderElectionNamespace: leaderNS,
-		// Bundles live in ConfigMaps in any namespace: the controller watches
-		// only their metadata and reads the one it needs, instead of caching
-		// every ConfigMap's data.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}},
+		Client:                  controllers.ClientOptions(),
 	})
 	if err != nil {
 		setup.Error(err, "creating the manager")

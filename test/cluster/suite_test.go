@@ -96,6 +96,7 @@ func run(m *testing.M) int {
 	// The controller runs as it does in ndp-controller: leader election on.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  controllers.Scheme(),
+		Client:                  controllers.ClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		LeaderElection:          true,
 		LeaderElectionID:        "ndp-controller.ndp.dev",

@@ -59,7 +59,7 @@ type PostConfigActions struct {
 	// +required
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	Actions []operatorv1.NodeDisruptionPolicySpecAction `json:"actions"`
+	Actions []PlanAction `json:"actions"`
 
 	// drain: the node is cordoned and drained before any file is written.
 	Drain bool `json:"drain"`
@@ -94,10 +94,34 @@ type PlanReason struct {
 	Match string `json:"match,omitempty"`
 	// actions the claim asked for.
 	// +listType=atomic
-	Actions []operatorv1.NodeDisruptionPolicySpecAction `json:"actions"`
+	// +kubebuilder:validation:MaxItems=10
+	Actions []PlanAction `json:"actions"`
 	// detail is the policy's own explanation, if any.
 	// +optional
 	Detail string `json:"detail,omitempty"`
+}
+
+// PlanAction has the shape of openshift/api's NodeDisruptionPolicySpecAction
+// without its CEL rules: plans are written by the controller from validated
+// policies, and per-item CEL over every plan and reason of a status would
+// exceed the API server's validation cost budget.
+type PlanAction struct {
+	// type: Reboot, Drain, Reload, Restart, DaemonReload or None.
+	// +required
+	Type operatorv1.NodeDisruptionPolicySpecActionType `json:"type"`
+	// reload names the unit to reload when type is Reload.
+	// +optional
+	Reload *PlanService `json:"reload,omitempty"`
+	// restart names the unit to restart when type is Restart.
+	// +optional
+	Restart *PlanService `json:"restart,omitempty"`
+}
+
+// PlanService names a systemd unit.
+type PlanService struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=255
+	ServiceName string `json:"serviceName"`
 }
 
 // MachineConfigList is a list of MachineConfig.
