@@ -67,6 +67,7 @@ OPENSHIFT_CRDS := \
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
+	$(CONTROLLER_GEN) rbac:roleName=ndp-controller paths=./controllers/... output:rbac:dir=manifests/rbac
 	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do install -m 0644 "$$dir/$$f" manifests/crds/openshift/$$(basename $$f); done
 
@@ -84,4 +85,5 @@ clean:
 
 ## verify: generated code and CRDs are what `make generate` writes
 verify: generate
-	@git diff --exit-code -- apis manifests/crds || { echo "generated files are stale: run make generate"; exit 1; }
+	@git diff --exit-code -- apis manifests/crds manifests/rbac || { echo "generated files are stale: run make generate"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis manifests/crds manifests/rbac)" || { echo "make generate wrote files that are not committed"; git status --short; exit 1; }

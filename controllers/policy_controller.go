@@ -80,6 +80,12 @@ func DefaultNodeDisruptionPolicy() *v1alpha1.NodeDisruptionPolicy {
 	return p
 }
 
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // PolicyReconciler compiles each NodeDisruptionPolicy inside the sandbox
 // with the rest of the active set, runs its regoTests, and reports the
 // outcome in its conditions. A generation that fails keeps the last good
