@@ -30,7 +30,7 @@ test-go: control-plane
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
 ## control-plane: etcd, kube-apiserver and kubectl for the cluster tests, built from the Go module
-## proxy into bin/ (about 10 minutes cold on 2 cores; skipped when the pinned versions are there)
+## proxy into bin/ (about 13 minutes cold on 2 cores with downloads; skipped when the pinned versions are there)
 control-plane:
 	hack/build-control-plane.sh $(BIN)
 
