@@ -187,12 +187,16 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		msg := err.Error()
 		setCondition(status, ndp.Generation, v1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, msg)
 		setCondition(status, ndp.Generation, v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
-		if prev, ok := r.Active.Get(ndp.Name); ok {
+		prev, ok := r.Active.Get(ndp.Name)
+		if !ok {
+			prev, ok = r.restorePrevious(ctx, &ndp)
+		}
+		if ok {
 			setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionTrue, ReasonPreviousActive,
 				fmt.Sprintf("generation %d is rejected; the last accepted revision %s stays active", ndp.Generation, prev.Revision()))
 		} else {
 			setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionFalse, ReasonNotActive, "no generation of this policy has been accepted")
-			status.Revision, status.Rules = "", 0
+			status.Revision, status.Rules, status.ActiveSpec = "", 0, nil
 		}
 		r.Recorder.Eventf(&ndp, nil, corev1.EventTypeWarning, "Rejected", "Compile", "generation %d rejected: %s", ndp.Generation, truncate(msg, 1000))
 	} else {
@@ -203,13 +207,30 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		if status.Revision != rev {
 			r.Recorder.Eventf(&ndp, nil, corev1.EventTypeNormal, "Accepted", "Compile", "generation %d accepted, revision %s active", ndp.Generation, rev)
 		}
-		status.Revision, status.Rules = rev, int32(candidate.RuleCount())
+		status.Revision, status.Rules, status.ActiveSpec = rev, int32(candidate.RuleCount()), ndp.Spec.DeepCopy()
 	}
 	if equality.Semantic.DeepEqual(*status, ndp.Status) {
 		return reconcile.Result{}, nil
 	}
 	ndp.Status = *status
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &ndp))
+}
+
+// restorePrevious re-activates the spec recorded as active in the status,
+// when this controller has no revision of the policy in memory (it
+// restarted since): it must still compile and produce the recorded revision.
+func (r *PolicyReconciler) restorePrevious(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, bool) {
+	if ndp.Status.ActiveSpec == nil || ndp.Status.Revision == "" {
+		return planner.Policy{}, false
+	}
+	prev := ndp.DeepCopy()
+	prev.Spec = *ndp.Status.ActiveSpec
+	pol, _, err := r.candidate(ctx, prev)
+	if err != nil || pol.Revision() != ndp.Status.Revision || r.Active.Put(ctx, pol) != nil {
+		log.FromContext(ctx).Info("the recorded active revision cannot be restored", "revision", ndp.Status.Revision, "error", err)
+		return planner.Policy{}, false
+	}
+	return pol, true
 }
 
 // candidate builds the policy of the current generation, with its bundle,

@@ -118,6 +118,12 @@ type NodeDisruptionPolicyStatus struct {
 	// rules of the Rego modules.
 	// +optional
 	Rules int32 `json:"rules,omitempty"`
+
+	// activeSpec is the spec of the generation in force. When the current
+	// generation is rejected, a restarted controller activates this one
+	// again instead of losing the last good revision.
+	// +optional
+	ActiveSpec *NodeDisruptionPolicySpec `json:"activeSpec,omitempty"`
 }
 
 // Condition types of a NodeDisruptionPolicy.

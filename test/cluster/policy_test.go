@@ -17,8 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
@@ -195,6 +197,21 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 	}
 	if plan := chronyPlan(t); actionTypes(plan) != "Restart" {
 		t.Errorf("plans no longer use the last good revision: %+v", plan)
+	}
+
+	// A controller that restarts meanwhile starts with an empty set: it
+	// activates the recorded spec again rather than losing the revision.
+	restarted := controllers.NewActivePolicies(planner.EngineOptions{})
+	r := &controllers.PolicyReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Active: restarted}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "chrony-edit"}}); err != nil {
+		t.Fatal(err)
+	}
+	if pol, ok := restarted.Get("chrony-edit"); !ok || pol.Revision() != rev {
+		t.Errorf("after a restart the last good revision is not active")
+	}
+	after := waitCondition(t, "chrony-edit", v1alpha1.ConditionActive, metav1.ConditionTrue)
+	if a := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionActive); a.Reason != controllers.ReasonPreviousActive || after.Status.Revision != rev {
+		t.Errorf("after a restart: %+v, revision %s", a, after.Status.Revision)
 	}
 }
 
