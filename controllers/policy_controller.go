@@ -182,9 +182,15 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	status := ndp.Status.DeepCopy()
 	status.ObservedGeneration = ndp.Generation
+	var result reconcile.Result
 	if err != nil {
+		// A rejection can depend on the rest of the set (a package root
+		// another policy owns) or on a bundle yet to be fixed: retry now and
+		// then, so the policy is accepted once it can be.
+		result.RequeueAfter = RetryRejected
 		compileErrors.WithLabelValues(ndp.Name, reason).Inc()
 		msg := err.Error()
+		before := meta.FindStatusCondition(ndp.Status.Conditions, v1alpha1.ConditionAccepted)
 		setCondition(status, ndp.Generation, v1alpha1.ConditionAccepted, metav1.ConditionFalse, reason, msg)
 		setCondition(status, ndp.Generation, v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, msg)
 		prev, ok := r.Active.Get(ndp.Name)
@@ -198,11 +204,13 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionFalse, ReasonNotActive, "no generation of this policy has been accepted")
 			status.Revision, status.Rules, status.ActiveSpec = "", 0, nil
 		}
-		r.Recorder.Eventf(&ndp, nil, corev1.EventTypeWarning, "Rejected", "Compile", "generation %d rejected: %s", ndp.Generation, truncate(msg, 1000))
+		if before == nil || before.Status != metav1.ConditionFalse || before.ObservedGeneration != ndp.Generation || before.Message != truncate(msg, maxMessage) {
+			r.Recorder.Eventf(&ndp, nil, corev1.EventTypeWarning, "Rejected", "Compile", "generation %d rejected: %s", ndp.Generation, truncate(msg, 1000))
+		}
 	} else {
 		rev := candidate.Revision()
 		setCondition(status, ndp.Generation, v1alpha1.ConditionAccepted, metav1.ConditionTrue, ReasonCompiled, fmt.Sprintf("generation %d compiled and its Rego tests passed", ndp.Generation))
-		setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionTrue, ReasonCompiled, fmt.Sprintf("revision %s is active (policy set %s)", rev, r.Active.Revision()))
+		setCondition(status, ndp.Generation, v1alpha1.ConditionActive, metav1.ConditionTrue, ReasonCompiled, fmt.Sprintf("revision %s is active", rev))
 		setCondition(status, ndp.Generation, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonCompiled, "")
 		if status.Revision != rev {
 			r.Recorder.Eventf(&ndp, nil, corev1.EventTypeNormal, "Accepted", "Compile", "generation %d accepted, revision %s active", ndp.Generation, rev)
@@ -210,10 +218,10 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		status.Revision, status.Rules, status.ActiveSpec = rev, int32(candidate.RuleCount()), ndp.Spec.DeepCopy()
 	}
 	if equality.Semantic.DeepEqual(*status, ndp.Status) {
-		return reconcile.Result{}, nil
+		return result, nil
 	}
 	ndp.Status = *status
-	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &ndp))
+	return result, client.IgnoreNotFound(r.Client.Status().Update(ctx, &ndp))
 }
 
 // restorePrevious re-activates the spec recorded as active in the status,
@@ -315,8 +323,14 @@ func (r *PolicyReconciler) bundle(ctx context.Context, ndp *v1alpha1.NodeDisrupt
 	return b, nil
 }
 
+// maxMessage is metav1.Condition's limit on a message.
+const maxMessage = 32768
+
+// RetryRejected is how often a rejected policy is compiled again.
+var RetryRejected = time.Minute
+
 func setCondition(s *v1alpha1.NodeDisruptionPolicyStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncate(msg, 32000), ObservedGeneration: gen})
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncate(msg, maxMessage), ObservedGeneration: gen})
 }
 
 // failures keeps the failure section of a PrettyReporter report.

@@ -56,8 +56,8 @@ type PolicyError struct {
 
 func (e *PolicyError) Error() string {
 	msg := strings.Join(e.Messages, "; ")
-	if strings.HasPrefix(msg, e.Origin+":") {
-		return msg // a Rego position already names the file
+	if e.Origin != "" && strings.HasPrefix(msg, e.Origin) {
+		return msg // a Rego position already names the file or object
 	}
 	return e.Origin + ": " + msg
 }
@@ -80,8 +80,10 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 	if opts.EvalTimeout <= 0 {
 		opts.EvalTimeout = 5 * time.Second
 	}
+	// Policies are checked in the caller's order, so that when two claim the
+	// same package root the later one (a candidate added to an active set)
+	// is the one reported; everything derived from the set is sorted.
 	pols = append([]Policy(nil), pols...)
-	sortPolicies(pols)
 	e := &Engine{sources: newSources(), evalTimeout: opts.EvalTimeout}
 
 	total := 0
@@ -132,6 +134,7 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 			return nil, err
 		}
 	}
+	sort.Strings(rootOrder)
 	wrapper := &Module{Filename: "ndp-engine.rego", Source: engineModule(rootOrder, roots)}
 	if _, err := e.parse(nil, wrapper); err != nil {
 		return nil, err
@@ -156,7 +159,9 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 		return nil, fmt.Errorf("preparing policies: %w", err)
 	}
 	e.query = q
-	e.revision = revision(pols, lib)
+	sorted := append([]Policy(nil), pols...) // e.policies points into pols
+	sortPolicies(sorted)
+	e.revision = revision(sorted, lib)
 	return e, nil
 }
 

@@ -433,3 +433,20 @@ func TestDeployManifestsApply(t *testing.T) {
 		}
 	}
 }
+
+// A policy rejected because of another one is accepted once that one goes.
+func TestRejectedPolicyIsRetried(t *testing.T) {
+	rego := "package ndp.policy.shared\n\nclaims := set()\n"
+	owner := policy("owner", v1alpha1.NodeDisruptionPolicySpec{Rego: rego})
+	create(t, owner)
+	waitCondition(t, "owner", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	create(t, policy("intruder", v1alpha1.NodeDisruptionPolicySpec{Rego: rego}))
+	got := waitCondition(t, "intruder", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted); !strings.Contains(c.Message, `already owned by policy "owner"`) {
+		t.Errorf("Accepted: %+v", c)
+	}
+	if err := k8s.Delete(context.Background(), owner); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, "intruder", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+}

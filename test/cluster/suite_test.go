@@ -107,6 +107,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	active = controllers.NewActivePolicies(planner.EngineOptions{})
+	controllers.RetryRejected = 2 * time.Second // a minute in production
 	if err := (&controllers.PolicyReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("ndp-policy-controller"),
