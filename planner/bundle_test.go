@@ -3,12 +3,6 @@ package planner_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -18,63 +12,11 @@ import (
 
 const exampleBundle = "../examples/bundles/haproxy"
 
-// testKeys returns a PEM private key and its PEM public key.
-func testKeys(t *testing.T, kind string) (private, public []byte) {
-	t.Helper()
-	var key any
-	var pub any
-	switch kind {
-	case "rsa":
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, pub = k, &k.PublicKey
-	case "ecdsa":
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, pub = k, &k.PublicKey
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
-}
-
-func buildExampleBundle(t *testing.T, signingKey []byte) []byte {
-	t.Helper()
-	b, err := planner.BuildBundle(exampleBundle, planner.BundleOptions{SigningKey: signingKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := planner.WriteBundle(&buf, b); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func alterBundleFile(t *testing.T, tarball []byte, name string) []byte {
-	t.Helper()
-	out, err := bundletest.AlterFile(tarball, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestSignedBundle(t *testing.T) {
 	for _, kind := range []string{"rsa", "ecdsa"} {
 		t.Run(kind, func(t *testing.T) {
-			private, public := testKeys(t, kind)
-			signed := buildExampleBundle(t, private)
+			private, public := bundletest.Keys(t, kind)
+			signed := bundletest.Build(t, exampleBundle, private)
 			pol, err := planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(signed), public)
 			if err != nil {
 				t.Fatalf("a signed bundle is rejected: %v", err)
@@ -87,15 +29,15 @@ func TestSignedBundle(t *testing.T) {
 				t.Errorf("the bundle's own tests: %+v %v\n%s", sum, err, out.String())
 			}
 
-			_, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(alterBundleFile(t, signed, "haproxy.rego")), public)
+			_, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(bundletest.Alter(t, signed, "haproxy.rego")), public)
 			if err == nil || !strings.Contains(err.Error(), "digest mismatch") || !strings.Contains(err.Error(), "haproxy.rego") {
 				t.Errorf("a bundle with one byte changed: %v", err)
 			}
-			_, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(buildExampleBundle(t, nil)), public)
+			_, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(bundletest.Build(t, exampleBundle, nil)), public)
 			if err == nil || !strings.Contains(err.Error(), "signature") {
 				t.Errorf("an unsigned bundle with a key configured: %v", err)
 			}
-			_, otherPublic := testKeys(t, kind)
+			_, otherPublic := bundletest.Keys(t, kind)
 			if _, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(signed), otherPublic); err == nil {
 				t.Error("a bundle signed by another key is accepted")
 			}

@@ -1,12 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
@@ -352,29 +347,10 @@ func metricCount(t *testing.T, name string) uint64 {
 	return n
 }
 
-func rsaKeys(t *testing.T) (private, public []byte) {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(k)
-	pub, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
-}
-
 func TestSignedBundleFromExamples(t *testing.T) {
 	ctx := context.Background()
-	private, public := rsaKeys(t)
-	b, err := planner.BuildBundle("../../examples/bundles/haproxy", planner.BundleOptions{SigningKey: private})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := planner.WriteBundle(&buf, b); err != nil {
-		t.Fatal(err)
-	}
-	signed := buf.Bytes()
+	private, public := bundletest.Keys(t, "rsa")
+	signed := bundletest.Build(t, "../../examples/bundles/haproxy", private)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-policy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}}
 	create(t, cm)
 	create(t, policy("haproxy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-policy", PublicKey: string(public)}}))
@@ -385,7 +361,7 @@ func TestSignedBundleFromExamples(t *testing.T) {
 
 	// One byte changed in the bundle's policy: the controller re-reads the
 	// ConfigMap, rejects the bundle and keeps the verified revision.
-	cm.BinaryData["bundle.tar.gz"] = alterOneByte(t, signed, "haproxy.rego")
+	cm.BinaryData["bundle.tar.gz"] = bundletest.Alter(t, signed, "haproxy.rego")
 	if err := k8s.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
@@ -409,15 +385,6 @@ func TestSignedBundleFromExamples(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func alterOneByte(t *testing.T, tarball []byte, name string) []byte {
-	t.Helper()
-	out, err := bundletest.AlterFile(tarball, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // The shipped deployment manifests are valid for a real API server.
