@@ -359,6 +359,14 @@ func TestSignedBundleFromExamples(t *testing.T) {
 		t.Errorf("rules %d, want the bundle's 2 claims rules", got.Status.Rules)
 	}
 
+	// A second bundle may not take roots the first one has.
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-copy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}})
+	create(t, policy("haproxy-copy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-copy", PublicKey: string(public)}}))
+	copyPolicy := waitCondition(t, "haproxy-copy", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
+	if c := meta.FindStatusCondition(copyPolicy.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, `overlaps root "ndp/policy/haproxy"`) {
+		t.Errorf("overlapping bundle: %+v", c)
+	}
+
 	// One byte changed in the bundle's policy: the controller re-reads the
 	// ConfigMap, rejects the bundle and keeps the verified revision.
 	cm.BinaryData["bundle.tar.gz"] = bundletest.Alter(t, signed, "haproxy.rego")
