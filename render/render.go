@@ -1,0 +1,146 @@
+// Package render merges a pool's MachineConfigs into its rendered config:
+// the first box of the flow (DESIGN §2), shared by the render controller and
+// the admission webhook's in-memory preview.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// Source is one MachineConfig selected by a pool.
+type Source struct {
+	Name string
+	Spec mcfgv1.MachineConfigSpec
+}
+
+// Rendered is a pool's merged config.
+type Rendered struct {
+	// Name is rendered-<pool>-<digest of the spec>: equal content, equal name.
+	Name string
+	Spec mcfgv1.MachineConfigSpec
+	// Sources maps change ids ("file:/etc/x", "unit:y.service") to the
+	// MachineConfig that gave them (planner.SourcesAnnotation).
+	Sources map[string]string
+}
+
+// SourcesJSON is the value of the planner.SourcesAnnotation annotation.
+func (r *Rendered) SourcesJSON() string {
+	b, _ := json.Marshal(r.Sources) // map[string]string: cannot fail
+	return string(b)
+}
+
+// Merge renders sources in lexicographic name order: a later file or unit
+// of the same path or name replaces an earlier one; the core user's SSH
+// keys are united and the last password hash wins; kernel arguments are
+// appended; extensions are united; the last non-empty osImageURL,
+// baseOSExtensionsContainerImage and kernelType win; FIPS is on if any
+// source turns it on. Ignition sections only applied at first boot (disks,
+// filesystems...) are concatenated so that a change of them is seen.
+func Merge(pool string, sources []Source) (*Rendered, error) {
+	sorted := slices.Clone(sources)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var out igntypes.Config
+	out.Ignition.Version = igntypes.MaxVersion.String()
+	spec := mcfgv1.MachineConfigSpec{}
+	origin := map[string]string{}
+	files := map[string]int{}
+	units := map[string]int{}
+	users := map[string]int{}
+	var extensions []string
+	for _, src := range sorted {
+		cfg, err := planner.NewConfig(src.Name, src.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("MachineConfig %q: %w", src.Name, err)
+		}
+		ign := cfg.Ignition
+		for _, f := range ign.Storage.Files {
+			if i, ok := files[f.Path]; ok {
+				out.Storage.Files[i] = f
+			} else {
+				files[f.Path] = len(out.Storage.Files)
+				out.Storage.Files = append(out.Storage.Files, f)
+			}
+			origin["file:"+f.Path] = src.Name
+		}
+		for _, u := range ign.Systemd.Units {
+			if i, ok := units[u.Name]; ok {
+				out.Systemd.Units[i] = u
+			} else {
+				units[u.Name] = len(out.Systemd.Units)
+				out.Systemd.Units = append(out.Systemd.Units, u)
+			}
+			origin["unit:"+u.Name] = src.Name
+		}
+		for _, u := range ign.Passwd.Users {
+			i, ok := users[u.Name]
+			if !ok {
+				users[u.Name] = len(out.Passwd.Users)
+				out.Passwd.Users = append(out.Passwd.Users, u)
+				continue
+			}
+			merged := &out.Passwd.Users[i]
+			for _, k := range u.SSHAuthorizedKeys {
+				if !slices.Contains(merged.SSHAuthorizedKeys, k) {
+					merged.SSHAuthorizedKeys = append(merged.SSHAuthorizedKeys, k)
+				}
+			}
+			if u.PasswordHash != nil {
+				merged.PasswordHash = u.PasswordHash
+			}
+		}
+		out.Passwd.Groups = append(out.Passwd.Groups, ign.Passwd.Groups...)
+		out.Storage.Disks = append(out.Storage.Disks, ign.Storage.Disks...)
+		out.Storage.Filesystems = append(out.Storage.Filesystems, ign.Storage.Filesystems...)
+		out.Storage.Raid = append(out.Storage.Raid, ign.Storage.Raid...)
+		out.Storage.Luks = append(out.Storage.Luks, ign.Storage.Luks...)
+		out.Storage.Directories = append(out.Storage.Directories, ign.Storage.Directories...)
+		out.Storage.Links = append(out.Storage.Links, ign.Storage.Links...)
+		out.KernelArguments.ShouldExist = append(out.KernelArguments.ShouldExist, ign.KernelArguments.ShouldExist...)
+		out.KernelArguments.ShouldNotExist = append(out.KernelArguments.ShouldNotExist, ign.KernelArguments.ShouldNotExist...)
+
+		s := src.Spec
+		spec.KernelArguments = append(spec.KernelArguments, s.KernelArguments...)
+		extensions = append(extensions, s.Extensions...)
+		spec.FIPS = spec.FIPS || s.FIPS
+		for dst, v := range map[*string]string{&spec.OSImageURL: s.OSImageURL, &spec.BaseOSExtensionsContainerImage: s.BaseOSExtensionsContainerImage, &spec.KernelType: s.KernelType} {
+			if v != "" {
+				*dst = v
+			}
+		}
+	}
+	sort.Strings(extensions)
+	spec.Extensions = slices.Compact(extensions)
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	spec.Config = runtime.RawExtension{Raw: raw}
+	digest, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(digest)
+	return &Rendered{
+		Name:    fmt.Sprintf("rendered-%s-%s", pool, hex.EncodeToString(sum[:16])),
+		Spec:    spec,
+		Sources: origin,
+	}, nil
+}
+
+// IsRendered says whether a MachineConfig is a rendered one, never a
+// source of another rendering.
+func IsRendered(name string) bool {
+	return strings.HasPrefix(name, "rendered-")
+}

@@ -1,0 +1,122 @@
+package render_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/render"
+)
+
+func source(t *testing.T, name string, ign map[string]any, spec mcfgv1.MachineConfigSpec) render.Source {
+	t.Helper()
+	if ign == nil {
+		ign = map[string]any{}
+	}
+	ign["ignition"] = map[string]any{"version": "3.2.0"}
+	raw, err := json.Marshal(ign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Config = runtime.RawExtension{Raw: raw}
+	return render.Source{Name: name, Spec: spec}
+}
+
+func files(paths ...string) map[string]any {
+	var fs []any
+	for i := 0; i+1 < len(paths); i += 2 {
+		fs = append(fs, map[string]any{"path": paths[i], "contents": map[string]any{"source": "data:," + url.PathEscape(paths[i+1])}})
+	}
+	return map[string]any{"storage": map[string]any{"files": fs}}
+}
+
+func parse(t *testing.T, r *render.Rendered) *planner.Config {
+	t.Helper()
+	cfg, err := planner.NewConfig(r.Name, r.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sources = r.Sources
+	return cfg
+}
+
+func TestMergeInNameOrder(t *testing.T) {
+	srcs := []render.Source{
+		source(t, "99-override", files("/etc/a", "from 99"), mcfgv1.MachineConfigSpec{KernelArguments: []string{"b=2"}, Extensions: []string{"usbguard"}, KernelType: "realtime"}),
+		source(t, "00-base", files("/etc/a", "from 00", "/etc/b", "b"), mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/os@sha256:1", KernelArguments: []string{"a=1"}, Extensions: []string{"usbguard", "kerberos"}}),
+		source(t, "50-users", map[string]any{"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k2"}}}}}, mcfgv1.MachineConfigSpec{}),
+		source(t, "10-users", map[string]any{"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k1"}}}}}, mcfgv1.MachineConfigSpec{}),
+	}
+	r, err := render.Merge("worker", srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := parse(t, r)
+	got := map[string]string{}
+	for _, f := range cfg.Ignition.Storage.Files {
+		got[f.Path] = *f.Contents.Source
+	}
+	if d := cmp.Diff(map[string]string{"/etc/a": "data:,from%2099", "/etc/b": "data:,b"}, got); d != "" {
+		t.Errorf("files (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]string{"file:/etc/a": "99-override", "file:/etc/b": "00-base"}, r.Sources); d != "" {
+		t.Errorf("sources (-want +got):\n%s", d)
+	}
+	if !cmp.Equal(r.Spec.KernelArguments, []string{"a=1", "b=2"}) || !cmp.Equal(r.Spec.Extensions, []string{"kerberos", "usbguard"}) ||
+		r.Spec.OSImageURL != "quay.io/os@sha256:1" || r.Spec.KernelType != "realtime" {
+		t.Errorf("spec: %+v", r.Spec)
+	}
+	if keys := cfg.Ignition.Passwd.Users[0].SSHAuthorizedKeys; len(keys) != 2 || keys[0] != "ssh-ed25519 AAAA k1" {
+		t.Errorf("core keys: %v", keys)
+	}
+	again, err := render.Merge("worker", []render.Source{srcs[3], srcs[2], srcs[1], srcs[0]})
+	if err != nil || again.Name != r.Name {
+		t.Errorf("the same sources in another order render %s, want %s (%v)", again.Name, r.Name, err)
+	}
+	srcs[0] = source(t, "99-override", files("/etc/a", "changed"), mcfgv1.MachineConfigSpec{})
+	if changed, _ := render.Merge("worker", srcs); changed.Name == r.Name {
+		t.Error("different content, same rendered name")
+	}
+}
+
+func TestRenderedChangeCarriesItsSource(t *testing.T) {
+	base := source(t, "00-base", files("/etc/kubernetes/kubelet.conf", "x"), mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/os@sha256:1"})
+	a, err := render.Merge("worker", []render.Source{base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := render.Merge("worker", []render.Source{base, source(t, "50-haproxy-template", files("/etc/haproxy/haproxy.cfg", "global"), mcfgv1.MachineConfigSpec{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, _, err := planner.LoadPolicies("../examples/bundles/haproxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(context.Background(), planner.Request{From: parse(t, a), To: parse(t, b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Actions) != 1 || plan.Actions[0].Type != planner.ActionReload || plan.Drain || plan.Reasons[0].Policy != "haproxy" {
+		t.Errorf("a template owner's file from its MachineConfig: %+v", plan)
+	}
+}
+
+func TestMergeNamesABadSource(t *testing.T) {
+	bad := render.Source{Name: "50-broken", Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"2.2.0"}}`)}}}
+	if _, err := render.Merge("worker", []render.Source{bad}); err == nil || !strings.Contains(err.Error(), `MachineConfig "50-broken"`) {
+		t.Errorf("got %v", err)
+	}
+}
+
