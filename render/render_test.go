@@ -119,4 +119,3 @@ func TestMergeNamesABadSource(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
-
