@@ -46,15 +46,12 @@ type ActivePolicies struct {
 	policies map[string]planner.Policy
 	planner  *planner.Planner
 	opts     planner.EngineOptions
-	// changed is signalled (without blocking) whenever the set's revision
-	// changes, so that plans can be recomputed.
-	changed chan struct{}
 }
 
 // NewActivePolicies returns an empty set: no policy is in force until the
 // policy controller accepts one, so every change would need a reboot.
 func NewActivePolicies(opts planner.EngineOptions) *ActivePolicies {
-	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts, changed: make(chan struct{}, 1)}
+	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts}
 }
 
 // Planner returns the planner of the active set; nil before any policy is
@@ -64,17 +61,6 @@ func (a *ActivePolicies) Planner() *planner.Planner {
 	defer a.mu.RUnlock()
 	return a.planner
 }
-
-// Revision is the active set's policy revision, "" when empty.
-func (a *ActivePolicies) Revision() string {
-	if p := a.Planner(); p != nil {
-		return p.Engine.Revision()
-	}
-	return ""
-}
-
-// Changed is signalled when the active revision changes.
-func (a *ActivePolicies) Changed() <-chan struct{} { return a.changed }
 
 // Get returns the active revision of one policy.
 func (a *ActivePolicies) Get(name string) (planner.Policy, bool) {
@@ -135,16 +121,6 @@ func (a *ActivePolicies) update(ctx context.Context, name string, p *planner.Pol
 			return fmt.Errorf("the active policy set would not compile: %w", err)
 		}
 	}
-	old := ""
-	if a.planner != nil {
-		old = a.planner.Engine.Revision()
-	}
 	a.policies, a.planner = next, pl
-	if pl == nil || pl.Engine.Revision() != old {
-		select {
-		case a.changed <- struct{}{}:
-		default:
-		}
-	}
 	return nil
 }

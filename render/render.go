@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -33,12 +32,6 @@ type Rendered struct {
 	// Sources maps change ids ("file:/etc/x", "unit:y.service") to the
 	// MachineConfig that gave them (planner.SourcesAnnotation).
 	Sources map[string]string
-}
-
-// SourcesJSON is the value of the planner.SourcesAnnotation annotation.
-func (r *Rendered) SourcesJSON() string {
-	b, _ := json.Marshal(r.Sources) // map[string]string: cannot fail
-	return string(b)
 }
 
 // Merge renders sources in lexicographic name order: a later file or unit
@@ -137,10 +130,4 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 		Spec:    spec,
 		Sources: origin,
 	}, nil
-}
-
-// IsRendered says whether a MachineConfig is a rendered one, never a
-// source of another rendering.
-func IsRendered(name string) bool {
-	return strings.HasPrefix(name, "rendered-")
 }
