@@ -59,21 +59,11 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 		}
 		ign := cfg.Ignition
 		for _, f := range ign.Storage.Files {
-			if i, ok := files[f.Path]; ok {
-				out.Storage.Files[i] = f
-			} else {
-				files[f.Path] = len(out.Storage.Files)
-				out.Storage.Files = append(out.Storage.Files, f)
-			}
+			replace(&out.Storage.Files, files, f.Path, f)
 			origin["file:"+f.Path] = src.Name
 		}
 		for _, u := range ign.Systemd.Units {
-			if i, ok := units[u.Name]; ok {
-				out.Systemd.Units[i] = u
-			} else {
-				units[u.Name] = len(out.Systemd.Units)
-				out.Systemd.Units = append(out.Systemd.Units, u)
-			}
+			replace(&out.Systemd.Units, units, u.Name, u)
 			origin["unit:"+u.Name] = src.Name
 		}
 		for _, u := range ign.Passwd.Users {
@@ -130,4 +120,15 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 		Spec:    spec,
 		Sources: origin,
 	}, nil
+}
+
+// replace puts item in list under key: in place of an earlier item with the
+// same key, else at the end. index maps keys to positions in list.
+func replace[T any](list *[]T, index map[string]int, key string, item T) {
+	if i, ok := index[key]; ok {
+		(*list)[i] = item
+		return
+	}
+	index[key] = len(*list)
+	*list = append(*list, item)
 }
