@@ -8,6 +8,9 @@ import (
 	"sort"
 	"sync"
 
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,14 +30,18 @@ func ClientOptions() client.Options {
 }
 
 // Scheme holds every type ndp's controllers read or write: Kubernetes'
-// own, NodeDisruptionPolicy, and ndp's MachineConfig (with its status).
+// own, NodeDisruptionPolicy, ndp's MachineConfig (with its status),
+// MachineConfigPool and the image-mirror objects.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme, configv1.AddToScheme, operatorv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // static registrations: a programming error
 		}
 	}
+	// openshift/api's pool types, but not its MachineConfig: ndp's own type
+	// (with the plan status) is registered for that kind.
+	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{})
 	return s
 }
 

@@ -1,6 +1,7 @@
-// Command ndp-controller runs ndp's controllers in one manager: today the
-// policy controller, which compiles NodeDisruptionPolicies into the active
-// policy set and keeps the default policy in the cluster.
+// Command ndp-controller runs ndp's controllers in one manager: the policy
+// controller, which compiles NodeDisruptionPolicies into the active policy
+// set and keeps the default policy in the cluster, and the registries
+// controller, which renders image-mirror objects into registries.conf.
 package main
 
 import (
@@ -51,6 +52,13 @@ func main() {
 		Active:   active,
 	}).SetupWithManager(mgr); err != nil {
 		setup.Error(err, "setting up the policy controller")
+		os.Exit(1)
+	}
+	if err := (&controllers.RegistriesReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ndp-registries-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		setup.Error(err, "setting up the registries controller")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

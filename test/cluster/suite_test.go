@@ -116,6 +116,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := (&controllers.RegistriesReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ndp-registries-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -1,0 +1,175 @@
+package controllers
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/registries"
+)
+
+// RoleLabel selects the MachineConfigs of a pool, as the MCO's pools do.
+const RoleLabel = "machineconfiguration.openshift.io/role"
+
+// ConditionRegistriesDegraded is the pool condition set when an image-mirror
+// object is invalid and registries.conf is left as it was.
+const ConditionRegistriesDegraded mcfgv1.MachineConfigPoolConditionType = "RegistriesDegraded"
+
+// DefaultRegistriesBase is the registries.conf the mirror rules are added
+// to: OpenShift's default search list.
+const DefaultRegistriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = ""
+`
+
+// +kubebuilder:rbac:groups=config.openshift.io,resources=imagedigestmirrorsets;imagetagmirrorsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.openshift.io,resources=imagecontentsourcepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;update;patch;delete
+
+// RegistriesReconciler renders ImageDigestMirrorSets, ImageTagMirrorSets
+// and ImageContentSourcePolicies into /etc/containers/registries.conf, as
+// the MachineConfig 99-<pool>-generated-registries of every pool, so that
+// their disruption is planned like any other config change.
+type RegistriesReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Base is the registries.conf the mirrors are added to
+	// (DefaultRegistriesBase when empty).
+	Base string
+}
+
+// SetupWithManager reconciles every pool when any image-mirror object changes.
+func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools mcfgv1.MachineConfigPoolList
+		if err := r.Client.List(ctx, &pools); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pools.Items))
+		for _, p := range pools.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("registries").
+		For(&mcfgv1.MachineConfigPool{}).
+		Owns(&ndpmcv1.MachineConfig{}).
+		Watches(&configv1.ImageDigestMirrorSet{}, allPools).
+		Watches(&configv1.ImageTagMirrorSet{}, allPools).
+		Watches(&operatorv1alpha1.ImageContentSourcePolicy{}, allPools).
+		Complete(r)
+}
+
+// GeneratedRegistriesName is the MachineConfig holding a pool's rendered
+// registries.conf.
+func GeneratedRegistriesName(pool string) string {
+	return "99-" + pool + "-generated-registries"
+}
+
+// Reconcile renders one pool's registries MachineConfig.
+func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pool mcfgv1.MachineConfigPool
+	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	var idms configv1.ImageDigestMirrorSetList
+	var itms configv1.ImageTagMirrorSetList
+	var icsp operatorv1alpha1.ImageContentSourcePolicyList
+	for _, l := range []client.ObjectList{&idms, &itms, &icsp} {
+		if err := r.Client.List(ctx, l); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	rules, errs := registries.MirrorRules(idms.Items, itms.Items, icsp.Items)
+	if len(errs) > 0 {
+		// The previous file stays: a half-applied mirror set could send
+		// pulls to the wrong place.
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		msg := "registries.conf is left unchanged: " + strings.Join(msgs, "; ")
+		r.Recorder.Eventf(&pool, nil, corev1.EventTypeWarning, "InvalidImageMirrors", "RenderRegistries", "%s", truncate(msg, 1000))
+		return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionTrue, "InvalidImageMirrors", msg)
+	}
+	base := r.Base
+	if base == "" {
+		base = DefaultRegistriesBase
+	}
+	baseConf, err := registries.Parse([]byte(base))
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("base registries.conf: %w", err)
+	}
+	data := registries.Marshal(registries.Render(baseConf, rules))
+	ign, err := json.Marshal(map[string]any{
+		"ignition": map[string]any{"version": "3.5.0"},
+		"storage": map[string]any{"files": []any{map[string]any{
+			"path": planner.RegistriesConfPath, "mode": 0o644, "overwrite": true,
+			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)},
+		}}},
+	})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	mc := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: GeneratedRegistriesName(pool.Name)}}
+	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, mc, func() error {
+		if mc.Labels == nil {
+			mc.Labels = map[string]string{}
+		}
+		mc.Labels[RoleLabel] = pool.Name
+		mc.Spec.Config = runtime.RawExtension{Raw: ign}
+		return controllerutil.SetControllerReference(&pool, mc, r.Client.Scheme())
+	})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if op != controllerutil.OperationResultNone {
+		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "RegistriesRendered", "RenderRegistries", "%s %s from %d image-mirror rules", mc.Name, op, len(rules))
+	}
+	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror rules", mc.Name, len(rules)))
+}
+
+func (r *RegistriesReconciler) setCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
+	msg = truncate(msg, maxMessage)
+	for i, c := range pool.Status.Conditions {
+		if c.Type != ConditionRegistriesDegraded {
+			continue
+		}
+		if c.Status == status && c.Reason == reason && c.Message == msg {
+			return nil
+		}
+		if c.Status != status {
+			pool.Status.Conditions[i].LastTransitionTime = metav1.Now()
+		}
+		pool.Status.Conditions[i].Status, pool.Status.Conditions[i].Reason, pool.Status.Conditions[i].Message = status, reason, msg
+		return client.IgnoreNotFound(r.Client.Status().Update(ctx, pool))
+	}
+	pool.Status.Conditions = append(pool.Status.Conditions, mcfgv1.MachineConfigPoolCondition{
+		Type: ConditionRegistriesDegraded, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()})
+	err := r.Client.Status().Update(ctx, pool)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// waitMachineConfig polls a MachineConfig until ok accepts it.
+func waitMachineConfig(t *testing.T, name string, ok func(*ndpmcv1.MachineConfig) bool) *ndpmcv1.MachineConfig {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		var mc ndpmcv1.MachineConfig
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err == nil && ok(&mc) {
+			return &mc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MachineConfig %s not as expected after %s", name, waitFor)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *planner.Config {
+	t.Helper()
+	cfg, err := planner.NewConfig(mc.Name, mc.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func poolCondition(t *testing.T, pool string, want corev1.ConditionStatus) mcfgv1.MachineConfigPoolCondition {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		var p mcfgv1.MachineConfigPool
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: pool}, &p); err == nil {
+			for _, c := range p.Status.Conditions {
+				if c.Type == controllers.ConditionRegistriesDegraded && c.Status == want {
+					return c
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool %s: RegistriesDegraded is not %s", pool, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
+	ctx := context.Background()
+	p := active.Planner()
+	if p == nil {
+		waitCondition(t, controllers.DefaultPolicyName, "Accepted", metav1.ConditionTrue)
+		p = active.Planner()
+	}
+	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra"}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "infra"}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/infra": ""}},
+	}})
+	name := controllers.GeneratedRegistriesName("infra")
+	before := waitMachineConfig(t, name, func(*ndpmcv1.MachineConfig) bool { return true })
+	if before.Labels[controllers.RoleLabel] != "infra" || len(before.OwnerReferences) != 1 {
+		t.Errorf("labels %v, owners %v", before.Labels, before.OwnerReferences)
+	}
+	poolCondition(t, "infra", corev1.ConditionFalse)
+
+	idms := &configv1.ImageDigestMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "release"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
+		{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []configv1.ImageMirror{"mirror.example.com/ocp/release"}}}}}
+	create(t, idms)
+	with := waitMachineConfig(t, name, func(mc *ndpmcv1.MachineConfig) bool { return mc.Generation > before.Generation })
+	added, err := p.Plan(ctx, planner.Request{From: parseMC(t, before), To: parseMC(t, with)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added.Actions) != 1 || added.Actions[0].Type != planner.ActionReload || added.Drain {
+		t.Errorf("adding an IDMS: %+v", added)
+	}
+
+	// An invalid object leaves the file as it is and says why.
+	bad := &configv1.ImageDigestMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "self-mirror"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
+		{Source: "quay.io/x", Mirrors: []configv1.ImageMirror{"quay.io/x"}}}}}
+	create(t, bad)
+	c := poolCondition(t, "infra", corev1.ConditionTrue)
+	if !strings.Contains(c.Message, `ImageDigestMirrorSet "self-mirror"`) || !strings.Contains(c.Message, "is the source itself") {
+		t.Errorf("condition: %+v", c)
+	}
+	waitEvent(t, "infra", "InvalidImageMirrors")
+	if err := k8s.Delete(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	poolCondition(t, "infra", corev1.ConditionFalse)
+
+	if err := k8s.Delete(ctx, idms); err != nil {
+		t.Fatal(err)
+	}
+	after := waitMachineConfig(t, name, func(mc *ndpmcv1.MachineConfig) bool { return mc.Generation > with.Generation })
+	removed, err := p.Plan(ctx, planner.Request{From: parseMC(t, with), To: parseMC(t, after)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed.Actions) != 1 || removed.Actions[0].Type != planner.ActionReload || !removed.Drain {
+		t.Errorf("deleting the IDMS: %+v", removed)
+	}
+}
