@@ -151,23 +151,33 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 }
 
 func (r *RegistriesReconciler) setCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
+	return setPoolCondition(ctx, r.Client, pool, ConditionRegistriesDegraded, status, reason, msg)
+}
+
+// setPoolCondition sets one condition of a pool's status, touching the
+// transition time only when the status changes, and writing only a change.
+func setPoolCondition(ctx context.Context, c client.Client, pool *mcfgv1.MachineConfigPool, typ mcfgv1.MachineConfigPoolConditionType, status corev1.ConditionStatus, reason, msg string) error {
 	msg = truncate(msg, maxMessage)
-	for i, c := range pool.Status.Conditions {
-		if c.Type != ConditionRegistriesDegraded {
+	found := false
+	for i := range pool.Status.Conditions {
+		cond := &pool.Status.Conditions[i]
+		if cond.Type != typ {
 			continue
 		}
-		if c.Status == status && c.Reason == reason && c.Message == msg {
+		if cond.Status == status && cond.Reason == reason && cond.Message == msg {
 			return nil
 		}
-		if c.Status != status {
-			pool.Status.Conditions[i].LastTransitionTime = metav1.Now()
+		if cond.Status != status {
+			cond.LastTransitionTime = metav1.Now()
 		}
-		pool.Status.Conditions[i].Status, pool.Status.Conditions[i].Reason, pool.Status.Conditions[i].Message = status, reason, msg
-		return client.IgnoreNotFound(r.Client.Status().Update(ctx, pool))
+		cond.Status, cond.Reason, cond.Message = status, reason, msg
+		found = true
 	}
-	pool.Status.Conditions = append(pool.Status.Conditions, mcfgv1.MachineConfigPoolCondition{
-		Type: ConditionRegistriesDegraded, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()})
-	err := r.Client.Status().Update(ctx, pool)
+	if !found {
+		pool.Status.Conditions = append(pool.Status.Conditions, mcfgv1.MachineConfigPoolCondition{
+			Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()})
+	}
+	err := c.Status().Update(ctx, pool)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

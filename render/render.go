@@ -32,6 +32,10 @@ type Rendered struct {
 	// Sources maps change ids ("file:/etc/x", "unit:y.service") to the
 	// MachineConfig that gave them (planner.SourcesAnnotation).
 	Sources map[string]string
+	// SectionSources maps the fields that can be unreconcilable
+	// ("spec.config.storage.disks", "spec.fips"...) to the MachineConfigs
+	// that set them, so that an error can name the culprit.
+	SectionSources map[string][]string
 }
 
 // Merge renders sources in lexicographic name order: a later file or unit
@@ -52,6 +56,7 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 	units := map[string]int{}
 	users := map[string]int{}
 	var extensions []string
+	sections := map[string][]string{}
 	for _, src := range sorted {
 		cfg, err := planner.NewConfig(src.Name, src.Spec)
 		if err != nil {
@@ -82,6 +87,24 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 			if u.PasswordHash != nil {
 				merged.PasswordHash = u.PasswordHash
 			}
+		}
+		for field, n := range map[string]int{
+			"spec.config.passwd.groups":       len(ign.Passwd.Groups),
+			"spec.config.passwd.users":        len(ign.Passwd.Users),
+			"spec.config.storage.disks":       len(ign.Storage.Disks),
+			"spec.config.storage.filesystems": len(ign.Storage.Filesystems),
+			"spec.config.storage.raid":        len(ign.Storage.Raid),
+			"spec.config.storage.luks":        len(ign.Storage.Luks),
+			"spec.config.storage.directories": len(ign.Storage.Directories),
+			"spec.config.storage.links":       len(ign.Storage.Links),
+			"spec.config.kernelArguments":     len(ign.KernelArguments.ShouldExist) + len(ign.KernelArguments.ShouldNotExist),
+		} {
+			if n > 0 {
+				sections[field] = append(sections[field], src.Name)
+			}
+		}
+		if src.Spec.FIPS {
+			sections["spec.fips"] = append(sections["spec.fips"], src.Name)
 		}
 		out.Passwd.Groups = append(out.Passwd.Groups, ign.Passwd.Groups...)
 		out.Storage.Disks = append(out.Storage.Disks, ign.Storage.Disks...)
@@ -116,9 +139,10 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 	}
 	sum := sha256.Sum256(digest)
 	return &Rendered{
-		Name:    fmt.Sprintf("rendered-%s-%s", pool, hex.EncodeToString(sum[:16])),
-		Spec:    spec,
-		Sources: origin,
+		Name:           fmt.Sprintf("rendered-%s-%s", pool, hex.EncodeToString(sum[:16])),
+		Spec:           spec,
+		Sources:        origin,
+		SectionSources: sections,
 	}, nil
 }
 

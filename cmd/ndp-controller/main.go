@@ -54,6 +54,13 @@ func main() {
 		setup.Error(err, "setting up the policy controller")
 		os.Exit(1)
 	}
+	if err := (&controllers.RenderReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ndp-render-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		setup.Error(err, "setting up the render controller")
+		os.Exit(1)
+	}
 	if err := (&controllers.RegistriesReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("ndp-registries-controller"),

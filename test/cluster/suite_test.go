@@ -116,6 +116,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := (&controllers.RenderReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ndp-render-controller"),
+	}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := (&controllers.RegistriesReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("ndp-registries-controller"),

@@ -1,0 +1,191 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/render"
+)
+
+// RenderedForLabel marks a rendered MachineConfig with its pool; rendered
+// configs are never sources of another rendering.
+const RenderedForLabel = "ndp.dev/rendered-for"
+
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create
+
+// RenderReconciler merges each pool's MachineConfigs into an immutable
+// rendered-<pool>-<hash> MachineConfig and makes it the pool's target.
+type RenderReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager reconciles every pool on any MachineConfig change: a
+// label change can move a config from one pool to another.
+func (r *RenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools mcfgv1.MachineConfigPoolList
+		if err := r.Client.List(ctx, &pools); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pools.Items))
+		for _, p := range pools.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("render").
+		For(&mcfgv1.MachineConfigPool{}).
+		Watches(&ndpmcv1.MachineConfig{}, allPools).
+		Complete(r)
+}
+
+// Reconcile renders one pool.
+func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pool mcfgv1.MachineConfigPool
+	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.MachineConfigSelector)
+	if err != nil || pool.Spec.MachineConfigSelector == nil {
+		return reconcile.Result{}, r.degraded(ctx, &pool, "InvalidSelector", fmt.Sprintf("spec.machineConfigSelector: %v", err))
+	}
+	var list ndpmcv1.MachineConfigList
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return reconcile.Result{}, err
+	}
+	var sources []render.Source
+	var refs []corev1.ObjectReference
+	for _, mc := range list.Items {
+		if _, rendered := mc.Labels[RenderedForLabel]; rendered {
+			continue
+		}
+		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec})
+		refs = append(refs, corev1.ObjectReference{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig", Name: mc.Name})
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	if len(sources) == 0 {
+		return reconcile.Result{}, nil // nothing to render yet
+	}
+	rendered, err := render.Merge(pool.Name, sources)
+	if err != nil {
+		return reconcile.Result{}, r.degraded(ctx, &pool, "InvalidMachineConfig", err.Error())
+	}
+	if msg, err := r.unreconcilable(ctx, &pool, rendered); err != nil {
+		return reconcile.Result{}, err
+	} else if msg != "" {
+		return reconcile.Result{}, r.degraded(ctx, &pool, "Unreconcilable", msg)
+	}
+
+	mc := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{
+		Name:        rendered.Name,
+		Labels:      map[string]string{RenderedForLabel: pool.Name},
+		Annotations: map[string]string{planner.SourcesAnnotation: sourcesJSON(rendered.Sources)},
+	}, Spec: rendered.Spec}
+	if err := controllerutil.SetControllerReference(&pool, mc, r.Client.Scheme()); err != nil {
+		return reconcile.Result{}, err
+	}
+	// Rendered configs are immutable: the name is the content's digest.
+	if err := r.Client.Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, err
+	}
+	if pool.Spec.Configuration.Name != rendered.Name {
+		old := pool.Spec.Configuration.Name
+		pool.Spec.Configuration = mcfgv1.MachineConfigPoolStatusConfiguration{
+			ObjectReference: corev1.ObjectReference{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig", Name: rendered.Name},
+			Source:          refs,
+		}
+		if err := r.Client.Update(ctx, &pool); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "Rendered", "Render", "target configuration %s (was %q) from %d MachineConfigs", rendered.Name, old, len(refs))
+	}
+	return reconcile.Result{}, r.setRenderCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", "rendered "+rendered.Name)
+}
+
+// unreconcilable compares the new rendering with the pool's current
+// target; it names each unreconcilable field and the MachineConfigs that
+// set it.
+func (r *RenderReconciler) unreconcilable(ctx context.Context, pool *mcfgv1.MachineConfigPool, rendered *render.Rendered) (string, error) {
+	current := pool.Spec.Configuration.Name
+	if current == "" || current == rendered.Name {
+		return "", nil
+	}
+	var mc ndpmcv1.MachineConfig
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: current}, &mc); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	from, err := planner.NewConfig(mc.Name, mc.Spec)
+	if err != nil {
+		return "", nil // an unreadable current config cannot block the fix
+	}
+	to, err := planner.NewConfig(rendered.Name, rendered.Spec)
+	if err != nil {
+		return "", err
+	}
+	cs, err := planner.Diff(from, to)
+	if err != nil || len(cs.Unreconcilable) == 0 {
+		return "", err
+	}
+	var msgs []string
+	for _, u := range cs.Unreconcilable {
+		section := u.Field
+		if i := strings.IndexByte(section, '['); i >= 0 {
+			section = section[:i]
+		}
+		who := rendered.SectionSources[section]
+		if len(who) == 0 {
+			if src := rendered.Sources["file:"+strings.TrimSuffix(strings.TrimPrefix(u.Field, "spec.config.storage.files[path="), "].append")]; src != "" {
+				who = []string{src}
+			}
+		}
+		msgs = append(msgs, fmt.Sprintf("MachineConfig %s: %s: %s", strings.Join(quoteAll(who), ", "), u.Field, u.Reason))
+	}
+	return "no rendered config produced, unreconcilable against " + current + ": " + strings.Join(msgs, "; "), nil
+}
+
+func quoteAll(names []string) []string {
+	if len(names) == 0 {
+		return []string{"(removed)"}
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
+}
+
+// sourcesJSON encodes the sources annotation (encoding/json sorts the keys).
+func sourcesJSON(m map[string]string) string {
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return string(b)
+}
+
+func (r *RenderReconciler) degraded(ctx context.Context, pool *mcfgv1.MachineConfigPool, reason, msg string) error {
+	r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, reason, "Render", "%s", truncate(msg, 1000))
+	return r.setRenderCondition(ctx, pool, corev1.ConditionTrue, reason, msg)
+}
+
+func (r *RenderReconciler) setRenderCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
+	return setPoolCondition(ctx, r.Client, pool, mcfgv1.MachineConfigPoolRenderDegraded, status, reason, msg)
+}

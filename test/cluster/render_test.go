@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+func sourceMC(t *testing.T, name, pool string, ign map[string]any) *ndpmcv1.MachineConfig {
+	t.Helper()
+	ign["ignition"] = map[string]any{"version": "3.4.0"}
+	raw, err := json.Marshal(ign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controllers.RoleLabel: pool}},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}, OSImageURL: "quay.io/os@sha256:1"}}
+}
+
+// waitPool polls a pool until ok accepts it.
+func waitPool(t *testing.T, name string, ok func(*mcfgv1.MachineConfigPool) bool) *mcfgv1.MachineConfigPool {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		var p mcfgv1.MachineConfigPool
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &p); err == nil && ok(&p) {
+			return &p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool %s not as expected after %s: %+v", name, waitFor, p.Status.Conditions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func renderCondition(p *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPoolCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == mcfgv1.MachineConfigPoolRenderDegraded {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
+	ctx := context.Background()
+	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "edge"}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "edge"}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/edge": ""}},
+	}})
+	create(t, sourceMC(t, "00-edge-base", "edge", map[string]any{"storage": map[string]any{"files": []any{
+		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	// The registries controller's 99-edge-generated-registries joins the sources.
+	first := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
+		return strings.HasPrefix(p.Spec.Configuration.Name, "rendered-edge-") && len(p.Spec.Configuration.Source) == 2
+	})
+	create(t, sourceMC(t, "50-edge-chrony", "edge", map[string]any{"storage": map[string]any{"files": []any{
+		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20x"}}}}}))
+	second := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
+		return p.Spec.Configuration.Name != first.Spec.Configuration.Name && len(p.Spec.Configuration.Source) == 3
+	})
+	var rendered ndpmcv1.MachineConfig
+	if err := k8s.Get(ctx, client.ObjectKey{Name: second.Spec.Configuration.Name}, &rendered); err != nil {
+		t.Fatal(err)
+	}
+	if len(rendered.OwnerReferences) != 1 || rendered.OwnerReferences[0].Name != "edge" || rendered.Labels[controllers.RenderedForLabel] != "edge" {
+		t.Errorf("rendered config metadata: %+v", rendered.ObjectMeta)
+	}
+	var sources map[string]string
+	if err := json.Unmarshal([]byte(rendered.Annotations[planner.SourcesAnnotation]), &sources); err != nil ||
+		sources["file:/etc/chrony.conf"] != "50-edge-chrony" || sources["file:"+planner.RegistriesConfPath] != controllers.GeneratedRegistriesName("edge") {
+		t.Errorf("sources annotation: %v (%v)", rendered.Annotations, err)
+	}
+
+	// A disk cannot be added to running nodes: no rendered config, and the
+	// pool names the MachineConfig and the field.
+	create(t, sourceMC(t, "60-edge-disk", "edge", map[string]any{"storage": map[string]any{"disks": []any{
+		map[string]any{"device": "/dev/vdb", "wipeTable": true}}}}))
+	degraded := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
+		c := renderCondition(p)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	c := renderCondition(degraded)
+	if !strings.Contains(c.Message, `MachineConfig "60-edge-disk": spec.config.storage.disks`) || c.Reason != "Unreconcilable" {
+		t.Errorf("RenderDegraded: %+v", c)
+	}
+	if degraded.Spec.Configuration.Name != second.Spec.Configuration.Name {
+		t.Errorf("the target moved to %s despite the unreconcilable change", degraded.Spec.Configuration.Name)
+	}
+	var all ndpmcv1.MachineConfigList
+	if err := k8s.List(ctx, &all, client.MatchingLabels{controllers.RenderedForLabel: "edge"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range all.Items {
+		if cfg := parseMC(t, &all.Items[i]); len(cfg.Ignition.Storage.Disks) > 0 {
+			t.Errorf("%s renders the unreconcilable disk", all.Items[i].Name)
+		}
+	}
+}
