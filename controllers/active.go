@@ -12,9 +12,11 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -53,12 +55,15 @@ type ActivePolicies struct {
 	policies map[string]planner.Policy
 	planner  *planner.Planner
 	opts     planner.EngineOptions
+	// changes carries one event whenever the set's revision changes, so that
+	// plans made with the previous revision are recomputed.
+	changes chan event.GenericEvent
 }
 
 // NewActivePolicies returns an empty set: no policy is in force until the
 // policy controller accepts one, so every change would need a reboot.
 func NewActivePolicies(opts planner.EngineOptions) *ActivePolicies {
-	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts}
+	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts, changes: make(chan event.GenericEvent, 1)}
 }
 
 // Planner returns the planner of the active set; nil before any policy is
@@ -68,6 +73,10 @@ func (a *ActivePolicies) Planner() *planner.Planner {
 	defer a.mu.RUnlock()
 	return a.planner
 }
+
+// Changes is a source of events, one per change of the set's revision
+// (coalesced while unread), for controllers whose output depends on it.
+func (a *ActivePolicies) Changes() <-chan event.GenericEvent { return a.changes }
 
 // Get returns the active revision of one policy.
 func (a *ActivePolicies) Get(name string) (planner.Policy, bool) {
@@ -128,6 +137,16 @@ func (a *ActivePolicies) update(ctx context.Context, name string, p *planner.Pol
 			return fmt.Errorf("the active policy set would not compile: %w", err)
 		}
 	}
+	old := ""
+	if a.planner != nil {
+		old = a.planner.Engine.Revision()
+	}
 	a.policies, a.planner = next, pl
+	if pl == nil || pl.Engine.Revision() != old {
+		select {
+		case a.changes <- event.GenericEvent{Object: &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "active-policy-set"}}}:
+		default: // one pending event already tells that the set changed
+		}
+	}
 	return nil
 }

@@ -54,6 +54,10 @@ func main() {
 		setup.Error(err, "setting up the policy controller")
 		os.Exit(1)
 	}
+	if err := (&controllers.PlanReconciler{Client: mgr.GetClient(), Active: active}).SetupWithManager(mgr); err != nil {
+		setup.Error(err, "setting up the plan controller")
+		os.Exit(1)
+	}
 	if err := (&controllers.RenderReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("ndp-render-controller"),

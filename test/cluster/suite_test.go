@@ -116,6 +116,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := (&controllers.PlanReconciler{Client: mgr.GetClient(), Active: active}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := (&controllers.RenderReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("ndp-render-controller"),

@@ -1,0 +1,216 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// Node annotations shared with the node daemon (the MCO's names).
+const (
+	CurrentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
+	DesiredConfigAnnotation = "machineconfiguration.openshift.io/desiredConfig"
+	StateAnnotation         = "machineconfiguration.openshift.io/state"
+	StateWorking            = "Working"
+)
+
+// MachineConfig plan conditions.
+const (
+	ConditionPlanReady      = "PlanReady"
+	ConditionUnreconcilable = "Unreconcilable"
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs/status,verbs=get;update;patch
+
+// PlanReconciler writes, into each pool's target MachineConfig, the plan
+// from every config a node of the pool runs today, computed with the active
+// policy set: the node daemon only executes a plan found there.
+type PlanReconciler struct {
+	Client client.Client
+	Active *ActivePolicies
+}
+
+// SetupWithManager reconciles all pools when nodes, MachineConfigs or the
+// active policy set change.
+func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools mcfgv1.MachineConfigPoolList
+		if err := r.Client.List(ctx, &pools); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pools.Items))
+		for _, p := range pools.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("plan").
+		For(&mcfgv1.MachineConfigPool{}).
+		Watches(&corev1.Node{}, allPools).
+		Watches(&ndpmcv1.MachineConfig{}, allPools).
+		WatchesRawSource(source.Channel(r.Active.Changes(), allPools)).
+		Complete(r)
+}
+
+// Reconcile plans one pool's pending updates.
+func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pool mcfgv1.MachineConfigPool
+	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	target := pool.Spec.Configuration.Name
+	p := r.Active.Planner()
+	if target == "" {
+		return reconcile.Result{}, nil
+	}
+	if p == nil {
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil // no policy accepted yet
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
+	if err != nil {
+		return reconcile.Result{}, nil // the render controller reports bad selectors
+	}
+	var nodes, all corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.Client.List(ctx, &all); err != nil {
+		return reconcile.Result{}, err
+	}
+	// Configs nodes move from; a node already updating keeps its plan.
+	froms := map[string]bool{}
+	updating := map[string]bool{}
+	for _, n := range nodes.Items {
+		cur := n.Annotations[CurrentConfigAnnotation]
+		if cur == "" || cur == target {
+			continue
+		}
+		froms[cur] = true
+		if n.Annotations[StateAnnotation] == StateWorking && n.Annotations[DesiredConfigAnnotation] == target {
+			updating[cur] = true
+		}
+	}
+
+	var to ndpmcv1.MachineConfig
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: target}, &to); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	toCfg, err := configOf(&to)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	existing := map[string]ndpmcv1.PostConfigActions{}
+	for _, pca := range to.Status.PostConfigActions {
+		existing[pca.From] = pca
+	}
+	status := to.Status.DeepCopy()
+	status.PostConfigActions = nil
+	var unreconcilable []string
+	var planErrs []string
+	for from := range froms {
+		if prev, ok := existing[from]; ok && (updating[from] || prev.PolicyRevision == p.Engine.Revision()) {
+			status.PostConfigActions = append(status.PostConfigActions, prev)
+			continue
+		}
+		var fromMC ndpmcv1.MachineConfig
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
+			planErrs = append(planErrs, fmt.Sprintf("%s: %v", from, err))
+			continue
+		}
+		fromCfg, err := configOf(&fromMC)
+		if err != nil {
+			planErrs = append(planErrs, err.Error())
+			continue
+		}
+		plan, err := p.Plan(ctx, planner.Request{From: fromCfg, To: toCfg, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: len(all.Items) == 1})
+		if err != nil {
+			planErrs = append(planErrs, fmt.Sprintf("%s: %v", from, err))
+			continue
+		}
+		if len(plan.Unreconcilable) > 0 {
+			for _, u := range plan.Unreconcilable {
+				unreconcilable = append(unreconcilable, fmt.Sprintf("from %s: %s", from, u))
+			}
+			continue
+		}
+		status.PostConfigActions = append(status.PostConfigActions, postConfigActions(plan))
+	}
+	sort.Slice(status.PostConfigActions, func(i, j int) bool { return status.PostConfigActions[i].From < status.PostConfigActions[j].From })
+	status.ObservedGeneration = to.Generation
+	setMCCondition(status, to.Generation, ConditionUnreconcilable, len(unreconcilable) > 0, "Unreconcilable", fmt.Sprint(unreconcilable))
+	if len(planErrs) > 0 {
+		setMCCondition(status, to.Generation, ConditionPlanReady, false, "PlanFailed", fmt.Sprint(planErrs))
+	} else {
+		setMCCondition(status, to.Generation, ConditionPlanReady, true, "Planned", fmt.Sprintf("%d plans with policy revision %s", len(status.PostConfigActions), p.Engine.Revision()))
+	}
+	if equality.Semantic.DeepEqual(*status, to.Status) {
+		return reconcile.Result{}, nil
+	}
+	to.Status = *status
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &to))
+}
+
+func configOf(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
+	cfg, err := planner.NewConfig(mc.Name, mc.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if raw := mc.Annotations[planner.SourcesAnnotation]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &cfg.Sources) // sources only enrich the input
+	}
+	return cfg, nil
+}
+
+// postConfigActions is a plan in the API's shape.
+func postConfigActions(p *planner.Plan) ndpmcv1.PostConfigActions {
+	out := ndpmcv1.PostConfigActions{From: p.From, Actions: planActions(p.Actions), Drain: p.Drain, Reboot: p.Reboot, PolicyRevision: p.PolicyRevision, PlanHash: p.PlanHash}
+	for _, r := range p.Reasons {
+		out.Reasons = append(out.Reasons, ndpmcv1.PlanReason{Change: r.Change, Policy: r.Policy, Match: r.Match, Actions: planActions(r.Actions), Detail: r.Detail})
+	}
+	return out
+}
+
+func planActions(as []planner.Action) []ndpmcv1.PlanAction {
+	out := make([]ndpmcv1.PlanAction, 0, len(as))
+	for _, a := range as {
+		pa := ndpmcv1.PlanAction{Type: a.Type}
+		if a.Reload != nil {
+			pa.Reload = &ndpmcv1.PlanService{ServiceName: string(a.Reload.ServiceName)}
+		}
+		if a.Restart != nil {
+			pa.Restart = &ndpmcv1.PlanService{ServiceName: string(a.Restart.ServiceName)}
+		}
+		out = append(out, pa)
+	}
+	return out
+}
+
+func setMCCondition(s *ndpmcv1.MachineConfigStatus, gen int64, typ string, ok bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	if !ok && typ == ConditionUnreconcilable {
+		reason, msg = "Reconcilable", ""
+	}
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncate(msg, maxMessage), ObservedGeneration: gen})
+}

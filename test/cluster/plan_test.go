@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+)
+
+func node(name, pool, current string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels:      map[string]string{"node-role.kubernetes.io/" + pool: ""},
+		Annotations: map[string]string{controllers.CurrentConfigAnnotation: current, controllers.DesiredConfigAnnotation: current, controllers.StateAnnotation: "Done"}}}
+}
+
+// waitPlans polls a MachineConfig until its plans satisfy ok.
+func waitPlans(t *testing.T, name string, ok func([]ndpmcv1.PostConfigActions) bool) []ndpmcv1.PostConfigActions {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	var mc ndpmcv1.MachineConfig
+	for {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err == nil && ok(mc.Status.PostConfigActions) {
+			return mc.Status.PostConfigActions
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plans of %s not as expected: %+v", name, mc.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
+	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "compute"}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "compute"}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/compute": ""}},
+	}})
+	create(t, sourceMC(t, "00-compute-base", "compute", map[string]any{"storage": map[string]any{"files": []any{
+		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	a := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
+	for _, n := range []string{"compute-0", "compute-1", "compute-2"} {
+		create(t, node(n, "compute", a))
+	}
+	create(t, policy("compute-chrony", chronySpec()))
+	waitCondition(t, "compute-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	create(t, sourceMC(t, "50-compute-chrony", "compute", map[string]any{"storage": map[string]any{"files": []any{
+		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20x"}}}}}))
+	b := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
+
+	plans := waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
+		return len(ps) == 1 && len(ps[0].Actions) == 1 && ps[0].Actions[0].Type == "Restart"
+	})
+	p := plans[0]
+	if p.From != a || p.Drain || p.Reboot || p.Actions[0].Restart.ServiceName != "chronyd.service" || len(p.Reasons) != 1 || p.Reasons[0].Policy == "" || p.PlanHash == "" {
+		t.Errorf("plan(A→B): %+v", p)
+	}
+	revision := p.PolicyRevision
+
+	// Without the policy the change needs a reboot, under a new revision.
+	var pol v1alpha1.NodeDisruptionPolicy
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "compute-chrony"}, &pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), &pol); err != nil {
+		t.Fatal(err)
+	}
+	plans = waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
+		return len(ps) == 1 && ps[0].Reboot && ps[0].PolicyRevision != revision
+	})
+	if !plans[0].Drain || plans[0].Actions[0].Type != "Reboot" {
+		t.Errorf("plan after the policy went: %+v", plans[0])
+	}
+
+	// A node on another old config gets its own plan in the same target.
+	other := node("compute-3", "compute", "rendered-compute-older")
+	create(t, sourceMCNamed(t, "rendered-compute-older"))
+	create(t, other)
+	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 2 })
+}
+
+// sourceMCNamed is an old rendered config some node still runs.
+func sourceMCNamed(t *testing.T, name string) *ndpmcv1.MachineConfig {
+	mc := sourceMC(t, name, "none", map[string]any{})
+	mc.Labels = map[string]string{controllers.RenderedForLabel: "compute"}
+	return mc
+}
