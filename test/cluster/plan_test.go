@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,4 +91,62 @@ func sourceMCNamed(t *testing.T, name string) *ndpmcv1.MachineConfig {
 	mc := sourceMC(t, name, "none", map[string]any{})
 	mc.Labels = map[string]string{controllers.RenderedForLabel: "compute"}
 	return mc
+}
+
+func setCurrent(t *testing.T, names []string, config string) {
+	t.Helper()
+	for _, n := range names {
+		var nd corev1.Node
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
+			t.Fatal(err)
+		}
+		nd.Annotations[controllers.CurrentConfigAnnotation] = config
+		nd.Annotations[controllers.DesiredConfigAnnotation] = config
+		if err := k8s.Update(context.Background(), &nd); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Image-mirror objects reach nodes through the same path: a rendered
+// config whose status holds the plan.
+func TestImageMirrorPlansInMachineConfigStatus(t *testing.T) {
+	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "mirror"}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "mirror"}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/mirror": ""}},
+	}})
+	a := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration.Name
+	nodes := []string{"mirror-0", "mirror-1"}
+	for _, n := range nodes {
+		create(t, node(n, "mirror", a))
+	}
+	onlyPlan := func(target, from string, drain bool) {
+		t.Helper()
+		ps := waitPlans(t, target, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 1 && ps[0].From == from })
+		if len(ps[0].Actions) != 1 || ps[0].Actions[0].Reload == nil || ps[0].Actions[0].Reload.ServiceName != "crio.service" || ps[0].Drain != drain {
+			t.Errorf("plan %s -> %s: %+v, want Reload crio.service, drain %t", from, target, ps[0], drain)
+		}
+	}
+
+	idms := &configv1.ImageDigestMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "mirror-release"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
+		{Source: "quay.io/mirror-test/release", Mirrors: []configv1.ImageMirror{"mirror.example.com/mirror-test/release"}}}}}
+	create(t, idms)
+	b := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != a }).Spec.Configuration.Name
+	onlyPlan(b, a, false)
+
+	// The nodes update to B; deleting the IDMS takes them back, after a drain.
+	setCurrent(t, nodes, b)
+	if err := k8s.Delete(context.Background(), idms); err != nil {
+		t.Fatal(err)
+	}
+	back := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != b }).Spec.Configuration.Name
+	onlyPlan(back, b, true)
+	// B's plan from A is pruned once no node runs A.
+	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 0 })
+
+	setCurrent(t, nodes, back)
+	create(t, &configv1.ImageTagMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "mirror-tags"}, Spec: configv1.ImageTagMirrorSetSpec{ImageTagMirrors: []configv1.ImageTagMirrors{
+		{Source: "registry.example.com/mirror-test/app", Mirrors: []configv1.ImageMirror{"mirror.example.com/mirror-test/app"}}}}})
+	withTags := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != back }).Spec.Configuration.Name
+	onlyPlan(withTags, back, true)
 }
