@@ -18,7 +18,7 @@ import (
 	"github.com/ndp-dev/ndp/planner"
 )
 
-func sourceMC(t *testing.T, name, pool string, ign map[string]any) *ndpmcv1.MachineConfig {
+func sourceMC(t testing.TB, name, pool string, ign map[string]any) *ndpmcv1.MachineConfig {
 	t.Helper()
 	ign["ignition"] = map[string]any{"version": "3.4.0"}
 	raw, err := json.Marshal(ign)
