@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -51,17 +49,7 @@ type PlanReconciler struct {
 // SetupWithManager reconciles all pools when nodes, MachineConfigs or the
 // active policy set change.
 func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var pools mcfgv1.MachineConfigPoolList
-		if err := r.Client.List(ctx, &pools); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(pools.Items))
-		for _, p := range pools.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-		}
-		return out
-	})
+	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plan").
 		For(&mcfgv1.MachineConfigPool{}).

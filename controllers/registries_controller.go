@@ -60,17 +60,7 @@ type RegistriesReconciler struct {
 
 // SetupWithManager reconciles every pool when any image-mirror object changes.
 func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var pools mcfgv1.MachineConfigPoolList
-		if err := r.Client.List(ctx, &pools); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(pools.Items))
-		for _, p := range pools.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-		}
-		return out
-	})
+	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registries").
 		For(&mcfgv1.MachineConfigPool{}).
@@ -182,4 +172,21 @@ func setPoolCondition(ctx context.Context, c client.Client, pool *mcfgv1.Machine
 		return nil
 	}
 	return err
+}
+
+// enqueueAllPools maps any event to a request for every MachineConfigPool:
+// which pools an object affects depends on selectors, and re-checking a
+// pool is cheap.
+func enqueueAllPools(c client.Client) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools mcfgv1.MachineConfigPoolList
+		if err := c.List(ctx, &pools); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pools.Items))
+		for _, p := range pools.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	})
 }

@@ -11,12 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -42,17 +40,7 @@ type RenderReconciler struct {
 // SetupWithManager reconciles every pool on any MachineConfig change: a
 // label change can move a config from one pool to another.
 func (r *RenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	allPools := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var pools mcfgv1.MachineConfigPoolList
-		if err := r.Client.List(ctx, &pools); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(pools.Items))
-		for _, p := range pools.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-		}
-		return out
-	})
+	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("render").
 		For(&mcfgv1.MachineConfigPool{}).
