@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"time"
 
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -44,11 +45,14 @@ const (
 type PlanReconciler struct {
 	Client client.Client
 	Active *ActivePolicies
+
+	configs *configCache
 }
 
 // SetupWithManager reconciles all pools when nodes, MachineConfigs or the
 // active policy set change.
 func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.configs = newConfigCache(1024)
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plan").
@@ -56,6 +60,8 @@ func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, allPools).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
 		WatchesRawSource(source.Channel(r.Active.Changes(), allPools)).
+		// Pools are independent; planning is CPU-bound.
+		WithOptions(controller.Options{MaxConcurrentReconciles: runtime.GOMAXPROCS(0)}).
 		Complete(r)
 }
 
@@ -102,7 +108,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: target}, &to); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	toCfg, err := configOf(&to)
+	toCfg, err := r.configs.get(&to)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -124,7 +130,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			planErrs = append(planErrs, fmt.Sprintf("%s: %v", from, err))
 			continue
 		}
-		fromCfg, err := configOf(&fromMC)
+		fromCfg, err := r.configs.get(&fromMC)
 		if err != nil {
 			planErrs = append(planErrs, err.Error())
 			continue
@@ -155,17 +161,6 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	to.Status = *status
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &to))
-}
-
-func configOf(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
-	cfg, err := planner.NewConfig(mc.Name, mc.Spec)
-	if err != nil {
-		return nil, err
-	}
-	if raw := mc.Annotations[planner.SourcesAnnotation]; raw != "" {
-		_ = json.Unmarshal([]byte(raw), &cfg.Sources) // sources only enrich the input
-	}
-	return cfg, nil
 }
 
 // postConfigActions is a plan in the API's shape.

@@ -1,0 +1,46 @@
+package controllers
+
+import (
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+)
+
+func cachedMC(uid string, gen int64) *ndpmcv1.MachineConfig {
+	return &ndpmcv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "rendered-" + uid, UID: types.UID(uid), Generation: gen,
+			Annotations: map[string]string{"ndp.dev/sources": `{"file:/etc/a":"00-a"}`}},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"}}]}}`)}},
+	}
+}
+
+func TestConfigCache(t *testing.T) {
+	c := newConfigCache(2)
+	a1, err := c.get(cachedMC("a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1.Sources["file:/etc/a"] != "00-a" || len(a1.Ignition.Storage.Files) != 1 {
+		t.Fatalf("parsed %+v", a1)
+	}
+	if again, _ := c.get(cachedMC("a", 1)); again != a1 {
+		t.Error("a second get of the same generation parsed again")
+	}
+	if next, _ := c.get(cachedMC("a", 2)); next == a1 {
+		t.Error("a new generation served the old parse")
+	}
+	_, _ = c.get(cachedMC("b", 1)) // evicts a/1, the oldest
+	if len(c.entries) != 2 || c.entries[configKey{"a", 1}] != nil {
+		t.Errorf("cache holds %d entries, a/1 present: %t", len(c.entries), c.entries[configKey{"a", 1}] != nil)
+	}
+	bad := cachedMC("c", 1)
+	bad.Spec.Config.Raw = []byte(`{"ignition":{"version":"2.2.0"}}`)
+	if _, err := c.get(bad); err == nil {
+		t.Error("an invalid config is not an error")
+	}
+}
