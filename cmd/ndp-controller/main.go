@@ -37,7 +37,7 @@ func main() {
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
-		LeaderElectionID:        "ndp-controller.ndp.dev",
+		LeaderElectionID:        controllers.LeaderElectionID,
 		LeaderElectionNamespace: leaderNS,
 		Client:                  controllers.ClientOptions(),
 	})
@@ -45,31 +45,8 @@ func main() {
 		setup.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	active := controllers.NewActivePolicies(planner.EngineOptions{})
-	if err := (&controllers.PolicyReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ndp-policy-controller"),
-		Active:   active,
-	}).SetupWithManager(mgr); err != nil {
-		setup.Error(err, "setting up the policy controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.PlanReconciler{Client: mgr.GetClient(), Active: active}).SetupWithManager(mgr); err != nil {
-		setup.Error(err, "setting up the plan controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.RenderReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ndp-render-controller"),
-	}).SetupWithManager(mgr); err != nil {
-		setup.Error(err, "setting up the render controller")
-		os.Exit(1)
-	}
-	if err := (&controllers.RegistriesReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ndp-registries-controller"),
-	}).SetupWithManager(mgr); err != nil {
-		setup.Error(err, "setting up the registries controller")
+	if _, err := controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
+		setup.Error(err, "setting up the controllers")
 		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -99,38 +99,15 @@ func run(m *testing.M) int {
 		Client:                  controllers.ClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		LeaderElection:          true,
-		LeaderElectionID:        "ndp-controller.ndp.dev",
+		LeaderElectionID:        controllers.LeaderElectionID,
 		LeaderElectionNamespace: "default",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	active = controllers.NewActivePolicies(planner.EngineOptions{})
 	controllers.RetryRejected = 2 * time.Second // a minute in production
-	if err := (&controllers.PolicyReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ndp-policy-controller"),
-		Active:   active,
-	}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := (&controllers.PlanReconciler{Client: mgr.GetClient(), Active: active}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := (&controllers.RenderReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ndp-render-controller"),
-	}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := (&controllers.RegistriesReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ndp-registries-controller"),
-	}).SetupWithManager(mgr); err != nil {
+	if active, err = controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

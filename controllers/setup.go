@@ -1,0 +1,30 @@
+package controllers
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// LeaderElectionID is the lease ndp-controller replicas elect a leader with.
+const LeaderElectionID = "ndp-controller.ndp.dev"
+
+// SetupWithManager wires every ndp controller into mgr, sharing one active
+// policy set, and returns that set. ndp-controller and the cluster tests
+// call it, so the tests run exactly the wiring that ships.
+func SetupWithManager(mgr ctrl.Manager, opts planner.EngineOptions) (*ActivePolicies, error) {
+	active := NewActivePolicies(opts)
+	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
+		"policy":     &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active},
+		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller")},
+		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller")},
+		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},
+	} {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)
+		}
+	}
+	return active, nil
+}
