@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"testing"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -25,17 +24,9 @@ func node(name, pool, current string) *corev1.Node {
 // waitPlans polls a MachineConfig until its plans satisfy ok.
 func waitPlans(t *testing.T, name string, ok func([]ndpmcv1.PostConfigActions) bool) []ndpmcv1.PostConfigActions {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	var mc ndpmcv1.MachineConfig
-	for {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err == nil && ok(mc.Status.PostConfigActions) {
-			return mc.Status.PostConfigActions
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plans of %s not as expected: %+v", name, mc.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitObject(t, name, "plans as expected", func(mc *ndpmcv1.MachineConfig) bool {
+		return ok(mc.Status.PostConfigActions)
+	}).Status.PostConfigActions
 }
 
 func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {

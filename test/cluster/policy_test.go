@@ -23,8 +23,6 @@ import (
 	"github.com/ndp-dev/ndp/planner"
 )
 
-const waitFor = 20 * time.Second
-
 func restart(svc string) operatorv1.NodeDisruptionPolicySpecAction {
 	return planner.RestartAction(svc)
 }
@@ -50,20 +48,10 @@ func create(t *testing.T, obj client.Object) {
 // for the current generation, and returns the policy.
 func waitCondition(t *testing.T, name, typ string, want metav1.ConditionStatus) *v1alpha1.NodeDisruptionPolicy {
 	t.Helper()
-	var got v1alpha1.NodeDisruptionPolicy
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &got)
-		if err == nil {
-			if c := meta.FindStatusCondition(got.Status.Conditions, typ); c != nil && c.Status == want && c.ObservedGeneration == got.Generation {
-				return &got
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("policy %s: condition %s is not %s after %s: %+v (get: %v)", name, typ, want, waitFor, got.Status, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitObject(t, name, "condition "+typ+" is "+string(want), func(p *v1alpha1.NodeDisruptionPolicy) bool {
+		c := meta.FindStatusCondition(p.Status.Conditions, typ)
+		return c != nil && c.Status == want && c.ObservedGeneration == p.Generation
+	})
 }
 
 func chronyPlan(t *testing.T) *planner.Plan {
@@ -225,21 +213,7 @@ func TestDefaultPolicyIsRestored(t *testing.T) {
 	if err := k8s.Update(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
-	waitFor := func(what string, ok func(*v1alpha1.NodeDisruptionPolicy) bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			var got v1alpha1.NodeDisruptionPolicy
-			if err := k8s.Get(ctx, client.ObjectKey{Name: controllers.DefaultPolicyName}, &got); err == nil && ok(&got) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the default policy was not %s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	waitFor("restored after an edit", func(p *v1alpha1.NodeDisruptionPolicy) bool {
+	waitObject(t, controllers.DefaultPolicyName, "restored after an edit", func(p *v1alpha1.NodeDisruptionPolicy) bool {
 		return p.Generation > edited.Generation && *p.Spec.Priority == 0 && p.Spec.Rego == want.Rego
 	})
 	waitEvent(t, controllers.DefaultPolicyName, controllers.ReasonRestored)
@@ -247,7 +221,7 @@ func TestDefaultPolicyIsRestored(t *testing.T) {
 	if err := k8s.Delete(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("recreated after deletion", func(p *v1alpha1.NodeDisruptionPolicy) bool { return p.UID != def.UID })
+	waitObject(t, controllers.DefaultPolicyName, "recreated after deletion", func(p *v1alpha1.NodeDisruptionPolicy) bool { return p.UID != def.UID })
 	waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 }
 
@@ -312,21 +286,18 @@ func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
 
 func waitEvent(t *testing.T, object, reason string) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
+	eventually(t, "a "+reason+" event for "+object, func() bool {
 		var list eventsv1.EventList
-		if err := k8s.List(context.Background(), &list); err == nil {
-			for _, e := range list.Items {
-				if e.Regarding.Name == object && e.Reason == reason {
-					return
-				}
+		if err := k8s.List(context.Background(), &list); err != nil {
+			return false
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == object && e.Reason == reason {
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s event for %s", reason, object)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 func metricCount(t *testing.T, name string) uint64 {
@@ -373,25 +344,14 @@ func TestSignedBundleFromExamples(t *testing.T) {
 	if err := k8s.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitFor)
-	for {
-		var p v1alpha1.NodeDisruptionPolicy
-		if err := k8s.Get(ctx, client.ObjectKey{Name: "haproxy"}, &p); err != nil {
-			t.Fatal(err)
-		}
-		if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted); c != nil && c.Status == metav1.ConditionFalse {
-			if c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, "digest mismatch") {
-				t.Errorf("Accepted: %+v", c)
-			}
-			if p.Status.Revision != got.Status.Revision {
-				t.Errorf("the verified revision was dropped")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the altered bundle was not rejected: %+v", p.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
+	p := waitObject(t, "haproxy", "the altered bundle is rejected", func(p *v1alpha1.NodeDisruptionPolicy) bool {
+		return meta.IsStatusConditionFalse(p.Status.Conditions, v1alpha1.ConditionAccepted)
+	})
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, "digest mismatch") {
+		t.Errorf("Accepted: %+v", c)
+	}
+	if p.Status.Revision != got.Status.Revision {
+		t.Errorf("the verified revision was dropped")
 	}
 }
 

@@ -4,13 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers"
@@ -20,17 +18,7 @@ import (
 // waitMachineConfig polls a MachineConfig until ok accepts it.
 func waitMachineConfig(t *testing.T, name string, ok func(*ndpmcv1.MachineConfig) bool) *ndpmcv1.MachineConfig {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		var mc ndpmcv1.MachineConfig
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err == nil && ok(&mc) {
-			return &mc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("MachineConfig %s not as expected after %s", name, waitFor)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitObject(t, name, "MachineConfig as expected", ok)
 }
 
 func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *planner.Config {
@@ -44,21 +32,17 @@ func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *planner.Config {
 
 func poolCondition(t *testing.T, pool string, want corev1.ConditionStatus) mcfgv1.MachineConfigPoolCondition {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		var p mcfgv1.MachineConfigPool
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: pool}, &p); err == nil {
-			for _, c := range p.Status.Conditions {
-				if c.Type == controllers.ConditionRegistriesDegraded && c.Status == want {
-					return c
-				}
+	var found mcfgv1.MachineConfigPoolCondition
+	waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == controllers.ConditionRegistriesDegraded && c.Status == want {
+				found = c
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool %s: RegistriesDegraded is not %s", pool, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {

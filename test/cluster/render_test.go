@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,17 +31,7 @@ func sourceMC(t testing.TB, name, pool string, ign map[string]any) *ndpmcv1.Mach
 // waitPool polls a pool until ok accepts it.
 func waitPool(t *testing.T, name string, ok func(*mcfgv1.MachineConfigPool) bool) *mcfgv1.MachineConfigPool {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		var p mcfgv1.MachineConfigPool
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &p); err == nil && ok(&p) {
-			return &p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool %s not as expected after %s: %+v", name, waitFor, p.Status.Conditions)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitObject(t, name, "pool as expected", ok)
 }
 
 func renderCondition(p *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPoolCondition {
