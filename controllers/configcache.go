@@ -10,11 +10,12 @@ import (
 	"github.com/ndp-dev/ndp/planner"
 )
 
-// configCache keeps parsed MachineConfigs: parsing and validating Ignition
+// ConfigCache keeps parsed MachineConfigs: parsing and validating Ignition
 // is most of a plan's cost, and the same rendered configs are planned again
-// at every policy change. A config is identified by UID and generation, so
-// status writes (plans) do not invalidate it.
-type configCache struct {
+// at every policy change (and previewed at every admission request). A
+// config is identified by UID and generation, so status writes (plans) do
+// not invalidate it. It is safe for concurrent use.
+type ConfigCache struct {
 	mu      sync.Mutex
 	max     int
 	entries map[configKey]*planner.Config
@@ -26,13 +27,14 @@ type configKey struct {
 	generation int64
 }
 
-func newConfigCache(max int) *configCache {
-	return &configCache{max: max, entries: map[configKey]*planner.Config{}}
+// NewConfigCache keeps up to max parsed configs, evicting the oldest.
+func NewConfigCache(max int) *ConfigCache {
+	return &ConfigCache{max: max, entries: map[configKey]*planner.Config{}}
 }
 
-// get returns the parsed config, parsing it on a miss. Parsed configs are
+// Get returns the parsed config, parsing it on a miss. Parsed configs are
 // shared and must not be modified.
-func (c *configCache) get(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
+func (c *ConfigCache) Get(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
 	key := configKey{mc.UID, mc.Generation}
 	c.mu.Lock()
 	cfg, ok := c.entries[key]

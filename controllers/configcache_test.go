@@ -20,27 +20,27 @@ func cachedMC(uid string, gen int64) *ndpmcv1.MachineConfig {
 }
 
 func TestConfigCache(t *testing.T) {
-	c := newConfigCache(2)
-	a1, err := c.get(cachedMC("a", 1))
+	c := NewConfigCache(2)
+	a1, err := c.Get(cachedMC("a", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a1.Sources["file:/etc/a"] != "00-a" || len(a1.Ignition.Storage.Files) != 1 {
 		t.Fatalf("parsed %+v", a1)
 	}
-	if again, _ := c.get(cachedMC("a", 1)); again != a1 {
+	if again, _ := c.Get(cachedMC("a", 1)); again != a1 {
 		t.Error("a second get of the same generation parsed again")
 	}
-	if next, _ := c.get(cachedMC("a", 2)); next == a1 {
+	if next, _ := c.Get(cachedMC("a", 2)); next == a1 {
 		t.Error("a new generation served the old parse")
 	}
-	_, _ = c.get(cachedMC("b", 1)) // evicts a/1, the oldest
+	_, _ = c.Get(cachedMC("b", 1)) // evicts a/1, the oldest
 	if len(c.entries) != 2 || c.entries[configKey{"a", 1}] != nil {
 		t.Errorf("cache holds %d entries, a/1 present: %t", len(c.entries), c.entries[configKey{"a", 1}] != nil)
 	}
 	bad := cachedMC("c", 1)
 	bad.Spec.Config.Raw = []byte(`{"ignition":{"version":"2.2.0"}}`)
-	if _, err := c.get(bad); err == nil {
+	if _, err := c.Get(bad); err == nil {
 		t.Error("an invalid config is not an error")
 	}
 }

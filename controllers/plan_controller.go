@@ -46,13 +46,13 @@ type PlanReconciler struct {
 	Client client.Client
 	Active *ActivePolicies
 
-	configs *configCache
+	configs *ConfigCache
 }
 
 // SetupWithManager reconciles all pools when nodes, MachineConfigs or the
 // active policy set change.
 func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.configs = newConfigCache(1024)
+	r.configs = NewConfigCache(1024)
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plan").
@@ -108,7 +108,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: target}, &to); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	toCfg, err := r.configs.get(&to)
+	toCfg, err := r.configs.Get(&to)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -130,7 +130,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			planErrs = append(planErrs, fmt.Sprintf("%s: %v", from, err))
 			continue
 		}
-		fromCfg, err := r.configs.get(&fromMC)
+		fromCfg, err := r.configs.Get(&fromMC)
 		if err != nil {
 			planErrs = append(planErrs, err.Error())
 			continue

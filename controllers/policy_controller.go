@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -15,14 +16,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
@@ -90,20 +96,36 @@ func DefaultNodeDisruptionPolicy() *v1alpha1.NodeDisruptionPolicy {
 // with the rest of the active set, runs its regoTests, and reports the
 // outcome in its conditions. A generation that fails keeps the last good
 // revision active. It also keeps the `default` policy as shipped.
+//
+// It runs on every replica, so that each replica's admission webhook
+// previews and validates with the active set; only the leader writes
+// statuses, records events and restores the default policy.
 type PolicyReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Active   *ActivePolicies
 	// TestTimeout bounds each Rego test (default 5s).
 	TestTimeout time.Duration
+	// Elected is closed once this replica leads (the manager's Elected()).
+	Elected <-chan struct{}
+
+	// resync carries one event per policy when this replica becomes the
+	// leader: statuses computed while standing by were not written.
+	resync chan event.GenericEvent
 }
 
 // SetupWithManager watches NodeDisruptionPolicies and the ConfigMaps their
 // bundles live in, and ensures the default policy once the manager (and
 // leadership) starts.
 func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Elected == nil {
+		r.Elected = mgr.Elected()
+	}
+	r.resync = make(chan event.GenericEvent, 64)
+	// Runnables without NeedLeaderElection run on the leader only.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return r.ensureDefault(ctx)
+		r.ensureDefault(ctx)
+		return r.resyncAll(ctx)
 	})); err != nil {
 		return err
 	}
@@ -111,7 +133,37 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("nodedisruptionpolicy").
 		For(&v1alpha1.NodeDisruptionPolicy{}).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policiesForConfigMap)).
+		WatchesRawSource(source.Channel(r.resync, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		Complete(r)
+}
+
+// leader tells whether this replica writes: the manager closes Elected
+// when it wins the election (at once without leader election).
+func (r *PolicyReconciler) leader() bool {
+	select {
+	case <-r.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// resyncAll enqueues every policy, so that a new leader writes the
+// statuses it computed while standing by.
+func (r *PolicyReconciler) resyncAll(ctx context.Context) error {
+	var list v1alpha1.NodeDisruptionPolicyList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing NodeDisruptionPolicies: %w", err)
+	}
+	for i := range list.Items {
+		select {
+		case r.resync <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
 }
 
 // policiesForConfigMap maps a ConfigMap to the policies whose bundle it holds.
@@ -129,12 +181,17 @@ func (r *PolicyReconciler) policiesForConfigMap(ctx context.Context, obj client.
 	return out
 }
 
-func (r *PolicyReconciler) ensureDefault(ctx context.Context) error {
-	err := r.Client.Create(ctx, DefaultNodeDisruptionPolicy())
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the default NodeDisruptionPolicy: %w", err)
-	}
-	return nil
+// ensureDefault creates the default policy, retrying until it succeeds:
+// at startup the (fail-closed) policy webhook may not serve yet.
+func (r *PolicyReconciler) ensureDefault(ctx context.Context) {
+	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Steps: math.MaxInt32}, func(ctx context.Context) (bool, error) {
+		err := r.Client.Create(ctx, DefaultNodeDisruptionPolicy())
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			log.FromContext(ctx).Info("creating the default NodeDisruptionPolicy, will retry", "error", err.Error())
+			return false, nil
+		}
+		return true, nil
+	})
 }
 
 // Reconcile brings one policy's activation and status in line with its
@@ -149,16 +206,16 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		if err := r.Active.Remove(ctx, req.Name); err != nil {
 			return reconcile.Result{}, err
 		}
-		if req.Name == DefaultPolicyName {
+		if req.Name == DefaultPolicyName && r.leader() {
 			logger.Info("restoring the deleted default NodeDisruptionPolicy")
-			return reconcile.Result{}, r.ensureDefault(ctx)
+			r.ensureDefault(ctx)
 		}
 		return reconcile.Result{}, nil
 	}
 	if !ndp.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.Active.Remove(ctx, ndp.Name)
 	}
-	if ndp.Name == DefaultPolicyName {
+	if ndp.Name == DefaultPolicyName && r.leader() {
 		if want := DefaultNodeDisruptionPolicy(); !equality.Semantic.DeepEqual(ndp.Spec, want.Spec) {
 			ndp.Spec = want.Spec
 			if err := r.Client.Update(ctx, &ndp); err != nil {
@@ -170,7 +227,8 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 
 	start := time.Now()
-	candidate, reason, err := r.candidate(ctx, &ndp)
+	checker := r.checker()
+	candidate, reason, err := checker.Check(ctx, &ndp)
 	if err == nil {
 		err = r.Active.Put(ctx, candidate)
 		if err != nil {
@@ -179,6 +237,17 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 	compileSeconds.WithLabelValues(ndp.Name).Observe(time.Since(start).Seconds())
+	if !r.leader() {
+		// A standby keeps its active set current for its webhook; the
+		// leader reports. A rejected policy is retried as on the leader.
+		if err != nil {
+			if _, ok := r.Active.Get(ndp.Name); !ok {
+				r.restorePrevious(ctx, &ndp)
+			}
+			return reconcile.Result{RequeueAfter: RetryRejected}, nil
+		}
+		return reconcile.Result{}, nil
+	}
 
 	status := ndp.Status.DeepCopy()
 	status.ObservedGeneration = ndp.Generation
@@ -233,7 +302,7 @@ func (r *PolicyReconciler) restorePrevious(ctx context.Context, ndp *v1alpha1.No
 	}
 	prev := ndp.DeepCopy()
 	prev.Spec = *ndp.Status.ActiveSpec
-	pol, _, err := r.candidate(ctx, prev)
+	pol, _, err := r.checker().Check(ctx, prev)
 	if err != nil || pol.Revision() != ndp.Status.Revision || r.Active.Put(ctx, pol) != nil {
 		log.FromContext(ctx).Info("the recorded active revision cannot be restored", "revision", ndp.Status.Revision, "error", err)
 		return planner.Policy{}, false
@@ -241,25 +310,41 @@ func (r *PolicyReconciler) restorePrevious(ctx context.Context, ndp *v1alpha1.No
 	return pol, true
 }
 
-// candidate builds the policy of the current generation, with its bundle,
-// and checks it: it must compile alone and with the other active policies,
-// and its Rego tests must pass.
-func (r *PolicyReconciler) candidate(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
+func (r *PolicyReconciler) checker() *PolicyChecker {
+	return &PolicyChecker{Client: r.Client, Active: r.Active, TestTimeout: r.TestTimeout}
+}
+
+// PolicyChecker decides whether a NodeDisruptionPolicy generation can be
+// activated. The policy controller and the admission webhook both use it,
+// so that what the webhook admits the controller accepts.
+type PolicyChecker struct {
+	// Client reads bundle ConfigMaps and the other policies.
+	Client client.Reader
+	// Active is the set the policy must compile with.
+	Active *ActivePolicies
+	// TestTimeout bounds each Rego test (default 5s).
+	TestTimeout time.Duration
+}
+
+// Check builds the policy of the given generation, with its bundle, and
+// checks it: it must compile alone and with the other active policies, and
+// its Rego tests must pass. The reason is one of the Reason* constants.
+func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
 	pol := planner.PolicyFromAPI("", ndp, 0, 0)
 	if ref := ndp.Spec.BundleRef; ref != nil {
-		b, err := r.bundle(ctx, ndp)
+		b, err := c.bundle(ctx, ndp)
 		if err != nil {
 			return pol, ReasonBundleError, err
 		}
 		pol.Modules = append(pol.Modules, b.Modules...)
 		pol.Tests = append(pol.Tests, b.Tests...)
 	}
-	if _, err := planner.NewEngine(ctx, append(r.Active.Others(ndp.Name), pol), planner.EngineOptions{}); err != nil {
+	if _, err := planner.NewEngine(ctx, append(c.Active.Others(ndp.Name), pol), planner.EngineOptions{}); err != nil {
 		return pol, ReasonCompileError, err
 	}
 	if len(pol.Tests) > 0 {
 		var out bytes.Buffer
-		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: r.TestTimeout})
+		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: c.TestTimeout})
 		if err != nil {
 			return pol, ReasonTestsFailed, err
 		}
@@ -272,7 +357,7 @@ func (r *PolicyReconciler) candidate(ctx context.Context, ndp *v1alpha1.NodeDisr
 
 // bundle reads and verifies the policy's bundle, and checks that its roots
 // overlap no other policy's bundle.
-func (r *PolicyReconciler) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, error) {
+func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, error) {
 	ref := ndp.Spec.BundleRef
 	key := ref.Key
 	if key == "" {
@@ -280,7 +365,7 @@ func (r *PolicyReconciler) bundle(ctx context.Context, ndp *v1alpha1.NodeDisrupt
 	}
 	where := fmt.Sprintf("spec.bundleRef: ConfigMap %s/%s key %s", ref.Namespace, ref.Name, key)
 	var cm corev1.ConfigMap
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &cm); err != nil {
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &cm); err != nil {
 		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
 	}
 	data, ok := cm.BinaryData[key]
@@ -296,7 +381,7 @@ func (r *PolicyReconciler) bundle(ctx context.Context, ndp *v1alpha1.NodeDisrupt
 		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
 	}
 	var list v1alpha1.NodeDisruptionPolicyList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := c.Client.List(ctx, &list); err != nil {
 		return planner.Policy{}, err
 	}
 	for _, other := range list.Items {
@@ -305,7 +390,7 @@ func (r *PolicyReconciler) bundle(ctx context.Context, ndp *v1alpha1.NodeDisrupt
 			continue
 		}
 		var ocm corev1.ConfigMap
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: oref.Namespace, Name: oref.Name}, &ocm); err != nil {
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: oref.Namespace, Name: oref.Name}, &ocm); err != nil {
 			continue // the other policy reports its own missing bundle
 		}
 		okey := oref.Key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -91,34 +92,19 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 			return reconcile.Result{}, err
 		}
 	}
-	rules, errs := registries.MirrorRules(idms.Items, itms.Items, icsp.Items)
-	if len(errs) > 0 {
-		// The previous file stays: a half-applied mirror set could send
-		// pulls to the wrong place.
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Error()
-		}
-		msg := "registries.conf is left unchanged: " + strings.Join(msgs, "; ")
-		r.Recorder.Eventf(&pool, nil, corev1.EventTypeWarning, "InvalidImageMirrors", "RenderRegistries", "%s", truncate(msg, 1000))
-		return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionTrue, "InvalidImageMirrors", msg)
-	}
 	base := r.Base
 	if base == "" {
 		base = DefaultRegistriesBase
 	}
-	baseConf, err := registries.Parse([]byte(base))
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("base registries.conf: %w", err)
+	ign, nrules, err := RegistriesConfig(base, idms.Items, itms.Items, icsp.Items)
+	var invalid *InvalidMirrorsError
+	if errors.As(err, &invalid) {
+		// The previous file stays: a half-applied mirror set could send
+		// pulls to the wrong place.
+		msg := "registries.conf is left unchanged: " + invalid.Error()
+		r.Recorder.Eventf(&pool, nil, corev1.EventTypeWarning, "InvalidImageMirrors", "RenderRegistries", "%s", truncate(msg, 1000))
+		return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionTrue, "InvalidImageMirrors", msg)
 	}
-	data := registries.Marshal(registries.Render(baseConf, rules))
-	ign, err := json.Marshal(map[string]any{
-		"ignition": map[string]any{"version": "3.5.0"},
-		"storage": map[string]any{"files": []any{map[string]any{
-			"path": planner.RegistriesConfPath, "mode": 0o644, "overwrite": true,
-			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)},
-		}}},
-	})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -135,9 +121,45 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	}
 	if op != controllerutil.OperationResultNone {
-		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "RegistriesRendered", "RenderRegistries", "%s %s from %d image-mirror rules", mc.Name, op, len(rules))
+		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "RegistriesRendered", "RenderRegistries", "%s %s from %d image-mirror rules", mc.Name, op, nrules)
 	}
-	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror rules", mc.Name, len(rules)))
+	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror rules", mc.Name, nrules))
+}
+
+// InvalidMirrorsError lists the image-mirror objects that cannot be
+// rendered, each named.
+type InvalidMirrorsError struct{ Errs []error }
+
+func (e *InvalidMirrorsError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// RegistriesConfig is the Ignition config of the generated registries
+// MachineConfig: base with the mirror rules of every image-mirror object.
+// The controller writes it; the admission webhook previews it with a
+// candidate object in place. Invalid objects give an *InvalidMirrorsError.
+func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet, icsp []operatorv1alpha1.ImageContentSourcePolicy) (ignition []byte, rules int, err error) {
+	mirrorRules, errs := registries.MirrorRules(idms, itms, icsp)
+	if len(errs) > 0 {
+		return nil, 0, &InvalidMirrorsError{Errs: errs}
+	}
+	baseConf, err := registries.Parse([]byte(base))
+	if err != nil {
+		return nil, 0, fmt.Errorf("base registries.conf: %w", err)
+	}
+	data := registries.Marshal(registries.Render(baseConf, mirrorRules))
+	ign, err := json.Marshal(map[string]any{
+		"ignition": map[string]any{"version": "3.5.0"},
+		"storage": map[string]any{"files": []any{map[string]any{
+			"path": planner.RegistriesConfPath, "mode": 0o644, "overwrite": true,
+			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)},
+		}}},
+	})
+	return ign, len(mirrorRules), err
 }
 
 func (r *RegistriesReconciler) setCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {

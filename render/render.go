@@ -22,6 +22,10 @@ import (
 type Source struct {
 	Name string
 	Spec mcfgv1.MachineConfigSpec
+	// Config, when set, is Spec already parsed (planner.NewConfig): callers
+	// that render often (the admission webhook) keep parsed configs, since
+	// parsing is most of the cost of a rendering.
+	Config *planner.Config
 }
 
 // Rendered is a pool's merged config.
@@ -58,9 +62,12 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 	var extensions []string
 	sections := map[string][]string{}
 	for _, src := range sorted {
-		cfg, err := planner.NewConfig(src.Name, src.Spec)
-		if err != nil {
-			return nil, fmt.Errorf("MachineConfig %q: %w", src.Name, err)
+		cfg := src.Config
+		if cfg == nil {
+			var err error
+			if cfg, err = planner.NewConfig(src.Name, src.Spec); err != nil {
+				return nil, fmt.Errorf("MachineConfig %q: %w", src.Name, err)
+			}
 		}
 		ign := cfg.Ignition
 		for _, f := range ign.Storage.Files {
@@ -74,6 +81,9 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 		for _, u := range ign.Passwd.Users {
 			i, ok := users[u.Name]
 			if !ok {
+				// The keys are appended to below: never into a parsed
+				// config's array, which callers may share.
+				u.SSHAuthorizedKeys = slices.Clone(u.SSHAuthorizedKeys)
 				users[u.Name] = len(out.Passwd.Users)
 				out.Passwd.Users = append(out.Passwd.Users, u)
 				continue
