@@ -69,7 +69,7 @@ OPENSHIFT_CRDS := \
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
-	$(CONTROLLER_GEN) rbac:roleName=ndp-controller paths=./controllers/... output:rbac:dir=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=ndp-controller paths=./controllers/... paths=./webhook/... output:rbac:dir=manifests/rbac
 	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do install -m 0644 "$$dir/$$f" manifests/crds/openshift/$$(basename $$f); done
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
+	"strings"
 )
 
 // Plan is what a node must do to move from one rendered config to another:
@@ -276,4 +277,21 @@ func (p *Plan) hash() string {
 	}{p.From, p.To, p.Actions, p.Drain, p.Reboot, p.PolicyRevision, p.Unreconcilable})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// FormatActions writes actions as administrators read them:
+// "Restart chronyd.service, Reload crio.service".
+func FormatActions(actions []Action) string {
+	parts := make([]string, 0, len(actions))
+	for _, a := range actions {
+		s := string(a.Type)
+		switch {
+		case a.Reload != nil:
+			s += " " + string(a.Reload.ServiceName)
+		case a.Restart != nil:
+			s += " " + string(a.Restart.ServiceName)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,53 +1,119 @@
-// Command ndp-controller runs ndp's controllers in one manager: the policy
-// controller, which compiles NodeDisruptionPolicies into the active policy
-// set and keeps the default policy in the cluster, and the registries
-// controller, which renders image-mirror objects into registries.conf.
+// Command ndp-controller runs ndp's controllers and admission webhooks in
+// one manager: the policy controller (on every replica, so that each
+// replica's webhook has the active set; only the leader writes), the
+// registries, render and plan controllers (leader only), and the webhook
+// server (every replica) for the MachineConfig and image-mirror previews
+// and NodeDisruptionPolicy validation.
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/webhook"
+	"github.com/ndp-dev/ndp/webhook/certs"
 )
 
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderNS string
 		leaderElect                      bool
+		webhookPort                      int
+		certDir, selfSignedDir           string
+		namespace, service, webhookCfg   string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that one replica acts at a time")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the admission webhook server (-1 disables it)")
+	flag.StringVar(&certDir, "webhook-cert-dir", "/etc/ndp/webhook-certs", "directory of the webhook's tls.crt and tls.key (from cert-manager or service-ca); when they are missing, a self-signed certificate is used")
+	flag.StringVar(&selfSignedDir, "webhook-self-signed-dir", filepath.Join(os.TempDir(), "ndp-webhook-certs"), "writable directory for the self-signed fallback certificate")
+	flag.StringVar(&namespace, "namespace", envOr("POD_NAMESPACE", "ndp-system"), "namespace of the webhook Service and of the self-signed certificate's Secret")
+	flag.StringVar(&service, "webhook-service", "ndp-webhook", "name of the webhook Service, for the self-signed certificate's DNS names")
+	flag.StringVar(&webhookCfg, "webhook-configuration", "ndp-webhook", "ValidatingWebhookConfiguration that gets the self-signed CA bundle")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setup := ctrl.Log.WithName("setup")
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  controllers.Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
-		LeaderElectionID:        controllers.LeaderElectionID,
-		LeaderElectionNamespace: leaderNS,
-		Client:                  controllers.ClientOptions(),
+	cfg := ctrl.GetConfigOrDie()
+	ctx := ctrl.SetupSignalHandler()
+
+	// Certificates mounted from cert-manager or service-ca win; without
+	// them, a self-signed pair shared through a Secret, rotated in the
+	// background. It must exist before the webhook server starts.
+	var selfSigned *certs.SelfSigned
+	if webhookPort > 0 && !certs.CertFilesPresent(certDir) {
+		c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+		if err != nil {
+			setup.Error(err, "creating a client")
+			os.Exit(1)
+		}
+		selfSigned = &certs.SelfSigned{
+			Client: c, Namespace: namespace, SecretName: "ndp-webhook-self-signed",
+			DNSNames:              []string{fmt.Sprintf("%s.%s.svc", service, namespace), fmt.Sprintf("%s.%s.svc.cluster.local", service, namespace)},
+			CertDir:               selfSignedDir,
+			WebhookConfigurations: []string{webhookCfg},
+		}
+		ensureCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err = selfSigned.Ensure(ensureCtx)
+		cancel()
+		if err != nil {
+			setup.Error(err, "preparing the self-signed webhook certificate")
+			os.Exit(1)
+		}
+		setup.Info("no mounted webhook certificate: serving a self-signed one", "dir", selfSignedDir, "mounted", certDir)
+		certDir = selfSignedDir
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        controllers.Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              controllers.LeaderElectionID,
+		LeaderElectionNamespace:       leaderNS,
+		LeaderElectionReleaseOnCancel: true, // a clean stop hands over at once
+		Client:                        controllers.ClientOptions(),
+		// The server reloads the files on change (certwatcher).
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: webhookPort, CertDir: certDir}),
 	})
 	if err != nil {
 		setup.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	if _, err := controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
+	active, err := controllers.SetupWithManager(mgr, planner.EngineOptions{})
+	if err != nil {
 		setup.Error(err, "setting up the controllers")
 		os.Exit(1)
+	}
+	if webhookPort > 0 {
+		webhook.SetupWithManager(mgr, active, webhook.Options{})
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			setup.Error(err, "adding the webhook readiness check")
+			os.Exit(1)
+		}
+		if selfSigned != nil {
+			if err := mgr.Add(selfSigned); err != nil {
+				setup.Error(err, "adding the certificate rotation")
+				os.Exit(1)
+			}
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setup.Error(err, "adding the health check")
@@ -58,8 +124,15 @@ func main() {
 		os.Exit(1)
 	}
 	setup.Info("starting the manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		setup.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }

@@ -178,7 +178,7 @@ func writeText(w io.Writer, plan *planner.Plan) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "  actions: %s\n", formatActions(plan.Actions))
+	fmt.Fprintf(&b, "  actions: %s\n", planner.FormatActions(plan.Actions))
 	fmt.Fprintf(&b, "  drain:   %s\n", yesNo(plan.Drain))
 	fmt.Fprintf(&b, "  reboot:  %s\n", yesNo(plan.Reboot))
 	if len(plan.Reasons) == 0 {
@@ -197,7 +197,7 @@ func writeText(w io.Writer, plan *planner.Plan) error {
 			if r.Match != "" && !strings.HasSuffix(r.Change, r.Match) && !strings.Contains(r.Change, r.Match+":") {
 				by += " (" + r.Match + ")"
 			}
-			line := fmt.Sprintf("  %-*s  %s: %s", width, r.Change, by, formatActions(r.Actions))
+			line := fmt.Sprintf("  %-*s  %s: %s", width, r.Change, by, planner.FormatActions(r.Actions))
 			if r.Detail != "" {
 				line += " -- " + r.Detail
 			}
@@ -207,21 +207,6 @@ func writeText(w io.Writer, plan *planner.Plan) error {
 	fmt.Fprintf(&b, "Policy revision: %s\n", plan.PolicyRevision)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func formatActions(actions []planner.Action) string {
-	parts := make([]string, 0, len(actions))
-	for _, a := range actions {
-		s := string(a.Type)
-		switch {
-		case a.Reload != nil:
-			s += " " + string(a.Reload.ServiceName)
-		case a.Restart != nil:
-			s += " " + string(a.Restart.ServiceName)
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func yesNo(b bool) string {

@@ -36,6 +36,18 @@ func chronySpec() v1alpha1.NodeDisruptionPolicySpec {
 		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("chronyd.service")}}}}
 }
 
+// brokenPolicy is denied by the policy webhook.
+func brokenPolicy() *v1alpha1.NodeDisruptionPolicy {
+	return policy("probe", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.probe\n\nx := := 1\n"})
+}
+
+// withoutPolicyWebhook lets the test put policies the webhook would refuse
+// into the cluster, to test how the controller handles them.
+func withoutPolicyWebhook(t *testing.T) {
+	t.Helper()
+	withoutWebhook(t, policyWebhook, brokenPolicy())
+}
+
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
 	if err := k8s.Create(context.Background(), obj); err != nil {
@@ -104,6 +116,7 @@ func TestValidPolicyIsAcceptedAndActive(t *testing.T) {
 }
 
 func TestRegoSyntaxErrorIsRejectedWithItsLine(t *testing.T) {
+	withoutPolicyWebhook(t)
 	create(t, policy("syntax", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.syntax\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"}))
 	got := waitCondition(t, "syntax", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
@@ -117,6 +130,7 @@ func TestRegoSyntaxErrorIsRejectedWithItsLine(t *testing.T) {
 }
 
 func TestForbiddenBuiltinIsRejected(t *testing.T) {
+	withoutPolicyWebhook(t)
 	create(t, policy("exfil", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.exfil\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"}))
 	got := waitCondition(t, "exfil", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted); !strings.Contains(c.Message, "builtin http.send is not allowed") || !strings.Contains(c.Message, "spec.rego:5:") {
@@ -133,6 +147,7 @@ claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
 `
 
 func TestFailingRegoTestsAreNotActivated(t *testing.T) {
+	withoutPolicyWebhook(t)
 	create(t, policy("units", v1alpha1.NodeDisruptionPolicySpec{Rego: noneRego, RegoTests: `package ndp.policy.units_test
 
 import data.ndp.policy.units
@@ -164,6 +179,7 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 	good := waitCondition(t, "chrony-edit", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	rev := good.Status.Revision
 
+	withoutPolicyWebhook(t)
 	good.Spec.Rego = "package ndp.policy.chrony_edit\n\nx := := 1\n"
 	if err := k8s.Update(context.Background(), good); err != nil {
 		t.Fatal(err)
@@ -206,10 +222,16 @@ func TestDefaultPolicyIsRestored(t *testing.T) {
 	}
 	want := controllers.DefaultNodeDisruptionPolicy().Spec
 
+	// An edit that breaks the default's tests is refused at admission;
+	// one that passes them is undone by the controller.
+	broken := def.DeepCopy()
+	broken.Spec.Rego = "package ndp.policy.defaults\n"
+	if err := k8s.Update(ctx, broken); err == nil || !strings.Contains(err.Error(), "Rego tests failed") {
+		t.Errorf("an edit that fails the default's tests: %v", err)
+	}
 	edited := def.DeepCopy()
 	prio := int32(999)
 	edited.Spec.Priority = &prio
-	edited.Spec.Rego = "package ndp.policy.defaults\n"
 	if err := k8s.Update(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +352,9 @@ func TestSignedBundleFromExamples(t *testing.T) {
 		t.Errorf("rules %d, want the bundle's 2 claims rules", got.Status.Rules)
 	}
 
-	// A second bundle may not take roots the first one has.
+	// A second bundle may not take roots the first one has (the webhook
+	// refuses it; a policy that got in anyway is rejected).
+	withoutPolicyWebhook(t)
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-copy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}})
 	create(t, policy("haproxy-copy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-copy", PublicKey: string(public)}}))
 	copyPolicy := waitCondition(t, "haproxy-copy", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
@@ -371,6 +395,7 @@ func TestDeployManifestsApply(t *testing.T) {
 
 // A policy rejected because of another one is accepted once that one goes.
 func TestRejectedPolicyIsRetried(t *testing.T) {
+	withoutPolicyWebhook(t)
 	rego := "package ndp.policy.shared\n\nclaims := set()\n"
 	owner := policy("owner", v1alpha1.NodeDisruptionPolicySpec{Rego: rego})
 	create(t, owner)

@@ -74,7 +74,9 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	}
 
 	// A disk cannot be added to running nodes: no rendered config, and the
-	// pool names the MachineConfig and the field.
+	// pool names the MachineConfig and the field. (The webhook refuses such
+	// a MachineConfig; this one got in while the webhook was down.)
+	withoutWebhook(t, machineConfigWebhook, invalidIgnitionMC())
 	create(t, sourceMC(t, "60-edge-disk", "edge", map[string]any{"storage": map[string]any{"disks": []any{
 		map[string]any{"device": "/dev/vdb", "wipeTable": true}}}}))
 	degraded := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
@@ -97,4 +99,10 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 			t.Errorf("%s renders the unreconcilable disk", all.Items[i].Name)
 		}
 	}
+}
+
+// invalidIgnitionMC is denied by the MachineConfig webhook.
+func invalidIgnitionMC() *ndpmcv1.MachineConfig {
+	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: mcfgv1.MachineConfigSpec{
+		Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"2.2.0"}}`)}}}
 }

@@ -14,14 +14,18 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/webhook"
 )
 
 var (
@@ -29,7 +33,12 @@ var (
 	restConfig *rest.Config
 	kubeconfig string // for the real kubectl
 	kubectlBin string
-	active     *controllers.ActivePolicies
+	// The running replica of ndp-controller (see startReplica).
+	active      *controllers.ActivePolicies
+	previewer   *webhook.Previewer
+	stopReplica func()
+	// Where envtest registered the shipped webhook configuration.
+	webhookInstall *envtest.WebhookInstallOptions
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +64,9 @@ func run(m *testing.M) int {
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: 2 * time.Minute,
+		// The shipped ValidatingWebhookConfiguration, pointed by envtest
+		// at a local port with a certificate of its own.
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "manifests", "webhook")}},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -93,34 +105,59 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	// The controller runs as it does in ndp-controller: leader election on.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  controllers.Scheme(),
-		Client:                  controllers.ClientOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		LeaderElection:          true,
-		LeaderElectionID:        controllers.LeaderElectionID,
-		LeaderElectionNamespace: "default",
+	webhookInstall = &env.WebhookInstallOptions
+	controllers.RetryRejected = 2 * time.Second // a minute in production
+	if err := startReplica(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { stopReplica() }()
+	return m.Run()
+}
+
+// startReplica runs ndp-controller's wiring in this process: controllers
+// with leader election, and the webhook server on the port envtest
+// registered. stopReplica stops it, as a killed process would.
+func startReplica() error {
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        controllers.Scheme(),
+		Client:                        controllers.ClientOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		LeaderElection:                true,
+		LeaderElectionID:              controllers.LeaderElectionID,
+		LeaderElectionNamespace:       "default",
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: webhookInstall.LocalServingHost, Port: webhookInstall.LocalServingPort, CertDir: webhookInstall.LocalServingCertDir,
+		}),
+		// A restarted replica registers the same controller names again.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	controllers.RetryRejected = 2 * time.Second // a minute in production
 	if active, err = controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
+	previewer = webhook.SetupWithManager(mgr, active, webhook.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
+	stopReplica = func() {
 		cancel()
 		if err := <-done; err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
-	}()
-	return m.Run()
+	}
+	// Serving: the webhook server answers its readiness check.
+	deadline := time.Now().Add(time.Minute)
+	for mgr.GetWebhookServer().StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhook server did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
 }
 
 // zapLevel keeps controller logs quiet unless NDP_TEST_LOGS is set.

@@ -1,0 +1,328 @@
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/render"
+)
+
+// Previewer runs the render and plan boxes of the flow (DESIGN §2) in
+// memory, for a proposed change of MachineConfigs: what would each pool's
+// nodes do? It reads the cluster through the manager's cache and writes
+// nothing.
+//
+// Parsing Ignition is most of the cost of a plan, and GitOps tools send the
+// same dry-runs again and again, so parsed configs, renderings and plans
+// are kept, each under a key that changes with its inputs.
+type Previewer struct {
+	Client client.Reader
+	Active *controllers.ActivePolicies
+
+	configs    *controllers.ConfigCache          // cluster MachineConfigs, by UID and generation
+	candidates *bounded[string, *planner.Config] // candidate MachineConfigs, by content digest
+	renders    *bounded[string, *rendering]      // renderings, by pool and sources
+	plans      *bounded[planKey, *planner.Plan]  // plans, by policy revision and configs
+}
+
+// NewPreviewer returns a previewer with bounded caches.
+func NewPreviewer(c client.Reader, active *controllers.ActivePolicies) *Previewer {
+	return &Previewer{
+		Client:     c,
+		Active:     active,
+		configs:    controllers.NewConfigCache(512),
+		candidates: newBounded[string, *planner.Config](64),
+		renders:    newBounded[string, *rendering](256),
+		plans:      newBounded[planKey, *planner.Plan](4096),
+	}
+}
+
+// rendering is a pool's rendered config, parsed for planning.
+type rendering struct {
+	*render.Rendered
+	config *planner.Config
+}
+
+type planKey struct {
+	revision string
+	from     types.UID
+	fromGen  int64
+	to       string
+	pool     string // name and labels: policies select pools by label
+	single   bool
+}
+
+// InvalidChangeError is a change that cannot be rendered: the candidate,
+// not the cluster, is at fault, so admission denies it.
+type InvalidChangeError struct{ Err error }
+
+func (e *InvalidChangeError) Error() string { return e.Err.Error() }
+func (e *InvalidChangeError) Unwrap() error { return e.Err }
+
+// Overrides are the MachineConfigs a change puts in place, by name; a nil
+// value removes that MachineConfig.
+type Overrides map[string]*ndpmcv1.MachineConfig
+
+// PoolPreview is what one pool's nodes would do after a change.
+type PoolPreview struct {
+	Pool string
+	// Nodes the pool selects.
+	Nodes int
+	// Rendered is the name the pool's rendered config would have.
+	Rendered string
+	// Unchanged: the change leaves the pool's rendered config as it is.
+	Unchanged bool
+	// Groups holds one plan per config the pool's nodes run today (other
+	// than Rendered), most nodes first.
+	Groups []Group
+	// UpToDate nodes already run Rendered; Unconfigured nodes run no
+	// config ndp knows of yet.
+	UpToDate, Unconfigured int
+	// Unreconcilable lists the changes no node can apply in place.
+	Unreconcilable []string
+}
+
+// Group is the nodes of a pool that run the same config, and their plan.
+type Group struct {
+	From  string
+	Nodes int
+	Plan  *planner.Plan
+}
+
+// PoolsSelecting returns the pools whose MachineConfig selector matches
+// any of the label sets, sorted by name.
+func (p *Previewer) PoolsSelecting(ctx context.Context, sets ...map[string]string) ([]*mcfgv1.MachineConfigPool, error) {
+	all, err := p.pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*mcfgv1.MachineConfigPool
+	for _, pool := range all {
+		sel, err := metav1.LabelSelectorAsSelector(pool.Spec.MachineConfigSelector)
+		if err != nil || pool.Spec.MachineConfigSelector == nil {
+			continue // the render controller reports bad selectors
+		}
+		for _, set := range sets {
+			if set != nil && sel.Matches(labels.Set(set)) {
+				out = append(out, pool)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// pools lists every pool, sorted by name; the objects are the cache's and
+// must not be modified.
+func (p *Previewer) pools(ctx context.Context) ([]*mcfgv1.MachineConfigPool, error) {
+	var list mcfgv1.MachineConfigPoolList
+	if err := p.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+	}
+	out := make([]*mcfgv1.MachineConfigPool, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Preview renders pool with the overrides in place and plans, from each
+// config its nodes run, to that rendering, with the active policy set.
+func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool, overrides Overrides) (*PoolPreview, error) {
+	pl := p.Active.Planner()
+	if pl == nil {
+		return nil, fmt.Errorf("no NodeDisruptionPolicy is active yet")
+	}
+	r, err := p.render(ctx, pool, overrides)
+	if err != nil {
+		return nil, err
+	}
+	out := &PoolPreview{Pool: pool.Name, Rendered: r.Name, Unchanged: r.Name == pool.Spec.Configuration.Name}
+
+	nodeSel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("MachineConfigPool %q: spec.nodeSelector: %w", pool.Name, err)
+	}
+	var nodes corev1.NodeList
+	if err := p.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: nodeSel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the nodes of pool %q: %w", pool.Name, err)
+	}
+	single, err := p.singleNode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out.Nodes = len(nodes.Items)
+	counts := map[string]int{}
+	for _, n := range nodes.Items {
+		switch cur := n.Annotations[controllers.CurrentConfigAnnotation]; cur {
+		case "":
+			out.Unconfigured++
+		case r.Name:
+			out.UpToDate++
+		default:
+			counts[cur]++
+		}
+	}
+	// A pool without nodes on other configs is still checked against its
+	// target, as the render controller does: that is what nodes will join.
+	froms := make([]string, 0, len(counts)+1)
+	for from := range counts {
+		froms = append(froms, from)
+	}
+	if target := pool.Spec.Configuration.Name; len(froms) == 0 && target != "" && target != r.Name {
+		froms = append(froms, target)
+	}
+	sort.Slice(froms, func(i, j int) bool {
+		if counts[froms[i]] != counts[froms[j]] {
+			return counts[froms[i]] > counts[froms[j]]
+		}
+		return froms[i] < froms[j]
+	})
+	for _, from := range froms {
+		plan, err := p.plan(ctx, pl, pool, from, r, single)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range plan.Unreconcilable {
+			out.Unreconcilable = append(out.Unreconcilable, fmt.Sprintf("from %s: %s", from, u))
+		}
+		if counts[from] > 0 {
+			out.Groups = append(out.Groups, Group{From: from, Nodes: counts[from], Plan: plan})
+		}
+	}
+	return out, nil
+}
+
+func (p *Previewer) singleNode(ctx context.Context) (bool, error) {
+	var nodes corev1.NodeList
+	if err := p.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("listing nodes: %w", err)
+	}
+	return len(nodes.Items) == 1, nil
+}
+
+// render merges the pool's MachineConfigs, with the overrides in place.
+func (p *Previewer) render(ctx context.Context, pool *mcfgv1.MachineConfigPool, overrides Overrides) (*rendering, error) {
+	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.MachineConfigSelector)
+	if err != nil || pool.Spec.MachineConfigSelector == nil {
+		return nil, fmt.Errorf("MachineConfigPool %q: spec.machineConfigSelector: %v", pool.Name, err)
+	}
+	var list ndpmcv1.MachineConfigList
+	if err := p.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing MachineConfigs: %w", err)
+	}
+	var sources []render.Source
+	var ids []string // what the rendering depends on, for its cache key
+	for i := range list.Items {
+		mc := &list.Items[i]
+		if _, rendered := mc.Labels[controllers.RenderedForLabel]; rendered {
+			continue
+		}
+		if _, overridden := overrides[mc.Name]; overridden {
+			continue
+		}
+		cfg, err := p.configs.Get(mc)
+		if err != nil {
+			// The render controller reports an invalid MachineConfig
+			// already in the cluster; it must not hide the preview.
+			return nil, fmt.Errorf("MachineConfig %q already in the cluster is invalid: %w", mc.Name, err)
+		}
+		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec, Config: cfg})
+		ids = append(ids, fmt.Sprintf("%s/%s/%d", mc.Name, mc.UID, mc.Generation))
+	}
+	for name, mc := range overrides {
+		if mc == nil || !sel.Matches(labels.Set(mc.Labels)) {
+			continue
+		}
+		cfg, digest, err := p.candidate(name, mc)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, render.Source{Name: name, Spec: mc.Spec, Config: cfg})
+		ids = append(ids, name+"@"+digest)
+	}
+	sort.Strings(ids)
+	key := pool.Name + "\x00" + strings.Join(ids, "\x00")
+	if r, ok := p.renders.get(key); ok {
+		return r, nil
+	}
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("MachineConfigPool %q would select no MachineConfig", pool.Name)
+	}
+	merged, err := render.Merge(pool.Name, sources)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := planner.NewConfig(merged.Name, merged.Spec)
+	if err != nil {
+		return nil, &InvalidChangeError{fmt.Errorf("the rendered config of pool %q would be invalid: %w", pool.Name, err)}
+	}
+	cfg.Sources = merged.Sources
+	r := &rendering{Rendered: merged, config: cfg}
+	p.renders.put(key, r)
+	return r, nil
+}
+
+// candidate parses a MachineConfig that is not in the cluster (yet), keyed
+// by a digest of its name and spec.
+func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*planner.Config, string, error) {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(mc.Spec.Config.Raw)
+	rest := mc.Spec
+	rest.Config.Raw = nil
+	restJSON, err := json.Marshal(rest)
+	if err != nil {
+		return nil, "", err
+	}
+	h.Write(restJSON)
+	digest := hex.EncodeToString(h.Sum(nil))
+	if cfg, ok := p.candidates.get(digest); ok {
+		return cfg, digest, nil
+	}
+	cfg, err := planner.NewConfig(fmt.Sprintf("MachineConfig %q", name), mc.Spec)
+	if err != nil {
+		return nil, "", &InvalidChangeError{err}
+	}
+	p.candidates.put(digest, cfg)
+	return cfg, digest, nil
+}
+
+// plan plans one pool's nodes from a config in the cluster to a rendering.
+func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from string, to *rendering, single bool) (*planner.Plan, error) {
+	var fromMC ndpmcv1.MachineConfig
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
+		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", from, pool.Name, err)
+	}
+	key := planKey{revision: pl.Engine.Revision(), from: fromMC.UID, fromGen: fromMC.Generation, to: to.Name, pool: pool.Name + "\x00" + labels.Set(pool.Labels).String(), single: single}
+	if plan, ok := p.plans.get(key); ok {
+		return plan, nil
+	}
+	fromCfg, err := p.configs.Get(&fromMC)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := pl.Plan(ctx, planner.Request{From: fromCfg, To: to.config, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: single})
+	if err != nil {
+		return nil, err
+	}
+	p.plans.put(key, plan)
+	return plan, nil
+}

@@ -1,0 +1,101 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// maxWarning keeps one pool's warning readable; the API server also caps
+// the size of warnings.
+const maxWarning = 1500
+
+// Warning writes the preview as one admission warning, e.g.
+//
+//	pool worker, 3 nodes: Restart chronyd.service, no drain, no reboot (policy chrony)
+//
+// With nodes on several configs, each group gets its plan:
+//
+//	pool worker, 4 nodes: 3 nodes from rendered-worker-1a: Reboot, drains 3 nodes, reboots 3 nodes (policy default); 1 node from ...
+func (pp *PoolPreview) Warning() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool %s, %s: ", pp.Pool, count(pp.Nodes, "node"))
+	var parts []string
+	switch {
+	case pp.Unchanged:
+		parts = append(parts, "no change to the rendered config, no node is updated")
+	case len(pp.Groups) == 0:
+		parts = append(parts, "new rendered config "+pp.Rendered+", no node to update")
+	case len(pp.Groups) == 1 && pp.UpToDate == 0 && pp.Unconfigured == 0:
+		parts = append(parts, planText(pp.Groups[0].Plan, pp.Groups[0].Nodes))
+	default:
+		for _, g := range pp.Groups {
+			parts = append(parts, fmt.Sprintf("%s from %s: %s", count(g.Nodes, "node"), g.From, planText(g.Plan, g.Nodes)))
+		}
+	}
+	if !pp.Unchanged && pp.UpToDate > 0 {
+		parts = append(parts, fmt.Sprintf("%s already on %s", count(pp.UpToDate, "node"), pp.Rendered))
+	}
+	if pp.Unconfigured > 0 {
+		parts = append(parts, fmt.Sprintf("%s with no current config, not planned", count(pp.Unconfigured, "node")))
+	}
+	b.WriteString(strings.Join(parts, "; "))
+	s := b.String()
+	if len(s) > maxWarning {
+		s = s[:maxWarning-3] + "..."
+	}
+	return s
+}
+
+// planText is "Restart chronyd.service, no drain, no reboot (policy chrony)".
+func planText(p *planner.Plan, nodes int) string {
+	if len(p.Unreconcilable) > 0 {
+		return "cannot be applied in place"
+	}
+	actions := planner.FormatActions(p.Actions)
+	if len(p.Actions) == 1 && p.Actions[0].Type == "None" {
+		actions = "no action"
+	}
+	drain, reboot := "no drain", "no reboot"
+	if p.Drain {
+		drain = "drains " + count(nodes, "node")
+	}
+	if p.Reboot {
+		reboot = "reboots " + count(nodes, "node")
+	}
+	s := fmt.Sprintf("%s, %s, %s", actions, drain, reboot)
+	if pols := deciding(p); len(pols) > 0 {
+		word := "policy"
+		if len(pols) > 1 {
+			word = "policies"
+		}
+		s += fmt.Sprintf(" (%s %s)", word, strings.Join(pols, ", "))
+	}
+	return s
+}
+
+// deciding lists the policies whose claims decided the plan, in the order
+// of its reasons; an unclaimed change is "no policy".
+func deciding(p *planner.Plan) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range p.Reasons {
+		name := r.Policy
+		if name == planner.NoPolicy {
+			name = "no policy"
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

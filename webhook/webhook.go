@@ -1,0 +1,71 @@
+// Package webhook holds ndp's admission handlers: the dry-run preview of
+// MachineConfig and image-mirror changes, returned as warnings (one per
+// pool, with node counts, actions, drain and reboot, and the deciding
+// policies), and the validation of NodeDisruptionPolicies. They call the
+// same render, planner and policy-check code as the controllers, in
+// memory, and never write.
+//
+// Failure policies are deliberate (manifests/webhook): a preview never
+// blocks a MachineConfig when the webhook is down (Ignore), while policy
+// validation fails closed (Fail).
+package webhook
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/ndp-dev/ndp/controllers"
+)
+
+// Paths the handlers are served at (manifests/webhook/webhook.yaml).
+const (
+	MachineConfigPath = "/preview-machineconfig"
+	ImageMirrorsPath  = "/preview-imagemirrors"
+	PolicyPath        = "/validate-nodedisruptionpolicy"
+)
+
+// Deadlines of the handlers: below the timeoutSeconds of their webhook
+// configurations (5 s and 15 s), so the handler answers before the API
+// server gives up on it.
+var (
+	PreviewDeadline    = 4 * time.Second
+	ValidationDeadline = 12 * time.Second
+)
+
+// Options configure the handlers.
+type Options struct {
+	// RegistriesBase is the registries.conf image mirrors are added to
+	// (controllers.DefaultRegistriesBase when empty), as the registries
+	// controller's.
+	RegistriesBase string
+	// TestTimeout bounds each Rego test of a validated policy.
+	TestTimeout time.Duration
+}
+
+// SetupWithManager registers the handlers on the manager's webhook server.
+// They use the replica's active policy set, which the policy controller
+// keeps on every replica.
+func SetupWithManager(mgr ctrl.Manager, active *controllers.ActivePolicies, opts Options) *Previewer {
+	srv := mgr.GetWebhookServer()
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	previewer := NewPreviewer(mgr.GetClient(), active)
+	base := opts.RegistriesBase
+	if base == "" {
+		base = controllers.DefaultRegistriesBase
+	}
+	srv.Register(MachineConfigPath, &admission.Webhook{Handler: &MachineConfigPreview{Previewer: previewer, Decoder: decoder}})
+	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base}})
+	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
+		Checker: &controllers.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
+		Decoder: decoder,
+	}})
+	return previewer
+}
+
+// withDeadline bounds a handler's work.
+func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
