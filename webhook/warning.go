@@ -65,32 +65,41 @@ func planText(p *planner.Plan, nodes int) string {
 		reboot = "reboots " + count(nodes, "node")
 	}
 	s := fmt.Sprintf("%s, %s, %s", actions, drain, reboot)
-	if pols := deciding(p); len(pols) > 0 {
-		word := "policy"
-		if len(pols) > 1 {
-			word = "policies"
+	pols, unclaimed := deciding(p)
+	var why []string
+	if len(pols) == 1 {
+		why = append(why, "policy "+pols[0])
+	} else if len(pols) > 1 {
+		why = append(why, "policies "+strings.Join(pols, ", "))
+	}
+	if len(unclaimed) > 0 {
+		// No policy claims these: the planner's safe fallback, a reboot.
+		if len(unclaimed) > 3 {
+			unclaimed = append(unclaimed[:3], fmt.Sprintf("%d more", len(unclaimed)-3))
 		}
-		s += fmt.Sprintf(" (%s %s)", word, strings.Join(pols, ", "))
+		why = append(why, "unclaimed: "+strings.Join(unclaimed, ", "))
+	}
+	if len(why) > 0 {
+		s += " (" + strings.Join(why, "; ") + ")"
 	}
 	return s
 }
 
 // deciding lists the policies whose claims decided the plan, in the order
-// of its reasons; an unclaimed change is "no policy".
-func deciding(p *planner.Plan) []string {
-	var out []string
+// of its reasons, and the changes no policy claimed.
+func deciding(p *planner.Plan) (policies, unclaimed []string) {
 	seen := map[string]bool{}
 	for _, r := range p.Reasons {
-		name := r.Policy
-		if name == planner.NoPolicy {
-			name = "no policy"
+		if r.Policy == planner.NoPolicy {
+			unclaimed = append(unclaimed, r.Change)
+			continue
 		}
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, name)
+		if !seen[r.Policy] {
+			seen[r.Policy] = true
+			policies = append(policies, r.Policy)
 		}
 	}
-	return out
+	return policies, unclaimed
 }
 
 func count(n int, noun string) string {

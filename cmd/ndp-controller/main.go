@@ -69,6 +69,8 @@ func main() {
 			DNSNames:              []string{fmt.Sprintf("%s.%s.svc", service, namespace), fmt.Sprintf("%s.%s.svc.cluster.local", service, namespace)},
 			CertDir:               selfSignedDir,
 			WebhookConfigurations: []string{webhookCfg},
+			// A configuration re-applied without its CA bundle is fixed soon.
+			CheckInterval: 5 * time.Minute,
 		}
 		ensureCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		err = selfSigned.Ensure(ensureCtx)

