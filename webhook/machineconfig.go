@@ -2,12 +2,14 @@ package webhook
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"golang.org/x/sync/singleflight"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -23,13 +25,104 @@ import (
 // renders the pool with the change in place and plans from the configs the
 // pool's nodes run. The plans come back as warnings; a change no node can
 // apply in place, or an invalid Ignition config, is denied with the field.
+//
+// GitOps tools dry-run the same manifests again and again: answers are
+// kept, keyed by the request's objects, the policy revision and the count
+// of changes of the cluster objects a preview reads.
 type MachineConfigPreview struct {
 	Previewer *Previewer
 	Decoder   admission.Decoder
+
+	answers *bounded[answerKey, answer]
+	// inflight computes each answer once when identical requests arrive
+	// together (every replica of a GitOps tool syncing at once).
+	inflight singleflight.Group
+}
+
+// NewMachineConfigPreview returns the handler, with its answer cache.
+func NewMachineConfigPreview(p *Previewer, d admission.Decoder) *MachineConfigPreview {
+	return &MachineConfigPreview{Previewer: p, Decoder: d, answers: newBounded[answerKey, answer](256)}
+}
+
+type answerKey struct {
+	request  [sha256.Size]byte // the review without its uid, or the decoded request's operation, name and objects
+	revision string
+	inputs   int64
+}
+
+// answer is what a Response is rebuilt from: responses are completed (and
+// so modified) by the webhook server, and must not be shared.
+type answer struct {
+	allowed  bool
+	message  string
+	warnings []string
+}
+
+// HTTPHandler is the handler to register: controller-runtime's webhook
+// behind the replay of answered reviews.
+func (h *MachineConfigPreview) HTTPHandler() http.Handler {
+	return &replayHandler{preview: h, webhook: &admission.Webhook{Handler: h}}
+}
+
+// state keys an answer to a request (given by its digest) with the state
+// of the cluster and the policies. The inputs count is read before the
+// answer is computed: an answer is never kept under a count older than the
+// state it was computed from.
+func (h *MachineConfigPreview) state(request [sha256.Size]byte) answerKey {
+	key := answerKey{request: request, inputs: h.Previewer.Inputs()}
+	if pl := h.Previewer.Active.Planner(); pl != nil {
+		key.revision = pl.Engine.Revision()
+	}
+	return key
 }
 
 // Handle implements admission.Handler.
 func (h *MachineConfigPreview) Handle(ctx context.Context, req admission.Request) admission.Response {
+	digest, ok := ctx.Value(bodyDigestKey{}).([sha256.Size]byte)
+	if !ok {
+		digest = requestDigest(req)
+	}
+	key := h.state(digest)
+	if a, ok := h.answers.get(key); ok {
+		return a.response()
+	}
+	v, _, _ := h.inflight.Do(fmt.Sprintf("%x/%s/%d", key.request, key.revision, key.inputs), func() (any, error) {
+		resp := h.handle(ctx, req)
+		a := answer{allowed: resp.Allowed, message: resultMessage(resp), warnings: resp.Warnings}
+		if resp.Result == nil || resp.Result.Code < 500 {
+			h.answers.put(key, a)
+		}
+		return a, nil
+	})
+	return v.(answer).response()
+}
+
+func (a answer) response() admission.Response {
+	if !a.allowed {
+		return admission.Denied(a.message)
+	}
+	return admission.Allowed(a.message).WithWarnings(a.warnings...)
+}
+
+func resultMessage(r admission.Response) string {
+	if r.Result == nil {
+		return ""
+	}
+	return r.Result.Message
+}
+
+func requestDigest(req admission.Request) [sha256.Size]byte {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(req.Operation), []byte(req.Name), req.Object.Raw, req.OldObject.Raw} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request) admission.Response {
 	ctx, cancel := withDeadline(ctx, PreviewDeadline)
 	defer cancel()
 	var candidate, old *ndpmcv1.MachineConfig

@@ -6,14 +6,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -38,6 +42,55 @@ type Previewer struct {
 	candidates *bounded[string, *planner.Config] // candidate MachineConfigs, by content digest
 	renders    *bounded[string, *rendering]      // renderings, by pool and sources
 	plans      *bounded[planKey, *planner.Plan]  // plans, by policy revision and configs
+
+	// inputs counts changes of what a preview reads besides the candidate
+	// and the policy revision: pools, MachineConfigs, and the nodes' pool
+	// labels and current configs (see WatchInputs). Whole answers are
+	// kept under it.
+	inputs atomic.Int64
+}
+
+// Inputs is the count of changes of the previews' inputs in the cluster.
+func (p *Previewer) Inputs() int64 { return p.inputs.Load() }
+
+// WatchInputs counts changes of the objects previews read, from the
+// manager's informers; answers computed before a change are not reused
+// after it. It runs on every replica until ctx ends.
+func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) error {
+	bump := func() { p.inputs.Add(1) }
+	relevant := map[client.Object]func(old, new any) bool{
+		&corev1.Node{}: func(old, new any) bool {
+			o, n := old.(*corev1.Node), new.(*corev1.Node)
+			return !maps.Equal(o.Labels, n.Labels) || o.Annotations[controllers.CurrentConfigAnnotation] != n.Annotations[controllers.CurrentConfigAnnotation]
+		},
+		&ndpmcv1.MachineConfig{}: func(old, new any) bool {
+			o, n := old.(*ndpmcv1.MachineConfig), new.(*ndpmcv1.MachineConfig)
+			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) || o.Annotations[planner.SourcesAnnotation] != n.Annotations[planner.SourcesAnnotation]
+		},
+		&mcfgv1.MachineConfigPool{}: func(old, new any) bool {
+			o, n := old.(*mcfgv1.MachineConfigPool), new.(*mcfgv1.MachineConfigPool)
+			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
+		},
+	}
+	for obj, changed := range relevant {
+		inf, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T for the preview: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { bump() },
+			DeleteFunc: func(any) { bump() },
+			UpdateFunc: func(old, new any) {
+				if changed(old, new) {
+					bump()
+				}
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // NewPreviewer returns a previewer with bounded caches.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/controllers"
@@ -48,7 +49,7 @@ type Options struct {
 // SetupWithManager registers the handlers on the manager's webhook server.
 // They use the replica's active policy set, which the policy controller
 // keeps on every replica.
-func SetupWithManager(mgr ctrl.Manager, active *controllers.ActivePolicies, opts Options) *Previewer {
+func SetupWithManager(mgr ctrl.Manager, active *controllers.ActivePolicies, opts Options) (*Previewer, error) {
 	srv := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	previewer := NewPreviewer(mgr.GetClient(), active)
@@ -56,14 +57,26 @@ func SetupWithManager(mgr ctrl.Manager, active *controllers.ActivePolicies, opts
 	if base == "" {
 		base = controllers.DefaultRegistriesBase
 	}
-	srv.Register(MachineConfigPath, &admission.Webhook{Handler: &MachineConfigPreview{Previewer: previewer, Decoder: decoder}})
+	srv.Register(MachineConfigPath, NewMachineConfigPreview(previewer, decoder).HTTPHandler())
 	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base}})
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker: &controllers.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder: decoder,
 	}})
-	return previewer
+	// Every replica serves, so every replica watches (not leader-elected).
+	if err := mgr.Add(inputsWatch{previewer, mgr.GetCache()}); err != nil {
+		return nil, err
+	}
+	return previewer, nil
 }
+
+type inputsWatch struct {
+	p         *Previewer
+	informers cache.Informers
+}
+
+func (w inputsWatch) Start(ctx context.Context) error { return w.p.WatchInputs(ctx, w.informers) }
+func (inputsWatch) NeedLeaderElection() bool          { return false }
 
 // withDeadline bounds a handler's work.
 func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -105,7 +105,10 @@ func main() {
 		os.Exit(1)
 	}
 	if webhookPort > 0 {
-		webhook.SetupWithManager(mgr, active, webhook.Options{})
+		if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{}); err != nil {
+			setup.Error(err, "setting up the webhooks")
+			os.Exit(1)
+		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			setup.Error(err, "adding the webhook readiness check")
 			os.Exit(1)

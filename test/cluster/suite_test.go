@@ -139,7 +139,9 @@ func startReplica() error {
 	if active, err = controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
 		return err
 	}
-	previewer = webhook.SetupWithManager(mgr, active, webhook.Options{})
+	if previewer, err = webhook.SetupWithManager(mgr, active, webhook.Options{}); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -1,0 +1,268 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/webhook"
+)
+
+// Admission load: 50 clients, each sending its next MachineConfig dry-run
+// as soon as the previous one is answered, for NDP_ADMISSION_LOAD (20s).
+const (
+	admissionClients = 50
+	admissionFiles   = 200
+	admissionNodes   = 20
+	admissionPool    = "adm"
+)
+
+var admissionSetup sync.Once
+
+func admissionLoad() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("NDP_ADMISSION_LOAD")); err == nil && d > 0 {
+		return d
+	}
+	return 20 * time.Second
+}
+
+// files is an Ignition config of n files under /etc/adm, each with a small
+// config file's worth of content; salt changes every file.
+func files(n int, salt string) map[string]any {
+	var fs []any
+	for i := range n {
+		body := strings.Repeat(fmt.Sprintf("key%d = value-%s-%d\n", i, salt, i), 8)
+		fs = append(fs, map[string]any{"path": fmt.Sprintf("/etc/adm/file-%03d.conf", i), "mode": 420,
+			"contents": map[string]any{"source": "data:," + url.PathEscape(body)}})
+	}
+	return map[string]any{"storage": map[string]any{"files": fs}}
+}
+
+// setupAdmissionBench makes a pool whose base MachineConfig has 200 files,
+// with 20 nodes on its rendered config.
+func setupAdmissionBench(b *testing.B) {
+	ctx := context.Background()
+	benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: admissionPool}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: admissionPool}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + admissionPool: ""}},
+	}}))
+	benchMust(b, k8s.Create(ctx, sourceMC(b, "00-adm-base", admissionPool, files(admissionFiles, "base"))))
+	var target string
+	eventually(b, "the pool renders its base and registries configs", func() bool {
+		var p mcfgv1.MachineConfigPool
+		if k8s.Get(ctx, client.ObjectKey{Name: admissionPool}, &p) != nil || len(p.Spec.Configuration.Source) != 2 {
+			return false
+		}
+		target = p.Spec.Configuration.Name
+		return true
+	})
+	for i := range admissionNodes {
+		benchMust(b, k8s.Create(ctx, node(fmt.Sprintf("adm-%02d", i), admissionPool, target)))
+	}
+	eventually(b, "a policy set is active", func() bool { return active.Planner() != nil })
+}
+
+// candidate is the MachineConfig the clients dry-run: the 200 files of the
+// base, changed.
+func candidate(b *testing.B, salt string) *ndpmcv1.MachineConfig {
+	mc := sourceMC(b, "50-adm-candidate", admissionPool, files(admissionFiles, salt))
+	mc.TypeMeta = metav1.TypeMeta{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig"}
+	return mc
+}
+
+// BenchmarkAdmissionUnderLoad reports admission latency (p50, p99), errors
+// and throughput for MachineConfig dry-runs of 200-file configs:
+//   - webhook: AdmissionReviews posted to the webhook server over loopback
+//     TLS, as the API server sends them (the admission step alone);
+//   - apiserver: `kubectl apply --dry-run=server` equivalents through the
+//     real kube-apiserver (schema validation, the webhook call, dry-run
+//     storage), the latency an administrator sees;
+//   - webhook-distinct: every request a different config, so no rendering
+//     or plan is reused (the cost of a first preview).
+//
+// A response counts as an error unless it allows the request with the
+// pool's preview warning.
+func BenchmarkAdmissionUnderLoad(b *testing.B) {
+	admissionSetup.Do(func() { setupAdmissionBench(b) })
+	same := candidate(b, "changed")
+	// The API server gives every review its own uid.
+	sameBodies := make([][]byte, 64)
+	for i := range sameBodies {
+		sameBodies[i] = admissionReview(b, same)
+	}
+	hc := webhookClient(b)
+	url := fmt.Sprintf("https://%s/%s", net.JoinHostPort(webhookInstall.LocalServingHost, strconv.Itoa(webhookInstall.LocalServingPort)), strings.TrimPrefix(webhook.MachineConfigPath, "/"))
+
+	b.Run("webhook", func(b *testing.B) {
+		var n atomic.Int64
+		runLoad(b, func(context.Context, int) error {
+			return postReview(hc, url, sameBodies[n.Add(1)%int64(len(sameBodies))])
+		})
+	})
+	b.Run("apiserver", func(b *testing.B) {
+		c := dryRunClient(b)
+		runLoad(b, func(ctx context.Context, _ int) error {
+			var previews atomic.Int64
+			if err := c.Create(context.WithValue(ctx, previewsKey{}, &previews), same.DeepCopy(), client.DryRunAll); err != nil {
+				return err
+			}
+			if previews.Load() == 0 {
+				return fmt.Errorf("no preview warning")
+			}
+			return nil
+		})
+	})
+	b.Run("webhook-distinct", func(b *testing.B) {
+		var n atomic.Int64
+		runLoad(b, func(context.Context, int) error {
+			body := admissionReview(b, candidate(b, fmt.Sprint("distinct-", n.Add(1))))
+			return postReview(hc, url, body)
+		})
+	})
+}
+
+// runLoad runs admissionClients loops of send for the load duration and
+// reports the latency percentiles, errors and throughput.
+func runLoad(b *testing.B, send func(context.Context, int) error) {
+	ctx := context.Background()
+	d := admissionLoad()
+	for range b.N {
+		var mu sync.Mutex
+		var latencies []time.Duration
+		var errs atomic.Int64
+		var firstErr atomic.Value
+		deadline := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for c := range admissionClients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine []time.Duration
+				for time.Now().Before(deadline) {
+					start := time.Now()
+					err := send(ctx, c)
+					mine = append(mine, time.Since(start))
+					if err != nil {
+						errs.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+					}
+				}
+				mu.Lock()
+				latencies = append(latencies, mine...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+		pct := func(p float64) float64 {
+			return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
+		}
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(pct(0.50), "p50-ms")
+		b.ReportMetric(pct(0.99), "p99-ms")
+		b.ReportMetric(float64(errs.Load()), "errors")
+		b.ReportMetric(float64(len(latencies))/d.Seconds(), "req/s")
+		if e := firstErr.Load(); e != nil {
+			b.Logf("first error: %s", e)
+		}
+	}
+}
+
+// admissionReview is the review the API server would send for a dry-run
+// create of mc (the same field order: the uid first).
+func admissionReview(b *testing.B, mc *ndpmcv1.MachineConfig) []byte {
+	raw, err := json.Marshal(mc)
+	benchMust(b, err)
+	dry := true
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       types.UID(uuid.NewString()),
+			Kind:      metav1.GroupVersionKind{Group: ndpmcv1.GroupVersion.Group, Version: "v1", Kind: "MachineConfig"},
+			Resource:  metav1.GroupVersionResource{Group: ndpmcv1.GroupVersion.Group, Version: "v1", Resource: "machineconfigs"},
+			Name:      mc.Name,
+			Operation: admissionv1.Create,
+			Object:    runtime.RawExtension{Raw: raw},
+			DryRun:    &dry,
+		}})
+	benchMust(b, err)
+	return body
+}
+
+func webhookClient(b *testing.B) *http.Client {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(webhookInstall.LocalServingCAData) {
+		b.Fatal("the webhook CA does not parse")
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: admissionClients,
+	}}
+}
+
+// postReview sends one AdmissionReview; an answer that does not allow the
+// request with the pool's preview is an error.
+func postReview(hc *http.Client, url string, body []byte) error {
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&review); err != nil {
+		return fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
+	}
+	r := review.Response
+	if r == nil || !r.Allowed || len(r.Warnings) == 0 || !strings.HasPrefix(r.Warnings[0], "pool "+admissionPool+", ") {
+		return fmt.Errorf("unexpected answer: %+v", r)
+	}
+	return nil
+}
+
+// previewsKey holds, in a request's context, the count of the pool's
+// preview warnings its response carried.
+type previewsKey struct{}
+
+type warningCounter struct{}
+
+func (warningCounter) HandleWarningHeaderWithContext(ctx context.Context, _ int, _ string, text string) {
+	if n, ok := ctx.Value(previewsKey{}).(*atomic.Int64); ok && strings.HasPrefix(text, "pool "+admissionPool+", ") {
+		n.Add(1)
+	}
+}
+
+// dryRunClient is a client without client-side rate limiting, so that the
+// load reaches the API server.
+func dryRunClient(b *testing.B) client.Client {
+	cfg := rest.CopyConfig(restConfig)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.WarningHandlerWithContext = warningCounter{}
+	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	benchMust(b, err)
+	return c
+}

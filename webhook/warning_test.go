@@ -1,0 +1,49 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+func TestWarning(t *testing.T) {
+	restart := &planner.Plan{Actions: []planner.Action{planner.RestartAction("chronyd.service")},
+		Reasons: []planner.Reason{{Change: "file /etc/chrony.conf: changed", Policy: "chrony"}}}
+	reboot := &planner.Plan{Actions: []planner.Action{{Type: planner.ActionReboot}}, Drain: true, Reboot: true,
+		Reasons: []planner.Reason{{Change: "file /etc/a: added", Policy: planner.NoPolicy}, {Change: "unit b.service: changed", Policy: "default"}}}
+	none := &planner.Plan{Actions: []planner.Action{{Type: planner.ActionNone}}, Reasons: []planner.Reason{{Change: "file /var/lib/kubelet/config.json: changed", Policy: "default"}}}
+	for _, tc := range []struct {
+		name string
+		pp   PoolPreview
+		want string
+	}{
+		{"one plan", PoolPreview{Pool: "worker", Nodes: 12, Groups: []Group{{From: "r1", Nodes: 12, Plan: restart}}},
+			"pool worker, 12 nodes: Restart chronyd.service, no drain, no reboot (policy chrony)"},
+		{"no action", PoolPreview{Pool: "worker", Nodes: 1, Groups: []Group{{From: "r1", Nodes: 1, Plan: none}}},
+			"pool worker, 1 node: no action, no drain, no reboot (policy default)"},
+		{"unclaimed change and two configs", PoolPreview{Pool: "infra", Nodes: 4, Groups: []Group{{From: "r1", Nodes: 3, Plan: reboot}, {From: "r0", Nodes: 1, Plan: restart}}},
+			"pool infra, 4 nodes: 3 nodes from r1: Reboot, drains 3 nodes, reboots 3 nodes (policy default; unclaimed: file /etc/a: added); 1 node from r0: Restart chronyd.service, no drain, no reboot (policy chrony)"},
+		{"up to date and unconfigured nodes", PoolPreview{Pool: "worker", Nodes: 5, Rendered: "r2", UpToDate: 2, Unconfigured: 1, Groups: []Group{{From: "r1", Nodes: 2, Plan: restart}}},
+			"pool worker, 5 nodes: 2 nodes from r1: Restart chronyd.service, no drain, no reboot (policy chrony); 2 nodes already on r2; 1 node with no current config, not planned"},
+		{"unchanged", PoolPreview{Pool: "worker", Nodes: 3, Rendered: "r1", Unchanged: true, UpToDate: 3},
+			"pool worker, 3 nodes: no change to the rendered config, no node is updated"},
+		{"no nodes", PoolPreview{Pool: "edge", Rendered: "r9"},
+			"pool edge, 0 nodes: new rendered config r9, no node to update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.pp.Warning(); got != tc.want {
+				t.Errorf("\ngot  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+
+	var many []planner.Reason
+	for i := range 500 {
+		many = append(many, planner.Reason{Change: "file /etc/x", Policy: strings.Repeat("p", 20) + string(rune('a'+i%26)) + strings.Repeat("q", i%7)})
+	}
+	long := PoolPreview{Pool: "w", Nodes: 1, Groups: []Group{{From: "r", Nodes: 1, Plan: &planner.Plan{Actions: restart.Actions, Reasons: many}}}}
+	if got := long.Warning(); len(got) > maxWarning || !strings.HasSuffix(got, "...") {
+		t.Errorf("a long warning is %d bytes: %q", len(got), got[len(got)-20:])
+	}
+}
