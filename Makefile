@@ -50,7 +50,7 @@ bench: control-plane
 	$(GO) test -run '^$$' -bench 'BenchmarkPlan' -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench.txt
 	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -run '^$$' -bench 'BenchmarkReplanAfterPolicyChange' -benchtime 3x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)'
-	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error' 
+	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error'
 
 ## demo: `ndp plan` on every shipped example
 demo: build

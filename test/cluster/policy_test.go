@@ -386,7 +386,7 @@ func TestDeployManifestsApply(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", "ndp-system", "--wait=false") })
-	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml"} {
+	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml", "../../manifests/webhook/webhook.yaml"} {
 		if out, err := kubectl(t, "apply", "--dry-run=server", "-f", f); err != nil {
 			t.Errorf("kubectl apply --dry-run=server -f %s: %v\n%s", f, err, out)
 		}
