@@ -1,11 +1,15 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -45,7 +49,7 @@ func NewMachineConfigPreview(p *Previewer, d admission.Decoder) *MachineConfigPr
 }
 
 type answerKey struct {
-	request  [sha256.Size]byte // the review without its uid, or the decoded request's operation, name and objects
+	request  [sha256.Size]byte // see requestDigest
 	revision string
 	inputs   int64
 }
@@ -56,12 +60,6 @@ type answer struct {
 	allowed  bool
 	message  string
 	warnings []string
-}
-
-// HTTPHandler is the handler to register: controller-runtime's webhook
-// behind the replay of answered reviews.
-func (h *MachineConfigPreview) HTTPHandler() http.Handler {
-	return &replayHandler{preview: h, webhook: &admission.Webhook{Handler: h}}
 }
 
 // state keys an answer to a request (given by its digest) with the state
@@ -78,9 +76,9 @@ func (h *MachineConfigPreview) state(request [sha256.Size]byte) answerKey {
 
 // Handle implements admission.Handler.
 func (h *MachineConfigPreview) Handle(ctx context.Context, req admission.Request) admission.Response {
-	digest, ok := ctx.Value(bodyDigestKey{}).([sha256.Size]byte)
-	if !ok {
-		digest = requestDigest(req)
+	digest, err := requestDigest(req)
+	if err != nil {
+		return h.handle(ctx, req) // which reports the undecodable object
 	}
 	key := h.state(digest)
 	if a, ok := h.answers.get(key); ok {
@@ -111,15 +109,70 @@ func resultMessage(r admission.Response) string {
 	return r.Result.Message
 }
 
-func requestDigest(req admission.Request) [sha256.Size]byte {
+// requestDigest digests what an answer depends on in a request: the
+// operation, the name, and the labels and the rest after the metadata
+// (spec, status) of both objects. The metadata the API server fills in for
+// each request (uid, timestamps, managed fields) is left out, or no two
+// dry-runs of a create would share an answer.
+func requestDigest(req admission.Request) ([sha256.Size]byte, error) {
+	var d [sha256.Size]byte
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(req.Operation), []byte(req.Name), req.Object.Raw, req.OldObject.Raw} {
-		h.Write(part)
+	h.Write([]byte(string(req.Operation) + "\x00" + req.Name + "\x00"))
+	for _, raw := range [][]byte{req.Object.Raw, req.OldObject.Raw} {
+		if len(raw) == 0 {
+			h.Write([]byte("none\x00"))
+			continue
+		}
+		labels, rest, err := splitMetadata(raw)
+		if err != nil {
+			return d, err
+		}
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			h.Write([]byte(k + "=" + labels[k] + "\x00"))
+		}
+		h.Write([]byte{1})
+		h.Write(rest)
 		h.Write([]byte{0})
 	}
-	var d [sha256.Size]byte
 	h.Sum(d[:0])
-	return d
+	return d, nil
+}
+
+// splitMetadata returns an object's labels and the bytes after its
+// metadata. The API server writes apiVersion, kind and metadata before the
+// spec, so only those are decoded: a MachineConfig's spec can be large,
+// and it is only hashed. Another layout is decoded in full.
+func splitMetadata(raw []byte) (map[string]string, []byte, error) {
+	type metadata struct {
+		Labels map[string]string `json:"labels"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if k == "metadata" {
+				var m metadata
+				if err := dec.Decode(&m); err != nil {
+					break
+				}
+				return m.Labels, raw[dec.InputOffset():], nil
+			}
+			if v, err := dec.Token(); err != nil || v == json.Delim('{') || v == json.Delim('[') {
+				break // a composite value before the metadata
+			}
+		}
+	}
+	var full struct {
+		Metadata metadata        `json:"metadata"`
+		Spec     json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &full); err != nil {
+		return nil, nil, err
+	}
+	return full.Metadata.Labels, full.Spec, nil
 }
 
 func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request) admission.Response {

@@ -57,7 +57,7 @@ func SetupWithManager(mgr ctrl.Manager, active *controllers.ActivePolicies, opts
 	if base == "" {
 		base = controllers.DefaultRegistriesBase
 	}
-	srv.Register(MachineConfigPath, NewMachineConfigPreview(previewer, decoder).HTTPHandler())
+	srv.Register(MachineConfigPath, &admission.Webhook{Handler: NewMachineConfigPreview(previewer, decoder)})
 	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base}})
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker: &controllers.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},

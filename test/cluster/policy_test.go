@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -386,10 +387,23 @@ func TestDeployManifestsApply(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", "ndp-system", "--wait=false") })
-	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml", "../../manifests/webhook/webhook.yaml"} {
+	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml"} {
 		if out, err := kubectl(t, "apply", "--dry-run=server", "-f", f); err != nil {
 			t.Errorf("kubectl apply --dry-run=server -f %s: %v\n%s", f, err, out)
 		}
+	}
+	// The webhook configuration is installed already (by envtest, pointed
+	// at this process): check the shipped one under another name.
+	raw, err := os.ReadFile("../../manifests/webhook/webhook.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := strings.Replace(string(raw), "kind: ValidatingWebhookConfiguration\nmetadata:\n  name: ndp-webhook\n", "kind: ValidatingWebhookConfiguration\nmetadata:\n  name: ndp-webhook-shipped\n", 1)
+	if renamed == string(raw) {
+		t.Fatal("no ValidatingWebhookConfiguration ndp-webhook in manifests/webhook/webhook.yaml")
+	}
+	if out, err := kubectlFile(t, renamed, "apply", "--dry-run=server"); err != nil || !strings.Contains(out, "validatingwebhookconfiguration.admissionregistration.k8s.io/ndp-webhook-shipped created (server dry run)") {
+		t.Errorf("kubectl apply --dry-run=server of manifests/webhook/webhook.yaml: %v\n%s", err, out)
 	}
 }
 
