@@ -38,7 +38,8 @@ import (
 )
 
 // Admission load: 50 clients, each sending its next MachineConfig dry-run
-// as soon as the previous one is answered, for NDP_ADMISSION_LOAD (20s).
+// as soon as the previous one is answered, for NDP_ADMISSION_LOAD (20s)
+// per mode.
 const (
 	admissionClients = 50
 	admissionFiles   = 200
@@ -107,7 +108,8 @@ func candidate(b *testing.B, salt string) *ndpmcv1.MachineConfig {
 //     real kube-apiserver (schema validation, the webhook call, dry-run
 //     storage), the latency an administrator sees;
 //   - webhook-distinct: every request a different config, so no rendering
-//     or plan is reused (the cost of a first preview).
+//     or plan is reused (the cost of a first preview);
+//   - webhook-1-client, apiserver-1-client: one client, no queueing.
 //
 // A response counts as an error unless it allows the request with the
 // pool's preview warning.
@@ -122,14 +124,23 @@ func BenchmarkAdmissionUnderLoad(b *testing.B) {
 	hc := webhookClient(b)
 	url := fmt.Sprintf("https://%s/%s", net.JoinHostPort(webhookInstall.LocalServingHost, strconv.Itoa(webhookInstall.LocalServingPort)), strings.TrimPrefix(webhook.MachineConfigPath, "/"))
 
-	b.Run("webhook", func(b *testing.B) {
-		var n atomic.Int64
-		runLoad(b, func(context.Context, int) error {
-			return postReview(hc, url, sameBodies[n.Add(1)%int64(len(sameBodies))], "pool "+admissionPool+", ")
-		})
-	})
+	var n atomic.Int64
+	toWebhook := func(context.Context) error {
+		return postReview(hc, url, sameBodies[n.Add(1)%int64(len(sameBodies))], "pool "+admissionPool+", ")
+	}
+	c := dryRunClient(b)
+	throughAPIServer := func(ctx context.Context) error {
+		var previews atomic.Int64
+		if err := c.Create(context.WithValue(ctx, previewsKey{}, &previews), same.DeepCopy(), client.DryRunAll); err != nil {
+			return err
+		}
+		if previews.Load() == 0 {
+			return fmt.Errorf("no preview warning")
+		}
+		return nil
+	}
+	b.Run("webhook", func(b *testing.B) { runLoad(b, admissionClients, toWebhook) })
 	b.Run("apiserver", func(b *testing.B) {
-		c := dryRunClient(b)
 		before := apiserverWebhookLatency(b)
 		defer func() {
 			// The API server's own measure of the webhook call, for the
@@ -140,29 +151,23 @@ func BenchmarkAdmissionUnderLoad(b *testing.B) {
 				b.ReportMetric(1000*after.quantileSince(before, 0.99), "webhook-p99≤ms")
 			}
 		}()
-		runLoad(b, func(ctx context.Context, _ int) error {
-			var previews atomic.Int64
-			if err := c.Create(context.WithValue(ctx, previewsKey{}, &previews), same.DeepCopy(), client.DryRunAll); err != nil {
-				return err
-			}
-			if previews.Load() == 0 {
-				return fmt.Errorf("no preview warning")
-			}
-			return nil
-		})
+		runLoad(b, admissionClients, throughAPIServer)
 	})
 	b.Run("webhook-distinct", func(b *testing.B) {
 		var n atomic.Int64
-		runLoad(b, func(context.Context, int) error {
+		runLoad(b, admissionClients, func(context.Context) error {
 			body := admissionReview(b, candidate(b, fmt.Sprint("distinct-", n.Add(1))))
 			return postReview(hc, url, body, "pool "+admissionPool+", ")
 		})
 	})
+	// One administrator at a time: the latency without queueing.
+	b.Run("webhook-1-client", func(b *testing.B) { runLoad(b, 1, toWebhook) })
+	b.Run("apiserver-1-client", func(b *testing.B) { runLoad(b, 1, throughAPIServer) })
 }
 
-// runLoad runs admissionClients loops of send for the load duration and
-// reports the latency percentiles, errors and throughput.
-func runLoad(b *testing.B, send func(context.Context, int) error) {
+// runLoad runs clients loops of send for the load duration and reports
+// the latency percentiles, errors and throughput.
+func runLoad(b *testing.B, clients int, send func(context.Context) error) {
 	ctx := context.Background()
 	d := admissionLoad()
 	for range b.N {
@@ -172,14 +177,14 @@ func runLoad(b *testing.B, send func(context.Context, int) error) {
 		var firstErr atomic.Value
 		deadline := time.Now().Add(d)
 		var wg sync.WaitGroup
-		for c := range admissionClients {
+		for range clients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				var mine []time.Duration
 				for time.Now().Before(deadline) {
 					start := time.Now()
-					err := send(ctx, c)
+					err := send(ctx)
 					mine = append(mine, time.Since(start))
 					if err != nil {
 						errs.Add(1)
