@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,7 @@ func main() {
 		webhookPort                      int
 		certDir, selfSignedDir           string
 		namespace, service, webhookCfg   string
+		extraNames                       string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
@@ -45,6 +47,7 @@ func main() {
 	flag.StringVar(&namespace, "namespace", envOr("POD_NAMESPACE", "ndp-system"), "namespace of the webhook Service and of the self-signed certificate's Secret")
 	flag.StringVar(&service, "webhook-service", "ndp-webhook", "name of the webhook Service, for the self-signed certificate's DNS names")
 	flag.StringVar(&webhookCfg, "webhook-configuration", "ndp-webhook", "ValidatingWebhookConfiguration that gets the self-signed CA bundle")
+	flag.StringVar(&extraNames, "webhook-cert-extra-names", "", "comma-separated DNS names or IPs the self-signed certificate also covers (when the API server calls the webhook by URL)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -64,9 +67,13 @@ func main() {
 			setup.Error(err, "creating a client")
 			os.Exit(1)
 		}
+		names := []string{fmt.Sprintf("%s.%s.svc", service, namespace), fmt.Sprintf("%s.%s.svc.cluster.local", service, namespace)}
+		if extraNames != "" {
+			names = append(names, strings.Split(extraNames, ",")...)
+		}
 		selfSigned = &certs.SelfSigned{
 			Client: c, Namespace: namespace, SecretName: "ndp-webhook-self-signed",
-			DNSNames:              []string{fmt.Sprintf("%s.%s.svc", service, namespace), fmt.Sprintf("%s.%s.svc.cluster.local", service, namespace)},
+			DNSNames:              names,
 			CertDir:               selfSignedDir,
 			WebhookConfigurations: []string{webhookCfg},
 			// A configuration re-applied without its CA bundle is fixed soon.
