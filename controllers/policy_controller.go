@@ -124,7 +124,7 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.resync = make(chan event.GenericEvent, 64)
 	// Runnables without NeedLeaderElection run on the leader only.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		r.ensureDefault(ctx)
+		r.ensureDefaultAtStart(ctx)
 		return r.resyncAll(ctx)
 	})); err != nil {
 		return err
@@ -181,13 +181,21 @@ func (r *PolicyReconciler) policiesForConfigMap(ctx context.Context, obj client.
 	return out
 }
 
-// ensureDefault creates the default policy, retrying until it succeeds:
-// at startup the (fail-closed) policy webhook may not serve yet.
-func (r *PolicyReconciler) ensureDefault(ctx context.Context) {
+// ensureDefault creates the default policy if it is missing.
+func (r *PolicyReconciler) ensureDefault(ctx context.Context) error {
+	err := r.Client.Create(ctx, DefaultNodeDisruptionPolicy())
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the default NodeDisruptionPolicy: %w", err)
+	}
+	return nil
+}
+
+// ensureDefaultAtStart retries ensureDefault until it succeeds: at
+// startup the (fail-closed) policy webhook may not serve yet.
+func (r *PolicyReconciler) ensureDefaultAtStart(ctx context.Context) {
 	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Steps: math.MaxInt32}, func(ctx context.Context) (bool, error) {
-		err := r.Client.Create(ctx, DefaultNodeDisruptionPolicy())
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			log.FromContext(ctx).Info("creating the default NodeDisruptionPolicy, will retry", "error", err.Error())
+		if err := r.ensureDefault(ctx); err != nil {
+			log.FromContext(ctx).Info("will retry", "error", err.Error())
 			return false, nil
 		}
 		return true, nil
@@ -208,7 +216,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		if req.Name == DefaultPolicyName && r.leader() {
 			logger.Info("restoring the deleted default NodeDisruptionPolicy")
-			r.ensureDefault(ctx)
+			return reconcile.Result{}, r.ensureDefault(ctx) // an error requeues
 		}
 		return reconcile.Result{}, nil
 	}

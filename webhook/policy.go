@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -32,6 +33,14 @@ func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) ad
 	var ndp v1alpha1.NodeDisruptionPolicy
 	if err := h.Decoder.Decode(req, &ndp); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding NodeDisruptionPolicy %q: %w", req.Name, err))
+	}
+	if len(req.OldObject.Raw) > 0 {
+		// A label or annotation change runs nothing new: it must pass
+		// even on a policy that got in unchecked, while the spec is fixed.
+		var old v1alpha1.NodeDisruptionPolicy
+		if err := h.Decoder.DecodeRaw(req.OldObject, &old); err == nil && equality.Semantic.DeepEqual(old.Spec, ndp.Spec) {
+			return admission.Allowed("spec unchanged")
+		}
 	}
 	pol, reason, err := h.Checker.Check(ctx, &ndp)
 	if err != nil {

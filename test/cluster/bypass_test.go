@@ -23,7 +23,8 @@ const (
 // must still handle. probe is an object the webhook denies: the API server
 // picks up configuration changes asynchronously, so the helper waits until
 // a dry-run of probe is allowed, and after restoring, until it is denied.
-func withoutWebhook(t *testing.T, name string, probe client.Object) {
+// The returned function restores the webhook before the test ends.
+func withoutWebhook(t *testing.T, name string, probe client.Object) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
 	var cfg admissionregistrationv1.ValidatingWebhookConfiguration
@@ -50,7 +51,12 @@ func withoutWebhook(t *testing.T, name string, probe client.Object) {
 		return k8s.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll) == nil
 	}
 	eventually(t, name+" is no longer called", probeAllowed)
-	t.Cleanup(func() {
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
+		restored = true
 		var cfg admissionregistrationv1.ValidatingWebhookConfiguration
 		if err := k8s.Get(ctx, client.ObjectKey{Name: webhookConfiguration}, &cfg); err != nil {
 			t.Fatal(err)
@@ -60,5 +66,7 @@ func withoutWebhook(t *testing.T, name string, probe client.Object) {
 			t.Fatal(err)
 		}
 		eventually(t, name+" is called again", func() bool { return !probeAllowed() })
-	})
+	}
+	t.Cleanup(restore)
+	return restore
 }

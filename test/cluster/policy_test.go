@@ -44,9 +44,9 @@ func brokenPolicy() *v1alpha1.NodeDisruptionPolicy {
 
 // withoutPolicyWebhook lets the test put policies the webhook would refuse
 // into the cluster, to test how the controller handles them.
-func withoutPolicyWebhook(t *testing.T) {
+func withoutPolicyWebhook(t *testing.T) (restore func()) {
 	t.Helper()
-	withoutWebhook(t, policyWebhook, brokenPolicy())
+	return withoutWebhook(t, policyWebhook, brokenPolicy())
 }
 
 func create(t *testing.T, obj client.Object) {

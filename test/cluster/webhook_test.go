@@ -113,6 +113,13 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 		t.Errorf("without the policy, printed (%v):\n%s\nwant %q", err, out, want)
 	}
 
+	// Deleting a MachineConfig is previewed too: without its base config
+	// the pool loses a file and its OS image.
+	out, err = kubectl(t, "delete", "--dry-run=server", "machineconfig", "00-preview-base")
+	if want := "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (policy default; unclaimed: file /etc/kubernetes/kubelet.conf: removed)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("deleting the base config, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+
 	// Nodes on two configs: one plan each.
 	older := sourceMCNamed(t, "rendered-preview-older")
 	create(t, older)
@@ -255,6 +262,35 @@ spec:
 	for _, name := range []string{"wh-syntax", "wh-exfil", "wh-dns", "wh-tests"} {
 		mustNotExist(t, &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
+}
+
+// A policy that got in unchecked (created while the webhook was away) can
+// still be labelled, and fixed, but not edited into another broken state.
+func TestPolicyWebhookValidatesSpecChangesOnly(t *testing.T) {
+	restore := withoutPolicyWebhook(t)
+	bad := policy("wh-unchecked", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.wh_unchecked\n\nx := := 1\n"})
+	create(t, bad)
+	restore()
+	ctx := context.Background()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil {
+		t.Fatal(err)
+	}
+	bad.Labels = map[string]string{"team": "infra"}
+	if err := k8s.Update(ctx, bad); err != nil {
+		t.Errorf("a label change was refused: %v", err)
+	}
+	bad.Spec.Rego = "package ndp.policy.wh_unchecked\n\ny := := 2\n"
+	if err := k8s.Update(ctx, bad); err == nil || !strings.Contains(err.Error(), `NodeDisruptionPolicy "wh-unchecked" spec.rego:3:`) {
+		t.Errorf("a broken spec edit: %v", err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil {
+		t.Fatal(err)
+	}
+	bad.Spec.Rego = "package ndp.policy.wh_unchecked\n\nclaims := set()\n"
+	if err := k8s.Update(ctx, bad); err != nil {
+		t.Errorf("the fix was refused: %v", err)
+	}
+	waitCondition(t, "wh-unchecked", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 }
 
 // With ndp-controller down, MachineConfigs still apply (the preview fails
