@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/webhook"
 )
 
@@ -148,6 +149,16 @@ spec:
 	if err == nil || !strings.Contains(out, `admission webhook "`+hookName+`" denied the request`) || !strings.Contains(out, `NodeDisruptionPolicy "e2e-broken" spec.rego:3:`) {
 		t.Errorf("through the process's webhook (%v):\n%s", err, out)
 	}
+
+	// The standby keeps an active set of its own (the policy controller runs
+	// on every replica): a policy that takes another's package is refused.
+	create(t, policy("e2e-owner", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.e2e_shared\n\nclaims := set()\n"}))
+	intruder := strings.NewReplacer("e2e-broken", "e2e-intruder", "e2e_broken", "e2e_shared", "x := := 1", "claims := set()").Replace(broken)
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "nodedisruptionpolicy", "e2e-intruder", "--ignore-not-found") })
+	eventually(t, "the standby refuses a policy that takes an active one's package", func() bool {
+		out, err := kubectlFile(t, intruder, "apply")
+		return err != nil && strings.Contains(out, `package ndp.policy.e2e_shared is already owned by policy "e2e-owner"`)
+	})
 
 	// Stopped, it fails closed.
 	stop()
