@@ -144,8 +144,9 @@ type PoolPreview struct {
 	// than Rendered), most nodes first.
 	Groups []Group
 	// UpToDate nodes already run Rendered; Unconfigured nodes run no
-	// config ndp knows of yet.
-	UpToDate, Unconfigured int
+	// config ndp knows of yet; Pending nodes, when Unchanged, are still
+	// moving to it.
+	UpToDate, Unconfigured, Pending int
 	// Unreconcilable lists the changes no node can apply in place.
 	Unreconcilable []string
 }
@@ -231,6 +232,14 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 		default:
 			counts[cur]++
 		}
+	}
+	if out.Unchanged {
+		// Nothing new to plan: updates already under way keep the plans
+		// the plan controller wrote, and are not this change's doing.
+		for _, n := range counts {
+			out.Pending += n
+		}
+		return out, nil
 	}
 	// A pool without nodes on other configs is still checked against its
 	// target, as the render controller does: that is what nodes will join.

@@ -23,6 +23,8 @@ func (pp *PoolPreview) Warning() string {
 	fmt.Fprintf(&b, "pool %s, %s: ", pp.Pool, count(pp.Nodes, "node"))
 	var parts []string
 	switch {
+	case pp.Unchanged && pp.Pending > 0:
+		parts = append(parts, fmt.Sprintf("no change to the rendered config; %s still moving to it as already planned", count(pp.Pending, "node")))
 	case pp.Unchanged:
 		parts = append(parts, "no change to the rendered config, no node is updated")
 	case len(pp.Groups) == 0:

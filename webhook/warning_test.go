@@ -28,6 +28,8 @@ func TestWarning(t *testing.T) {
 			"pool worker, 5 nodes: 2 nodes from r1: Restart chronyd.service, no drain, no reboot (policy chrony); 2 nodes already on r2; 1 node with no current config, not planned"},
 		{"unchanged", PoolPreview{Pool: "worker", Nodes: 3, Rendered: "r1", Unchanged: true, UpToDate: 3},
 			"pool worker, 3 nodes: no change to the rendered config, no node is updated"},
+		{"unchanged, updates under way", PoolPreview{Pool: "worker", Nodes: 3, Rendered: "r1", Unchanged: true, UpToDate: 1, Pending: 2},
+			"pool worker, 3 nodes: no change to the rendered config; 2 nodes still moving to it as already planned"},
 		{"no nodes", PoolPreview{Pool: "edge", Rendered: "r9"},
 			"pool edge, 0 nodes: new rendered config r9, no node to update"},
 	} {

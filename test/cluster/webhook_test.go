@@ -113,6 +113,16 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 		t.Errorf("without the policy, printed (%v):\n%s\nwant %q", err, out, want)
 	}
 
+	// Applying a MachineConfig as it is changes nothing, and says so.
+	current, err := kubectl(t, "get", "machineconfig", "00-preview-base", "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = kubectlFile(t, current, "apply", "--dry-run=server")
+	if want := "Warning: pool preview, 3 nodes: no change to the rendered config, no node is updated"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("re-applying the base config, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+
 	// Deleting a MachineConfig is previewed too: without its base config
 	// the pool loses a file and its OS image.
 	out, err = kubectl(t, "delete", "--dry-run=server", "machineconfig", "00-preview-base")
