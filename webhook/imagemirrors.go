@@ -37,7 +37,7 @@ type ImageMirrorPreview struct {
 
 // Handle implements admission.Handler.
 func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) admission.Response {
-	ctx, cancel := withDeadline(ctx, PreviewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, PreviewDeadline)
 	defer cancel()
 	var idms configv1.ImageDigestMirrorSetList
 	var itms configv1.ImageTagMirrorSetList

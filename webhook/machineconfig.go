@@ -176,7 +176,7 @@ func splitMetadata(raw []byte) (map[string]string, []byte, error) {
 }
 
 func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request) admission.Response {
-	ctx, cancel := withDeadline(ctx, PreviewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, PreviewDeadline)
 	defer cancel()
 	var candidate, old *ndpmcv1.MachineConfig
 	if req.Operation == admissionv1.Create || req.Operation == admissionv1.Update {

@@ -28,7 +28,7 @@ type PolicyValidation struct {
 
 // Handle implements admission.Handler.
 func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) admission.Response {
-	ctx, cancel := withDeadline(ctx, ValidationDeadline)
+	ctx, cancel := context.WithTimeout(ctx, ValidationDeadline)
 	defer cancel()
 	var ndp v1alpha1.NodeDisruptionPolicy
 	if err := h.Decoder.Decode(req, &ndp); err != nil {

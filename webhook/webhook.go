@@ -77,8 +77,3 @@ type inputsWatch struct {
 
 func (w inputsWatch) Start(ctx context.Context) error { return w.p.WatchInputs(ctx, w.informers) }
 func (inputsWatch) NeedLeaderElection() bool          { return false }
-
-// withDeadline bounds a handler's work.
-func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
-}

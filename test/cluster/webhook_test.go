@@ -170,6 +170,33 @@ spec:
 		t.Error("a dry-run deleted the IDMS")
 	}
 
+	// A tag mirror may serve other content than the source: drain. An
+	// ImageContentSourcePolicy is a digest mirror, like an IDMS.
+	itms := `apiVersion: config.openshift.io/v1
+kind: ImageTagMirrorSet
+metadata: {name: preview-tags}
+spec:
+  imageTagMirrors:
+  - source: registry.example.com/tags
+    mirrors: [mirror.example.com/tags]
+`
+	out, err = kubectlFile(t, itms, "apply", "--dry-run=server")
+	if want := "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("creating an ITMS, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+	icsp := `apiVersion: operator.openshift.io/v1alpha1
+kind: ImageContentSourcePolicy
+metadata: {name: preview-icsp}
+spec:
+  repositoryDigestMirrors:
+  - source: registry.example.com/legacy
+    mirrors: [mirror.example.com/legacy]
+`
+	out, err = kubectlFile(t, icsp, "apply", "--dry-run=server")
+	if want := "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("creating an ICSP, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+
 	// A mirror set registries.conf cannot hold is refused.
 	out, err = kubectlFile(t, strings.ReplaceAll(idms, "mirror.example.com/team", "registry.example.com/team"), "apply")
 	if err == nil || !strings.Contains(out, "is the source itself") {
