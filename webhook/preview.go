@@ -48,6 +48,10 @@ type Previewer struct {
 	// labels and current configs (see WatchInputs). Whole answers are
 	// kept under it.
 	inputs atomic.Int64
+	// nodes counts the cluster's nodes (a single-node cluster is never
+	// drained) once nodesCounted, so that no preview lists them all.
+	nodes        atomic.Int64
+	nodesCounted atomic.Bool
 }
 
 // Inputs is the count of changes of the previews' inputs in the cluster.
@@ -72,22 +76,42 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
 		},
 	}
+	var nodes toolscache.ResourceEventHandlerRegistration
 	for obj, changed := range relevant {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T for the preview: %w", obj, err)
 		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { bump() },
-			DeleteFunc: func(any) { bump() },
+		_, isNode := obj.(*corev1.Node)
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) {
+				if isNode {
+					p.nodes.Add(1)
+				}
+				bump()
+			},
+			DeleteFunc: func(any) {
+				if isNode {
+					p.nodes.Add(-1)
+				}
+				bump()
+			},
 			UpdateFunc: func(old, new any) {
 				if changed(old, new) {
 					bump()
 				}
 			},
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		if isNode {
+			nodes = reg
+		}
+	}
+	// Once the existing nodes are counted, the count replaces listing them.
+	if toolscache.WaitForCacheSync(ctx.Done(), nodes.HasSynced) {
+		p.nodesCounted.Store(true)
 	}
 	<-ctx.Done()
 	return nil
@@ -272,6 +296,9 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 }
 
 func (p *Previewer) singleNode(ctx context.Context) (bool, error) {
+	if p.nodesCounted.Load() {
+		return p.nodes.Load() == 1, nil
+	}
 	var nodes corev1.NodeList
 	if err := p.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("listing nodes: %w", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -372,4 +373,24 @@ spec:
 	}
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "nodedisruptionpolicy", "wh-down") })
 	waitCondition(t, "wh-down", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+}
+
+// A single-node cluster is never drained, and the preview says so; a
+// second node changes the answer.
+func TestSingleNodePreviewNeverDrains(t *testing.T) {
+	eventually(t, "the nodes of earlier tests are gone", func() bool {
+		var nodes corev1.NodeList
+		return k8s.List(context.Background(), &nodes) == nil && len(nodes.Items) == 0
+	})
+	previewPool(t, "sno", 1)
+	mc := strings.ReplaceAll(strings.ReplaceAll(chronyMC, "role: preview", "role: sno"), "50-preview-chrony", "50-sno-chrony")
+	out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
+	if want := "Warning: pool sno, 1 node: Reboot, no drain, reboots 1 node"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("single node, printed (%v):\n%s\nwant %q", err, out, want)
+	}
+	create(t, node("other-0", "other", "rendered-other-x"))
+	eventually(t, "the preview drains once there are two nodes", func() bool {
+		out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
+		return err == nil && strings.Contains(out, "Warning: pool sno, 1 node: Reboot, drains 1 node, reboots 1 node")
+	})
 }
