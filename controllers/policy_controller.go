@@ -106,7 +106,9 @@ type PolicyReconciler struct {
 	Active   *ActivePolicies
 	// TestTimeout bounds each Rego test (default 5s).
 	TestTimeout time.Duration
-	// Elected is closed once this replica leads (the manager's Elected()).
+	// Elected is closed once this replica leads: SetupWithManager sets the
+	// manager's Elected(). While it is open (or nil) the reconciler stands
+	// by: it keeps Active current and writes nothing.
 	Elected <-chan struct{}
 
 	// resync carries one event per policy when this replica becomes the
