@@ -79,13 +79,14 @@ func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) 
 		verb = strings.ToLower(string(req.Operation))
 	}
 	prefix := fmt.Sprintf("%s %s %s: ", verb, kind, req.Name)
-	return previewPools(ctx, h.Previewer, pools, func(pool *mcfgv1.MachineConfigPool) Overrides {
+	resp, _ := previewPools(ctx, h.Previewer, pools, func(pool *mcfgv1.MachineConfigPool) Overrides {
 		name := controllers.GeneratedRegistriesName(pool.Name)
 		return Overrides{name: &ndpmcv1.MachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controllers.RoleLabel: pool.Name}},
 			Spec:       mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: ign}},
 		}}
 	}, prefix, fmt.Sprintf("%s %q", kind, req.Name))
+	return resp
 }
 
 // replaceItem puts the request's object in place of the listed one of the

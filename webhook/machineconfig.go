@@ -58,6 +58,7 @@ type answerKey struct {
 // so modified) by the webhook server, and must not be shared.
 type answer struct {
 	allowed  bool
+	code     int32
 	message  string
 	warnings []string
 }
@@ -78,16 +79,17 @@ func (h *MachineConfigPreview) state(request [sha256.Size]byte) answerKey {
 func (h *MachineConfigPreview) Handle(ctx context.Context, req admission.Request) admission.Response {
 	digest, err := requestDigest(req)
 	if err != nil {
-		return h.handle(ctx, req) // which reports the undecodable object
+		resp, _ := h.handle(ctx, req) // which reports the undecodable object
+		return resp
 	}
 	key := h.state(digest)
 	if a, ok := h.answers.get(key); ok {
 		return a.response()
 	}
 	v, _, _ := h.inflight.Do(fmt.Sprintf("%x/%s/%d", key.request, key.revision, key.inputs), func() (any, error) {
-		resp := h.handle(ctx, req)
-		a := answer{allowed: resp.Allowed, message: resultMessage(resp), warnings: resp.Warnings}
-		if resp.Result == nil || resp.Result.Code < 500 {
+		resp, final := h.handle(ctx, req)
+		a := newAnswer(resp)
+		if final {
 			h.answers.put(key, a)
 		}
 		return a, nil
@@ -95,18 +97,23 @@ func (h *MachineConfigPreview) Handle(ctx context.Context, req admission.Request
 	return v.(answer).response()
 }
 
-func (a answer) response() admission.Response {
-	if !a.allowed {
-		return admission.Denied(a.message)
+func newAnswer(r admission.Response) answer {
+	a := answer{allowed: r.Allowed, warnings: r.Warnings}
+	if r.Result != nil {
+		a.code, a.message = r.Result.Code, r.Result.Message
 	}
-	return admission.Allowed(a.message).WithWarnings(a.warnings...)
+	return a
 }
 
-func resultMessage(r admission.Response) string {
-	if r.Result == nil {
-		return ""
+func (a answer) response() admission.Response {
+	switch {
+	case a.allowed:
+		return admission.Allowed(a.message).WithWarnings(a.warnings...)
+	case a.code != 0 && a.code != http.StatusForbidden:
+		return admission.Errored(a.code, errors.New(a.message))
+	default:
+		return admission.Denied(a.message)
 	}
-	return r.Result.Message
 }
 
 // requestDigest digests what an answer depends on in a request: the
@@ -175,20 +182,22 @@ func splitMetadata(raw []byte) (map[string]string, []byte, error) {
 	return full.Metadata.Labels, full.Spec, nil
 }
 
-func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request) admission.Response {
+// handle computes the answer; final is false when it depends on a passing
+// condition (a failed read, a deadline), so that it is not kept.
+func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request) (resp admission.Response, final bool) {
 	ctx, cancel := context.WithTimeout(ctx, PreviewDeadline)
 	defer cancel()
 	var candidate, old *ndpmcv1.MachineConfig
 	if req.Operation == admissionv1.Create || req.Operation == admissionv1.Update {
 		candidate = &ndpmcv1.MachineConfig{}
 		if err := h.Decoder.Decode(req, candidate); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding MachineConfig %q: %w", req.Name, err))
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding MachineConfig %q: %w", req.Name, err)), false
 		}
 	}
 	if len(req.OldObject.Raw) > 0 {
 		old = &ndpmcv1.MachineConfig{}
 		if err := h.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the previous MachineConfig %q: %w", req.Name, err))
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the previous MachineConfig %q: %w", req.Name, err)), false
 		}
 	}
 	var newLabels, oldLabels map[string]string
@@ -196,13 +205,13 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 		// Rendered configs are the render controller's output, not a
 		// change of any pool's sources.
 		if mc != nil && mc.Labels[controllers.RenderedForLabel] != "" {
-			return admission.Allowed("")
+			return admission.Allowed(""), true
 		}
 	}
 	if candidate != nil {
 		// An invalid Ignition config is refused whichever pool selects it.
 		if _, _, err := h.Previewer.candidate(req.Name, candidate); err != nil {
-			return admission.Denied(err.Error()) // names the object and the field
+			return admission.Denied(err.Error()), true // names the object and the field
 		}
 		newLabels = nonNil(candidate.Labels)
 	}
@@ -211,10 +220,10 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 	}
 	pools, err := h.Previewer.PoolsSelecting(ctx, newLabels, oldLabels)
 	if err != nil {
-		return noPreview(err)
+		return noPreview(err), false
 	}
 	if len(pools) == 0 {
-		return admission.Allowed("").WithWarnings(fmt.Sprintf("MachineConfig %s is selected by no MachineConfigPool: no node is affected", req.Name))
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("MachineConfig %s is selected by no MachineConfigPool: no node is affected", req.Name)), true
 	}
 	return previewPools(ctx, h.Previewer, pools, func(*mcfgv1.MachineConfigPool) Overrides {
 		return Overrides{req.Name: candidate}
@@ -223,18 +232,21 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 
 // previewPools previews each pool and answers: the warnings, or a denial
 // when the change is invalid or unreconcilable. Any other failure (a
-// missing policy set, an unreadable cluster) allows the request with a
-// warning: the preview never blocks a change by itself.
-func previewPools(ctx context.Context, p *Previewer, pools []*mcfgv1.MachineConfigPool, overrides func(*mcfgv1.MachineConfigPool) Overrides, prefix, object string) admission.Response {
+// missing policy set, an unreadable cluster, a deadline) allows the
+// request with a warning, as the preview never blocks a change by itself;
+// complete is false then.
+func previewPools(ctx context.Context, p *Previewer, pools []*mcfgv1.MachineConfigPool, overrides func(*mcfgv1.MachineConfigPool) Overrides, prefix, object string) (resp admission.Response, complete bool) {
 	var warnings, unreconcilable []string
+	complete = true
 	for _, pool := range pools {
 		pp, err := p.Preview(ctx, pool, overrides(pool))
 		var invalid *InvalidChangeError
 		switch {
 		case errors.As(err, &invalid):
-			return admission.Denied(fmt.Sprintf("%s is invalid: %v", object, invalid.Err))
+			return admission.Denied(fmt.Sprintf("%s is invalid: %v", object, invalid.Err)), true
 		case err != nil:
 			warnings = append(warnings, fmt.Sprintf("%sno preview for pool %s: %v", prefix, pool.Name, err))
+			complete = false
 			continue
 		}
 		for _, u := range pp.Unreconcilable {
@@ -243,9 +255,9 @@ func previewPools(ctx context.Context, p *Previewer, pools []*mcfgv1.MachineConf
 		warnings = append(warnings, prefix+pp.Warning())
 	}
 	if len(unreconcilable) > 0 {
-		return admission.Denied(fmt.Sprintf("%s cannot be applied in place (nodes would have to be reprovisioned): %s", object, strings.Join(unreconcilable, "; ")))
+		return admission.Denied(fmt.Sprintf("%s cannot be applied in place (nodes would have to be reprovisioned): %s", object, strings.Join(unreconcilable, "; "))), complete
 	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	return admission.Allowed("").WithWarnings(warnings...), complete
 }
 
 func noPreview(err error) admission.Response {

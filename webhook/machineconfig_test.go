@@ -1,12 +1,18 @@
 package webhook
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/planner"
 )
 
 func TestRequestDigestIgnoresPerRequestMetadata(t *testing.T) {
@@ -47,5 +53,38 @@ func TestRequestDigestIgnoresPerRequestMetadata(t *testing.T) {
 	labels, rest, err := splitMetadata([]byte(specFirst))
 	if err != nil || labels["b"] != "c" || string(rest) != `{"config":{"ignition":{"version":"3.4.0"}}}` {
 		t.Errorf("spec first: %v %s %v", labels, rest, err)
+	}
+}
+
+// unreachable is a cluster that cannot be read.
+type unreachable struct{ client.Reader }
+
+func (unreachable) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("connection refused")
+}
+
+// An answer that depends on a passing failure (here, an unreadable cache)
+// allows the request with a warning, and is not kept for the next one.
+func TestPassingFailuresAreNotKept(t *testing.T) {
+	h := NewMachineConfigPreview(NewPreviewer(unreachable{}, controllers.NewActivePolicies(planner.EngineOptions{})), admission.NewDecoder(controllers.Scheme()))
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Name: "50-chrony",
+		Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"50-chrony","labels":{"machineconfiguration.openshift.io/role":"worker"}},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`)}}}
+	for range 2 {
+		resp := h.Handle(context.Background(), req)
+		if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "no preview: listing MachineConfigPools: connection refused") {
+			t.Fatalf("answer: %+v", resp)
+		}
+	}
+	if n := len(h.answers.entries); n != 0 {
+		t.Errorf("%d answers kept", n)
+	}
+
+	// An invalid config is a final answer: kept.
+	req.Object.Raw = []byte(strings.Replace(string(req.Object.Raw), "3.4.0", "2.2.0", 1))
+	if resp := h.Handle(context.Background(), req); resp.Allowed || !strings.Contains(resp.Result.Message, `MachineConfig "50-chrony": spec.config.ignition.version`) {
+		t.Errorf("an invalid config: %+v", resp.Result)
+	}
+	if n := len(h.answers.entries); n != 1 {
+		t.Errorf("%d answers kept, want the denial", n)
 	}
 }
