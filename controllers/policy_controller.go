@@ -237,8 +237,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 
 	start := time.Now()
-	checker := r.checker()
-	candidate, reason, err := checker.Check(ctx, &ndp)
+	candidate, reason, err := r.checker().Check(ctx, &ndp)
 	if err == nil {
 		err = r.Active.Put(ctx, candidate)
 		if err != nil {
