@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// takeoverReplica is one ndp-controller replica of this test's own
+// election, with short leases; it does not give its lease up when stopped,
+// as a crashed process would not.
+func takeoverReplica(t *testing.T) (manager.Manager, *controllers.ActivePolicies, func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  controllers.Scheme(),
+		Client:                  controllers.ClientOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		LeaderElection:          true,
+		LeaderElectionID:        "ndp-takeover-test",
+		LeaderElectionNamespace: "default",
+		LeaseDuration:           ptr.To(4 * time.Second),
+		RenewDeadline:           ptr.To(3 * time.Second),
+		RetryPeriod:             ptr.To(500 * time.Millisecond),
+		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := controllers.SetupWithManager(mgr, planner.EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = mgr.Start(ctx); close(done) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return mgr, set, stop
+}
+
+// A standby replica computes policies for its own webhook but writes
+// nothing; when the leader dies, it takes over and writes the statuses it
+// computed while standing by.
+func TestStandbyTakesOverAndWritesStatuses(t *testing.T) {
+	// Only this test's replicas may write statuses meanwhile.
+	restore := withoutPolicyWebhook(t)
+	stopReplica()
+	defer func() {
+		if err := startReplica(); err != nil {
+			t.Fatal(err)
+		}
+		restore()
+	}()
+
+	leader, _, stopLeader := takeoverReplica(t)
+	<-leader.Elected()
+	standby, standbySet, _ := takeoverReplica(t)
+	stopLeader() // its lease runs out in 4 s
+
+	create(t, policy("takeover", chronySpec()))
+	eventually(t, "the standby activates the new policy", func() bool { _, ok := standbySet.Get("takeover"); return ok })
+	var p v1alpha1.NodeDisruptionPolicy
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "takeover"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-standby.Elected():
+		t.Log("the standby was elected before the check: its writes are not told apart")
+	default:
+		if len(p.Status.Conditions) != 0 {
+			t.Errorf("a standby wrote the status: %+v", p.Status)
+		}
+	}
+	<-standby.Elected()
+	got := waitCondition(t, "takeover", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionActive); c == nil || c.Status != metav1.ConditionTrue || got.Status.Revision == "" {
+		t.Errorf("after the takeover: %+v", got.Status)
+	}
+}
