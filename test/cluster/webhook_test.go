@@ -46,6 +46,14 @@ func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) 
 	return kubectl(t, append(args, "-f", f)...)
 }
 
+// printed checks that a kubectl command succeeded and printed want.
+func printed(t *testing.T, what, want, out string, err error) {
+	t.Helper()
+	if err != nil || !strings.Contains(out, want) {
+		t.Errorf("%s, printed (%v):\n%s\nwant %q", what, err, out, want)
+	}
+}
+
 func renderedCount(t *testing.T, pool string) int {
 	t.Helper()
 	var list ndpmcv1.MachineConfigList
@@ -110,9 +118,7 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 	}
 	eventually(t, "the policy leaves the active set", func() bool { _, ok := active.Get("preview-chrony"); return !ok })
 	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
-	if want := "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (unclaimed: file /etc/chrony.conf: added)"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("without the policy, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "without the policy", "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (unclaimed: file /etc/chrony.conf: added)", out, err)
 
 	// Applying a MachineConfig as it is changes nothing, and says so.
 	current, err := kubectl(t, "get", "machineconfig", "00-preview-base", "-o", "yaml")
@@ -120,16 +126,12 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err = kubectlFile(t, current, "apply", "--dry-run=server")
-	if want := "Warning: pool preview, 3 nodes: no change to the rendered config, no node is updated"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("re-applying the base config, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "re-applying the base config", "Warning: pool preview, 3 nodes: no change to the rendered config, no node is updated", out, err)
 
 	// Deleting a MachineConfig is previewed too: without its base config
 	// the pool loses a file and its OS image.
 	out, err = kubectl(t, "delete", "--dry-run=server", "machineconfig", "00-preview-base")
-	if want := "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (policy default; unclaimed: file /etc/kubernetes/kubelet.conf: removed)"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("deleting the base config, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "deleting the base config", "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (policy default; unclaimed: file /etc/kubernetes/kubelet.conf: removed)", out, err)
 
 	// Nodes on two configs: one plan each.
 	older := sourceMCNamed(t, "rendered-preview-older")
@@ -153,9 +155,7 @@ spec:
     mirrors: [mirror.example.com/team]
 `
 	out, err := kubectlFile(t, idms, "apply", "--dry-run=server")
-	if want := "Warning: creating ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("creating an IDMS, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "creating an IDMS", "Warning: creating ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)", out, err)
 	if out, err := kubectlFile(t, idms, "apply"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -164,9 +164,7 @@ spec:
 	setCurrent(t, []string{"mirrors-a", "mirrors-b", "mirrors-c"}, after)
 
 	out, err = kubectl(t, "delete", "--dry-run=server", "imagedigestmirrorset", "preview-mirror")
-	if want := "Warning: deleting ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("deleting the IDMS, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "deleting the IDMS", "Warning: deleting ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)", out, err)
 	if _, err := kubectl(t, "get", "imagedigestmirrorset", "preview-mirror"); err != nil {
 		t.Error("a dry-run deleted the IDMS")
 	}
@@ -182,9 +180,7 @@ spec:
     mirrors: [mirror.example.com/tags]
 `
 	out, err = kubectlFile(t, itms, "apply", "--dry-run=server")
-	if want := "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("creating an ITMS, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "creating an ITMS", "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)", out, err)
 	icsp := `apiVersion: operator.openshift.io/v1alpha1
 kind: ImageContentSourcePolicy
 metadata: {name: preview-icsp}
@@ -194,9 +190,7 @@ spec:
     mirrors: [mirror.example.com/legacy]
 `
 	out, err = kubectlFile(t, icsp, "apply", "--dry-run=server")
-	if want := "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("creating an ICSP, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "creating an ICSP", "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)", out, err)
 
 	// A mirror set registries.conf cannot hold is refused.
 	out, err = kubectlFile(t, strings.ReplaceAll(idms, "mirror.example.com/team", "registry.example.com/team"), "apply")
@@ -385,9 +379,7 @@ func TestSingleNodePreviewNeverDrains(t *testing.T) {
 	previewPool(t, "sno", 1)
 	mc := strings.ReplaceAll(strings.ReplaceAll(chronyMC, "role: preview", "role: sno"), "50-preview-chrony", "50-sno-chrony")
 	out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
-	if want := "Warning: pool sno, 1 node: Reboot, no drain, reboots 1 node"; err != nil || !strings.Contains(out, want) {
-		t.Errorf("single node, printed (%v):\n%s\nwant %q", err, out, want)
-	}
+	printed(t, "single node", "Warning: pool sno, 1 node: Reboot, no drain, reboots 1 node", out, err)
 	create(t, node("other-0", "other", "rendered-other-x"))
 	eventually(t, "the preview drains once there are two nodes", func() bool {
 		out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
