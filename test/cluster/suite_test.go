@@ -24,6 +24,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/webhook"
 )
@@ -47,17 +48,12 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	root, _ := filepath.Abs("../..")
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join(root, "bin")
+	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver", "kubectl")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	kubectlBin = filepath.Join(assets, "kubectl")
-	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
-		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
-			fmt.Fprintf(os.Stderr, "cluster tests need %s in %s: run `make control-plane` (make test does)\n", b, assets)
-			return 1
-		}
-	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	env := &envtest.Environment{
 		CRDDirectoryPaths:        []string{filepath.Join(root, "manifests", "crds"), filepath.Join(root, "manifests", "crds", "openshift")},

@@ -171,26 +171,25 @@ spec:
 
 	// A tag mirror may serve other content than the source: drain. An
 	// ImageContentSourcePolicy is a digest mirror, like an IDMS.
-	itms := `apiVersion: config.openshift.io/v1
+	for _, tc := range []struct{ manifest, want string }{
+		{`apiVersion: config.openshift.io/v1
 kind: ImageTagMirrorSet
 metadata: {name: preview-tags}
 spec:
   imageTagMirrors:
-  - source: registry.example.com/tags
-    mirrors: [mirror.example.com/tags]
-`
-	out, err = kubectlFile(t, itms, "apply", "--dry-run=server")
-	printed(t, "creating an ITMS", "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)", out, err)
-	icsp := `apiVersion: operator.openshift.io/v1alpha1
+  - {source: registry.example.com/tags, mirrors: [mirror.example.com/tags]}
+`, "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)"},
+		{`apiVersion: operator.openshift.io/v1alpha1
 kind: ImageContentSourcePolicy
 metadata: {name: preview-icsp}
 spec:
   repositoryDigestMirrors:
-  - source: registry.example.com/legacy
-    mirrors: [mirror.example.com/legacy]
-`
-	out, err = kubectlFile(t, icsp, "apply", "--dry-run=server")
-	printed(t, "creating an ICSP", "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)", out, err)
+  - {source: registry.example.com/legacy, mirrors: [mirror.example.com/legacy]}
+`, "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)"},
+	} {
+		out, err := kubectlFile(t, tc.manifest, "apply", "--dry-run=server")
+		printed(t, "a dry-run create", tc.want, out, err)
+	}
 
 	// A mirror set registries.conf cannot hold is refused.
 	out, err = kubectlFile(t, strings.ReplaceAll(idms, "mirror.example.com/team", "registry.example.com/team"), "apply")

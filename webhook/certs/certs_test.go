@@ -32,6 +32,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/webhook/certs"
 )
 
@@ -48,15 +49,10 @@ func TestMain(m *testing.M) {
 
 // run starts one real kube-apiserver and etcd for the whole package.
 func run(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets, _ = filepath.Abs(filepath.Join("..", "..", "bin"))
-	}
-	for _, b := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
-			fmt.Fprintf(os.Stderr, "webhook/certs tests need %s in %s: run `make control-plane` (or set KUBEBUILDER_ASSETS)\n", b, assets)
-			return 1
-		}
+	assets, err := controlplane.Assets(filepath.Join("..", ".."), "etcd", "kube-apiserver")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
 	env = &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: time.Minute}
