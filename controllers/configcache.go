@@ -46,7 +46,7 @@ func (c *ConfigCache) Get(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw := mc.Annotations[planner.SourcesAnnotation]; raw != "" {
+	if raw := mc.Annotations[ndpmcv1.SourcesAnnotation]; raw != "" {
 		_ = json.Unmarshal([]byte(raw), &cfg.Sources) // sources only enrich the input
 	}
 	c.mu.Lock()

@@ -22,20 +22,6 @@ import (
 	"github.com/ndp-dev/ndp/planner"
 )
 
-// Node annotations shared with the node daemon (the MCO's names).
-const (
-	CurrentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
-	DesiredConfigAnnotation = "machineconfiguration.openshift.io/desiredConfig"
-	StateAnnotation         = "machineconfiguration.openshift.io/state"
-	StateWorking            = "Working"
-)
-
-// MachineConfig plan conditions.
-const (
-	ConditionPlanReady      = "PlanReady"
-	ConditionUnreconcilable = "Unreconcilable"
-)
-
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs/status,verbs=get;update;patch
 
@@ -94,12 +80,12 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	froms := map[string]bool{}
 	updating := map[string]bool{}
 	for _, n := range nodes.Items {
-		cur := n.Annotations[CurrentConfigAnnotation]
+		cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]
 		if cur == "" || cur == target {
 			continue
 		}
 		froms[cur] = true
-		if n.Annotations[StateAnnotation] == StateWorking && n.Annotations[DesiredConfigAnnotation] == target {
+		if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target {
 			updating[cur] = true
 		}
 	}
@@ -146,15 +132,15 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			}
 			continue
 		}
-		status.PostConfigActions = append(status.PostConfigActions, postConfigActions(plan))
+		status.PostConfigActions = append(status.PostConfigActions, plan.PostConfigActions())
 	}
 	sort.Slice(status.PostConfigActions, func(i, j int) bool { return status.PostConfigActions[i].From < status.PostConfigActions[j].From })
 	status.ObservedGeneration = to.Generation
-	setMCCondition(status, to.Generation, ConditionUnreconcilable, len(unreconcilable) > 0, "Unreconcilable", fmt.Sprint(unreconcilable))
+	setMCCondition(status, to.Generation, ndpmcv1.ConditionUnreconcilable, len(unreconcilable) > 0, "Unreconcilable", fmt.Sprint(unreconcilable))
 	if len(planErrs) > 0 {
-		setMCCondition(status, to.Generation, ConditionPlanReady, false, "PlanFailed", fmt.Sprint(planErrs))
+		setMCCondition(status, to.Generation, ndpmcv1.ConditionPlanReady, false, "PlanFailed", fmt.Sprint(planErrs))
 	} else {
-		setMCCondition(status, to.Generation, ConditionPlanReady, true, "Planned", fmt.Sprintf("%d plans with policy revision %s", len(status.PostConfigActions), p.Engine.Revision()))
+		setMCCondition(status, to.Generation, ndpmcv1.ConditionPlanReady, true, "Planned", fmt.Sprintf("%d plans with policy revision %s", len(status.PostConfigActions), p.Engine.Revision()))
 	}
 	if equality.Semantic.DeepEqual(*status, to.Status) {
 		return reconcile.Result{}, nil
@@ -163,36 +149,12 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &to))
 }
 
-// postConfigActions is a plan in the API's shape.
-func postConfigActions(p *planner.Plan) ndpmcv1.PostConfigActions {
-	out := ndpmcv1.PostConfigActions{From: p.From, Actions: planActions(p.Actions), Drain: p.Drain, Reboot: p.Reboot, PolicyRevision: p.PolicyRevision, PlanHash: p.PlanHash}
-	for _, r := range p.Reasons {
-		out.Reasons = append(out.Reasons, ndpmcv1.PlanReason{Change: r.Change, Policy: r.Policy, Match: r.Match, Actions: planActions(r.Actions), Detail: r.Detail})
-	}
-	return out
-}
-
-func planActions(as []planner.Action) []ndpmcv1.PlanAction {
-	out := make([]ndpmcv1.PlanAction, 0, len(as))
-	for _, a := range as {
-		pa := ndpmcv1.PlanAction{Type: a.Type}
-		if a.Reload != nil {
-			pa.Reload = &ndpmcv1.PlanService{ServiceName: string(a.Reload.ServiceName)}
-		}
-		if a.Restart != nil {
-			pa.Restart = &ndpmcv1.PlanService{ServiceName: string(a.Restart.ServiceName)}
-		}
-		out = append(out, pa)
-	}
-	return out
-}
-
 func setMCCondition(s *ndpmcv1.MachineConfigStatus, gen int64, typ string, ok bool, reason, msg string) {
 	status := metav1.ConditionFalse
 	if ok {
 		status = metav1.ConditionTrue
 	}
-	if !ok && typ == ConditionUnreconcilable {
+	if !ok && typ == ndpmcv1.ConditionUnreconcilable {
 		reason, msg = "Reconcilable", ""
 	}
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncate(msg, maxMessage), ObservedGeneration: gen})

@@ -28,13 +28,6 @@ import (
 	"github.com/ndp-dev/ndp/planner/registries"
 )
 
-// RoleLabel selects the MachineConfigs of a pool, as the MCO's pools do.
-const RoleLabel = "machineconfiguration.openshift.io/role"
-
-// ConditionRegistriesDegraded is the pool condition set when an image-mirror
-// object is invalid and registries.conf is left as it was.
-const ConditionRegistriesDegraded mcfgv1.MachineConfigPoolConditionType = "RegistriesDegraded"
-
 // DefaultRegistriesBase is the registries.conf the mirror rules are added
 // to: OpenShift's default search list.
 const DefaultRegistriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
@@ -113,7 +106,7 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		if mc.Labels == nil {
 			mc.Labels = map[string]string{}
 		}
-		mc.Labels[RoleLabel] = pool.Name
+		mc.Labels[ndpmcv1.RoleLabel] = pool.Name
 		mc.Spec.Config = runtime.RawExtension{Raw: ign}
 		return controllerutil.SetControllerReference(&pool, mc, r.Client.Scheme())
 	})
@@ -163,7 +156,7 @@ func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []
 }
 
 func (r *RegistriesReconciler) setCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
-	return setPoolCondition(ctx, r.Client, pool, ConditionRegistriesDegraded, status, reason, msg)
+	return setPoolCondition(ctx, r.Client, pool, ndpmcv1.ConditionRegistriesDegraded, status, reason, msg)
 }
 
 // setPoolCondition sets one condition of a pool's status, touching the

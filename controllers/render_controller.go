@@ -22,10 +22,6 @@ import (
 	"github.com/ndp-dev/ndp/render"
 )
 
-// RenderedForLabel marks a rendered MachineConfig with its pool; rendered
-// configs are never sources of another rendering.
-const RenderedForLabel = "ndp.dev/rendered-for"
-
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create
@@ -65,7 +61,7 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	var sources []render.Source
 	var refs []corev1.ObjectReference
 	for _, mc := range list.Items {
-		if _, rendered := mc.Labels[RenderedForLabel]; rendered {
+		if _, rendered := mc.Labels[ndpmcv1.RenderedForLabel]; rendered {
 			continue
 		}
 		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec})
@@ -87,8 +83,8 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	mc := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{
 		Name:        rendered.Name,
-		Labels:      map[string]string{RenderedForLabel: pool.Name},
-		Annotations: map[string]string{planner.SourcesAnnotation: sourcesJSON(rendered.Sources)},
+		Labels:      map[string]string{ndpmcv1.RenderedForLabel: pool.Name},
+		Annotations: map[string]string{ndpmcv1.SourcesAnnotation: sourcesJSON(rendered.Sources)},
 	}, Spec: rendered.Spec}
 	if err := controllerutil.SetControllerReference(&pool, mc, r.Client.Scheme()); err != nil {
 		return reconcile.Result{}, err

@@ -1,180 +1,30 @@
 package planner
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"regexp"
-	"strings"
-
-	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
-	ign "github.com/coreos/ignition/v2/config/v3_5"
-	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner/machineconfig"
 )
 
-// SourcesAnnotation, on a rendered MachineConfig, maps change ids
-// ("file:/etc/chrony.conf", "unit:foo.service") to the source MachineConfig
-// that contributed them; the render controller writes it so that a template
-// owner's policy can match on the source.
-const SourcesAnnotation = "ndp.dev/sources"
+// The planner's inputs are parsed by planner/machineconfig, which the node
+// daemon also uses without linking the policy engine.
+type (
+	// Config is a parsed MachineConfig.
+	Config = machineconfig.Config
+	// InputError is bad input naming the object, the field and the line.
+	InputError = machineconfig.InputError
+)
 
-// Config is a MachineConfig whose Ignition config has been parsed and
-// translated to one spec version (3.5), so that a version bump alone is no
-// change.
-type Config struct {
-	// Name is the MachineConfig's name (or, without one, where it came from).
-	Name     string
-	Spec     mcfgv1.MachineConfigSpec
-	Ignition igntypes.Config
-	// Sources maps change ids to the source MachineConfig that gave them.
-	Sources map[string]string
-}
-
-// machineConfig is the part of a MachineConfig document the planner reads.
-// It is decoded leniently because rendered configs carry ndp's status.
-type machineConfig struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              mcfgv1.MachineConfigSpec `json:"spec"`
-}
-
-// InputError is bad input: it names the object, the field and, where there
-// is one, the line. Callers map it to "invalid input" (exit code 1).
-type InputError struct {
-	Object string // e.g. `old.yaml: MachineConfig "rendered-worker-1"`
-	Field  string // e.g. "spec.config"
-	Line   int    // 0 when unknown
-	Err    error
-}
-
-func (e *InputError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Object)
-	if e.Field != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Field)
-	}
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ": line %d", e.Line)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
-	return b.String()
-}
-
-func (e *InputError) Unwrap() error { return e.Err }
+// SourcesAnnotation maps change ids of a rendered config to their sources.
+const SourcesAnnotation = ndpmcv1.SourcesAnnotation
 
 // ParseMachineConfig decodes one MachineConfig document (YAML or JSON).
-// origin names the document in errors (usually its file name).
 func ParseMachineConfig(origin string, data []byte) (*Config, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &InputError{Object: origin, Err: errors.New("empty document, expected a MachineConfig")}
-	}
-	var mc machineConfig
-	if trimmed := bytes.TrimSpace(data); trimmed[0] == '{' {
-		// JSON (what `oc get -o json` and the API server give) skips the
-		// YAML-to-JSON conversion, a fifth of the cost of a plan.
-		if err := json.Unmarshal(trimmed, &mc); err != nil {
-			return nil, jsonError(origin, trimmed, err)
-		}
-	} else if err := yaml.Unmarshal(data, &mc); err != nil {
-		return nil, yamlError(origin, err)
-	}
-	if mc.Kind != "" && mc.Kind != "MachineConfig" {
-		return nil, &InputError{Object: origin, Field: "kind", Err: fmt.Errorf("is %q, expected MachineConfig", mc.Kind)}
-	}
-	if mc.APIVersion != "" && mc.APIVersion != mcfgv1.GroupVersion.String() {
-		return nil, &InputError{Object: origin, Field: "apiVersion", Err: fmt.Errorf("is %q, expected %s", mc.APIVersion, mcfgv1.GroupVersion)}
-	}
-	name := mc.Name
-	object := origin
-	if name != "" {
-		object = fmt.Sprintf("%s: MachineConfig %q", origin, name)
-	} else {
-		name = origin
-	}
-	cfg, err := NewConfig(name, mc.Spec)
-	if err != nil {
-		var ie *InputError
-		if errors.As(err, &ie) {
-			ie.Object = object
-		}
-		return nil, err
-	}
-	if raw := mc.Annotations[SourcesAnnotation]; raw != "" {
-		if err := json.Unmarshal([]byte(raw), &cfg.Sources); err != nil {
-			return nil, &InputError{Object: object, Field: "metadata.annotations[" + SourcesAnnotation + "]", Err: err}
-		}
-	}
-	return cfg, nil
+	return machineconfig.Parse(origin, data)
 }
 
-// NewConfig parses the Ignition config of a MachineConfig spec. Any
-// supported 3.x spec version is accepted and translated to 3.5.
+// NewConfig parses the Ignition config of a MachineConfig spec.
 func NewConfig(name string, spec mcfgv1.MachineConfigSpec) (*Config, error) {
-	cfg := &Config{Name: name, Spec: spec}
-	raw := bytes.TrimSpace(spec.Config.Raw)
-	if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
-		return cfg, nil
-	}
-	// A YAML-decoded spec.config arrives as JSON already (sigs.k8s.io/yaml
-	// converts), so Ignition's JSON parser sees what the API server stores.
-	parsed, rpt, err := ign.ParseCompatibleVersion(raw)
-	if err != nil {
-		ie := &InputError{Object: name, Field: "spec.config", Err: err}
-		if errors.Is(err, ignerrors.ErrUnknownVersion) || errors.Is(err, ignerrors.ErrInvalidVersion) {
-			var v struct {
-				Ignition struct{ Version string } `json:"ignition"`
-			}
-			_ = json.Unmarshal(raw, &v)
-			ie.Field = "spec.config.ignition.version"
-			ie.Err = fmt.Errorf("%w %q: ndp reads Ignition 3.0.0 to %s", err, v.Ignition.Version, igntypes.MaxVersion)
-		} else if msg := strings.TrimSpace(rpt.String()); msg != "" {
-			// The report's line and column count in the JSON form of
-			// spec.config, not in the user's YAML: keep only its path.
-			ie.Err = fmt.Errorf("%w: %s", err, ignPosition.ReplaceAllString(msg, ""))
-		}
-		return nil, ie
-	}
-	cfg.Ignition = parsed
-	return cfg, nil
-}
-
-// jsonError names the line of a JSON syntax or type error.
-func jsonError(origin string, data []byte, err error) error {
-	var offset int64 = -1
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		offset = se.Offset
-	case errors.As(err, &te):
-		offset = te.Offset
-	}
-	ie := &InputError{Object: origin, Err: fmt.Errorf("malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))}
-	if offset >= 0 {
-		ie.Line = bytes.Count(data[:min(int(offset), len(data))], []byte("\n")) + 1
-	}
-	return ie
-}
-
-var ignPosition = regexp.MustCompile(`, line \d+ col \d+`)
-
-// yamlError turns sigs.k8s.io/yaml's message ("error converting YAML to
-// JSON: yaml: line 3: ...") into an InputError carrying the line.
-func yamlError(origin string, err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	line := 0
-	if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr == nil {
-		if i := strings.Index(msg, ":"); i >= 0 {
-			msg = strings.TrimSpace(msg[i+1:])
-		}
-	}
-	return &InputError{Object: origin, Line: line, Err: fmt.Errorf("malformed YAML: %s", msg)}
+	return machineconfig.New(name, spec)
 }

@@ -1,27 +1,20 @@
 package planner
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/vincent-petithory/dataurl"
 
+	"github.com/ndp-dev/ndp/planner/machineconfig"
 	"github.com/ndp-dev/ndp/planner/registries"
 )
-
-// maxDecodedFile bounds a decompressed file, so that a gzip bomb in a
-// MachineConfig cannot exhaust the planner's memory.
-const maxDecodedFile = 64 << 20
 
 // Diff computes the change set from one rendered config to another: files,
 // units, the core user's SSH keys and password hash, the OS fields, the
@@ -181,39 +174,8 @@ func contentDigest(cfg *Config, f *igntypes.File) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// fileContents decodes a file's inline contents (data URL, plain or
-// base64, optionally gzip-compressed). A remote source yields nil.
 func fileContents(cfg *Config, f *igntypes.File) ([]byte, error) {
-	src := deref(f.Contents.Source)
-	if src == "" || !strings.HasPrefix(src, "data:") {
-		return nil, nil
-	}
-	fail := func(err error) error {
-		return &InputError{Object: cfg.Name, Field: fmt.Sprintf("spec.config.storage.files[path=%s].contents", f.Path), Err: err}
-	}
-	du, err := dataurl.DecodeString(src)
-	if err != nil {
-		return nil, fail(fmt.Errorf("invalid data URL: %w", err))
-	}
-	switch comp := deref(f.Contents.Compression); comp {
-	case "":
-		return du.Data, nil
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(du.Data))
-		if err != nil {
-			return nil, fail(fmt.Errorf("invalid gzip data: %w", err))
-		}
-		data, err := io.ReadAll(io.LimitReader(zr, maxDecodedFile+1))
-		if err != nil {
-			return nil, fail(fmt.Errorf("invalid gzip data: %w", err))
-		}
-		if len(data) > maxDecodedFile {
-			return nil, fail(fmt.Errorf("decompressed contents exceed %d bytes", maxDecodedFile))
-		}
-		return data, nil
-	default:
-		return nil, fail(fmt.Errorf("unsupported compression %q", comp))
-	}
+	return machineconfig.FileContents(cfg, f)
 }
 
 func fileMode(m *int) int {

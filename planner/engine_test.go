@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/planner"
@@ -241,6 +243,15 @@ func TestRevisionAndDeterminism(t *testing.T) {
 		if again := plan(t, a, old, new); again.PlanHash != first.PlanHash || actionsString(again.Actions) != actionsString(first.Actions) {
 			t.Fatalf("plan %d differs: %+v vs %+v", i, again, first)
 		}
+	}
+	// What the plan controller stores, a node daemon verifies with the API
+	// types alone.
+	stored := first.PostConfigActions()
+	if err := stored.Verify(first.To); err != nil {
+		t.Fatalf("stored plan does not verify: %v", err)
+	}
+	if got := planner.FormatActions(ndpmcv1.NodeDisruptionPolicyActions(stored.Actions)); got != planner.FormatActions(first.Actions) {
+		t.Errorf("stored actions %q, planned %q", got, planner.FormatActions(first.Actions))
 	}
 }
 

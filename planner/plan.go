@@ -2,11 +2,11 @@ package planner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"strings"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 )
 
 // Plan is what a node must do to move from one rendered config to another:
@@ -267,16 +267,20 @@ func daemonReloadFirst(actions []Action) []Action {
 	return append(out, actions[dr+1:]...)
 }
 
+// hash is the plan's planHash, as the API defines it; an unreconcilable
+// plan has no actions to hash.
 func (p *Plan) hash() string {
-	b, _ := json.Marshal(struct {
-		From, To       string
-		Actions        []Action
-		Drain, Reboot  bool
-		PolicyRevision string
-		Unreconcilable []Unreconcilable
-	}{p.From, p.To, p.Actions, p.Drain, p.Reboot, p.PolicyRevision, p.Unreconcilable})
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return ndpmcv1.PlanHash(p.From, p.To, ndpmcv1.PlanActionsFrom(p.Actions), p.Drain, p.Reboot, p.PolicyRevision)
+}
+
+// PostConfigActions is the plan in the shape stored in the target
+// MachineConfig's status.
+func (p *Plan) PostConfigActions() ndpmcv1.PostConfigActions {
+	out := ndpmcv1.PostConfigActions{From: p.From, Actions: ndpmcv1.PlanActionsFrom(p.Actions), Drain: p.Drain, Reboot: p.Reboot, PolicyRevision: p.PolicyRevision, PlanHash: p.PlanHash}
+	for _, r := range p.Reasons {
+		out.Reasons = append(out.Reasons, ndpmcv1.PlanReason{Change: r.Change, Policy: r.Policy, Match: r.Match, Actions: ndpmcv1.PlanActionsFrom(r.Actions), Detail: r.Detail})
+	}
+	return out
 }
 
 // FormatActions writes actions as administrators read them:

@@ -34,7 +34,7 @@ type Rendered struct {
 	Name string
 	Spec mcfgv1.MachineConfigSpec
 	// Sources maps change ids ("file:/etc/x", "unit:y.service") to the
-	// MachineConfig that gave them (planner.SourcesAnnotation).
+	// MachineConfig that gave them (ndpmcv1.SourcesAnnotation).
 	Sources map[string]string
 	// SectionSources maps the fields that can be unreconcilable
 	// ("spec.config.storage.disks", "spec.fips"...) to the MachineConfigs

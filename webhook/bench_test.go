@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -32,7 +34,7 @@ func review200(b *testing.B) []byte {
 	mc, err := json.Marshal(map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
 		"metadata": map[string]any{"name": "50-adm", "uid": "6c0e8f5e-1111-2222-3333-444455556666", "creationTimestamp": "2026-11-22T03:00:00Z",
-			"labels": map[string]any{controllers.RoleLabel: "worker"}},
+			"labels": map[string]any{ndpmcv1.RoleLabel: "worker"}},
 		"spec": map[string]any{"config": map[string]any{"ignition": map[string]any{"version": "3.4.0"}, "storage": map[string]any{"files": files}}},
 	})
 	if err != nil {

@@ -82,7 +82,7 @@ func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) 
 	resp, _ := previewPools(ctx, h.Previewer, pools, func(pool *mcfgv1.MachineConfigPool) Overrides {
 		name := controllers.GeneratedRegistriesName(pool.Name)
 		return Overrides{name: &ndpmcv1.MachineConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controllers.RoleLabel: pool.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RoleLabel: pool.Name}},
 			Spec:       mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: ign}},
 		}}
 	}, prefix, fmt.Sprintf("%s %q", kind, req.Name))

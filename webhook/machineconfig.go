@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/controllers"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -204,7 +203,7 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 	for _, mc := range []*ndpmcv1.MachineConfig{candidate, old} {
 		// Rendered configs are the render controller's output, not a
 		// change of any pool's sources.
-		if mc != nil && mc.Labels[controllers.RenderedForLabel] != "" {
+		if mc != nil && mc.Labels[ndpmcv1.RenderedForLabel] != "" {
 			return admission.Allowed(""), true
 		}
 	}

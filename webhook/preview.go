@@ -65,11 +65,11 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 	relevant := map[client.Object]func(old, new any) bool{
 		&corev1.Node{}: func(old, new any) bool {
 			o, n := old.(*corev1.Node), new.(*corev1.Node)
-			return !maps.Equal(o.Labels, n.Labels) || o.Annotations[controllers.CurrentConfigAnnotation] != n.Annotations[controllers.CurrentConfigAnnotation]
+			return !maps.Equal(o.Labels, n.Labels) || o.Annotations[ndpmcv1.CurrentConfigAnnotation] != n.Annotations[ndpmcv1.CurrentConfigAnnotation]
 		},
 		&ndpmcv1.MachineConfig{}: func(old, new any) bool {
 			o, n := old.(*ndpmcv1.MachineConfig), new.(*ndpmcv1.MachineConfig)
-			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) || o.Annotations[planner.SourcesAnnotation] != n.Annotations[planner.SourcesAnnotation]
+			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels) || o.Annotations[ndpmcv1.SourcesAnnotation] != n.Annotations[ndpmcv1.SourcesAnnotation]
 		},
 		&mcfgv1.MachineConfigPool{}: func(old, new any) bool {
 			o, n := old.(*mcfgv1.MachineConfigPool), new.(*mcfgv1.MachineConfigPool)
@@ -248,7 +248,7 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	out.Nodes = len(nodes.Items)
 	counts := map[string]int{}
 	for _, n := range nodes.Items {
-		switch cur := n.Annotations[controllers.CurrentConfigAnnotation]; cur {
+		switch cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]; cur {
 		case "":
 			out.Unconfigured++
 		case r.Name:
@@ -320,7 +320,7 @@ func (p *Previewer) render(ctx context.Context, pool *mcfgv1.MachineConfigPool, 
 	var ids []string // what the rendering depends on, for its cache key
 	for i := range list.Items {
 		mc := &list.Items[i]
-		if _, rendered := mc.Labels[controllers.RenderedForLabel]; rendered {
+		if _, rendered := mc.Labels[ndpmcv1.RenderedForLabel]; rendered {
 			continue
 		}
 		if _, overridden := overrides[mc.Name]; overridden {

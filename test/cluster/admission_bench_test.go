@@ -73,7 +73,7 @@ func files(n int, salt string) map[string]any {
 func setupAdmissionBench(b *testing.B) {
 	ctx := context.Background()
 	benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: admissionPool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: admissionPool}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: admissionPool}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + admissionPool: ""}},
 	}}))
 	benchMust(b, k8s.Create(ctx, sourceMC(b, "00-adm-base", admissionPool, files(admissionFiles, "base"))))

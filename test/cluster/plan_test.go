@@ -12,13 +12,12 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
 )
 
 func node(name, pool, current string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels:      map[string]string{"node-role.kubernetes.io/" + pool: ""},
-		Annotations: map[string]string{controllers.CurrentConfigAnnotation: current, controllers.DesiredConfigAnnotation: current, controllers.StateAnnotation: "Done"}}}
+		Annotations: map[string]string{ndpmcv1.CurrentConfigAnnotation: current, ndpmcv1.DesiredConfigAnnotation: current, ndpmcv1.StateAnnotation: "Done"}}}
 }
 
 // waitPlans polls a MachineConfig until its plans satisfy ok.
@@ -31,7 +30,7 @@ func waitPlans(t *testing.T, name string, ok func([]ndpmcv1.PostConfigActions) b
 
 func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "compute"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "compute"}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "compute"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/compute": ""}},
 	}})
 	create(t, sourceMC(t, "00-compute-base", "compute", map[string]any{"storage": map[string]any{"files": []any{
@@ -80,7 +79,7 @@ func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 // sourceMCNamed is an old rendered config some node still runs.
 func sourceMCNamed(t *testing.T, name string) *ndpmcv1.MachineConfig {
 	mc := sourceMC(t, name, "none", map[string]any{})
-	mc.Labels = map[string]string{controllers.RenderedForLabel: "compute"}
+	mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: "compute"}
 	return mc
 }
 
@@ -91,8 +90,8 @@ func setCurrent(t *testing.T, names []string, config string) {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
 			t.Fatal(err)
 		}
-		nd.Annotations[controllers.CurrentConfigAnnotation] = config
-		nd.Annotations[controllers.DesiredConfigAnnotation] = config
+		nd.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
+		nd.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
 		if err := k8s.Update(context.Background(), &nd); err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +102,7 @@ func setCurrent(t *testing.T, names []string, config string) {
 // config whose status holds the plan.
 func TestImageMirrorPlansInMachineConfigStatus(t *testing.T) {
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "mirror"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "mirror"}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "mirror"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/mirror": ""}},
 	}})
 	a := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration.Name

@@ -35,7 +35,7 @@ func poolCondition(t *testing.T, pool string, want corev1.ConditionStatus) mcfgv
 	var found mcfgv1.MachineConfigPoolCondition
 	waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool {
 		for _, c := range p.Status.Conditions {
-			if c.Type == controllers.ConditionRegistriesDegraded && c.Status == want {
+			if c.Type == ndpmcv1.ConditionRegistriesDegraded && c.Status == want {
 				found = c
 				return true
 			}
@@ -53,12 +53,12 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 		p = active.Planner()
 	}
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "infra"}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "infra"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/infra": ""}},
 	}})
 	name := controllers.GeneratedRegistriesName("infra")
 	before := waitMachineConfig(t, name, func(*ndpmcv1.MachineConfig) bool { return true })
-	if before.Labels[controllers.RoleLabel] != "infra" || len(before.OwnerReferences) != 1 {
+	if before.Labels[ndpmcv1.RoleLabel] != "infra" || len(before.OwnerReferences) != 1 {
 		t.Errorf("labels %v, owners %v", before.Labels, before.OwnerReferences)
 	}
 	poolCondition(t, "infra", corev1.ConditionFalse)

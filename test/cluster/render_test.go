@@ -24,7 +24,7 @@ func sourceMC(t testing.TB, name, pool string, ign map[string]any) *ndpmcv1.Mach
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{controllers.RoleLabel: pool}},
+	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RoleLabel: pool}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}, OSImageURL: "quay.io/os@sha256:1"}}
 }
 
@@ -46,7 +46,7 @@ func renderCondition(p *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPoolCondi
 func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	ctx := context.Background()
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "edge"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: "edge"}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "edge"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/edge": ""}},
 	}})
 	create(t, sourceMC(t, "00-edge-base", "edge", map[string]any{"storage": map[string]any{"files": []any{
@@ -64,11 +64,11 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: second.Spec.Configuration.Name}, &rendered); err != nil {
 		t.Fatal(err)
 	}
-	if len(rendered.OwnerReferences) != 1 || rendered.OwnerReferences[0].Name != "edge" || rendered.Labels[controllers.RenderedForLabel] != "edge" {
+	if len(rendered.OwnerReferences) != 1 || rendered.OwnerReferences[0].Name != "edge" || rendered.Labels[ndpmcv1.RenderedForLabel] != "edge" {
 		t.Errorf("rendered config metadata: %+v", rendered.ObjectMeta)
 	}
 	var sources map[string]string
-	if err := json.Unmarshal([]byte(rendered.Annotations[planner.SourcesAnnotation]), &sources); err != nil ||
+	if err := json.Unmarshal([]byte(rendered.Annotations[ndpmcv1.SourcesAnnotation]), &sources); err != nil ||
 		sources["file:/etc/chrony.conf"] != "50-edge-chrony" || sources["file:"+planner.RegistriesConfPath] != controllers.GeneratedRegistriesName("edge") {
 		t.Errorf("sources annotation: %v (%v)", rendered.Annotations, err)
 	}
@@ -91,7 +91,7 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 		t.Errorf("the target moved to %s despite the unreconcilable change", degraded.Spec.Configuration.Name)
 	}
 	var all ndpmcv1.MachineConfigList
-	if err := k8s.List(ctx, &all, client.MatchingLabels{controllers.RenderedForLabel: "edge"}); err != nil {
+	if err := k8s.List(ctx, &all, client.MatchingLabels{ndpmcv1.RenderedForLabel: "edge"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range all.Items {

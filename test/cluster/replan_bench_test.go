@@ -15,7 +15,6 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
 )
 
@@ -36,7 +35,7 @@ func setupReplanBench(b *testing.B) {
 	for i := range benchPools {
 		pool := fmt.Sprintf("bench%02d", i)
 		benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: pool}},
+			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
 		}}))
 		benchMust(b, k8s.Create(ctx, sourceMC(b, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
@@ -45,7 +44,7 @@ func setupReplanBench(b *testing.B) {
 			old := fmt.Sprintf("rendered-%s-old%d", pool, k)
 			mc := sourceMC(b, old, "none", map[string]any{"storage": map[string]any{"files": []any{
 				map[string]any{"path": fmt.Sprintf("/etc/bench/%d", k), "contents": map[string]any{"source": "data:,old"}}}}})
-			mc.Labels = map[string]string{controllers.RenderedForLabel: pool}
+			mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: pool}
 			benchMust(b, k8s.Create(ctx, mc))
 			benchMust(b, k8s.Create(ctx, node(fmt.Sprintf("%s-%d", pool, k), pool, old)))
 		}

@@ -15,7 +15,6 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
 )
 
 // previewPool creates a pool with a base MachineConfig and n nodes running
@@ -23,7 +22,7 @@ import (
 func previewPool(t *testing.T, pool string, n int) string {
 	t.Helper()
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{controllers.RoleLabel: pool}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
 	}})
 	create(t, sourceMC(t, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
@@ -57,7 +56,7 @@ func printed(t *testing.T, what, want, out string, err error) {
 func renderedCount(t *testing.T, pool string) int {
 	t.Helper()
 	var list ndpmcv1.MachineConfigList
-	if err := k8s.List(context.Background(), &list, client.MatchingLabels{controllers.RenderedForLabel: pool}); err != nil {
+	if err := k8s.List(context.Background(), &list, client.MatchingLabels{ndpmcv1.RenderedForLabel: pool}); err != nil {
 		t.Fatal(err)
 	}
 	return len(list.Items)

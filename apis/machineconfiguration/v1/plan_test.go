@@ -1,0 +1,88 @@
+package v1
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func chronyPlan() PostConfigActions {
+	p := PostConfigActions{
+		From:           "rendered-worker-a",
+		Actions:        []PlanAction{{Type: "Restart", Restart: &PlanService{ServiceName: "chronyd.service"}}},
+		PolicyRevision: "sha256:1",
+	}
+	p.PlanHash = p.Hash("rendered-worker-b")
+	return p
+}
+
+func TestVerifyAcceptsItsOwnHash(t *testing.T) {
+	p := chronyPlan()
+	if err := p.Verify("rendered-worker-b"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyRefusesEditedPlans(t *testing.T) {
+	for name, edit := range map[string]func(p *PostConfigActions){
+		"action":   func(p *PostConfigActions) { p.Actions[0].Restart.ServiceName = "sshd.service" },
+		"drain":    func(p *PostConfigActions) { p.Drain = true },
+		"revision": func(p *PostConfigActions) { p.PolicyRevision = "sha256:2" },
+		"from":     func(p *PostConfigActions) { p.From = "rendered-worker-c" },
+		"hash":     func(p *PostConfigActions) { p.PlanHash = "sha256:00" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := chronyPlan()
+			edit(&p)
+			var mismatch *HashMismatchError
+			if err := p.Verify("rendered-worker-b"); !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "planHash mismatch") {
+				t.Fatalf("got %v, want a planHash mismatch", err)
+			}
+		})
+	}
+	// The same plan is no plan for another target.
+	p := chronyPlan()
+	if err := p.Verify("rendered-worker-z"); err == nil {
+		t.Fatal("a plan verified for a target it was not made for")
+	}
+}
+
+func TestValidateRefusesWhatANodeCannotRun(t *testing.T) {
+	svc := func(n string) *PlanService { return &PlanService{ServiceName: n} }
+	for _, tc := range []struct {
+		name    string
+		actions []PlanAction
+		reboot  bool
+		want    string
+	}{
+		{"unknown type", []PlanAction{{Type: "Explode"}}, false, `unknown action type "Explode"`},
+		{"drain as action", []PlanAction{{Type: "Drain"}}, false, `unknown action type "Drain"`},
+		{"restart without unit", []PlanAction{{Type: "Restart"}}, false, "Restart names no unit"},
+		{"bad unit", []PlanAction{{Type: "Reload", Reload: svc("../etc/passwd")}}, false, "invalid unit name"},
+		{"reboot with others", []PlanAction{{Type: "Reboot"}, {Type: "DaemonReload"}}, true, "Reboot must be the only action"},
+		{"reboot flag without action", []PlanAction{{Type: "DaemonReload"}}, true, "reboot is true"},
+		{"empty", nil, false, "empty"},
+		{"crossed unit", []PlanAction{{Type: "Reload", Reload: svc("a.service"), Restart: svc("b.service")}}, false, "another action type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PostConfigActions{From: "a", Actions: tc.actions, Reboot: tc.reboot}
+			p.PlanHash = p.Hash("b")
+			err := p.Verify("b")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	ok := PostConfigActions{From: "a", Actions: []PlanAction{{Type: "DaemonReload"}, {Type: "Reload", Reload: svc("crio.service")}, {Type: "Restart", Restart: svc("kubelet.service")}}}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestActionsConvertBothWays(t *testing.T) {
+	in := []PlanAction{{Type: "DaemonReload"}, {Type: "Reload", Reload: &PlanService{ServiceName: "crio.service"}}, {Type: "Restart", Restart: &PlanService{ServiceName: "kubelet.service"}}}
+	back := PlanActionsFrom(NodeDisruptionPolicyActions(in))
+	if len(back) != 3 || back[1].String() != "Reload crio.service" || back[2].String() != "Restart kubelet.service" || back[0].String() != "DaemonReload" {
+		t.Fatalf("round trip: %v", back)
+	}
+}

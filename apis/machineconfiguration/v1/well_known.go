@@ -1,0 +1,62 @@
+package v1
+
+// Node annotations, with the MCO's names so that existing tooling reads
+// ndp's nodes. The rollout controller writes desiredConfig; the node
+// daemon writes currentConfig, state and reason.
+const (
+	// CurrentConfigAnnotation is the rendered config the node runs.
+	CurrentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
+	// DesiredConfigAnnotation is the rendered config the node is sent to.
+	DesiredConfigAnnotation = "machineconfiguration.openshift.io/desiredConfig"
+	// StateAnnotation is the node daemon's state: one of the NodeState
+	// values below.
+	StateAnnotation = "machineconfiguration.openshift.io/state"
+	// ReasonAnnotation explains a Degraded or Unreconcilable state.
+	ReasonAnnotation = "machineconfiguration.openshift.io/reason"
+)
+
+// Node states (StateAnnotation).
+const (
+	// StateDone: the node runs its currentConfig and nothing is under way.
+	StateDone = "Done"
+	// StateWorking: the node daemon is executing a plan.
+	StateWorking = "Working"
+	// StateDegraded: a step of the plan failed; the reason names it.
+	StateDegraded = "Degraded"
+	// StateUnreconcilable: the target cannot be applied in place.
+	StateUnreconcilable = "Unreconcilable"
+)
+
+// Labels and annotations of MachineConfigs.
+const (
+	// RoleLabel selects the MachineConfigs of a pool, as the MCO's pools do.
+	RoleLabel = "machineconfiguration.openshift.io/role"
+	// RenderedForLabel marks a rendered MachineConfig with its pool;
+	// rendered configs are never sources of another rendering.
+	RenderedForLabel = "ndp.dev/rendered-for"
+	// SourcesAnnotation, on a rendered MachineConfig, maps change ids
+	// ("file:/etc/chrony.conf", "unit:foo.service") to the source
+	// MachineConfig that contributed them, so that a template owner's
+	// policy can match on the source.
+	SourcesAnnotation = "ndp.dev/sources"
+)
+
+// MachineConfig conditions (status.conditions of a rendered config).
+const (
+	// ConditionPlanReady: every plan a node of the pool needs is computed.
+	ConditionPlanReady = "PlanReady"
+	// ConditionUnreconcilable: some node cannot move to this config in
+	// place.
+	ConditionUnreconcilable = "Unreconcilable"
+)
+
+// MachineConfigPool conditions ndp adds to openshift/api's.
+const (
+	// ConditionRegistriesDegraded: an image-mirror object is invalid and
+	// registries.conf is left as it was.
+	ConditionRegistriesDegraded = "RegistriesDegraded"
+)
+
+// PlanPendingReason is the reason of the MachineConfigNode condition
+// UpdatePrepared while the target has no plan for the node's config yet.
+const PlanPendingReason = "PlanPending"
