@@ -1,0 +1,42 @@
+package daemon
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// The daemon's RBAC: its own Node (read, annotate, cordon), pods on it
+// (drain: list, evict, delete), DaemonSets (the drain checks DaemonSet
+// pods' owners), MachineConfigs (read plans) and its MachineConfigNode.
+//
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;create;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager reconciles the daemon's own Node: every change of it
+// (a new desiredConfig above all) runs Sync. The manager's cache should
+// hold only that Node (see CacheOptions).
+func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
+	own := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == d.NodeName })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("ndp-daemon").
+		For(&corev1.Node{}, builder.WithPredicates(own)).
+		// One update at a time: the steps of a node are sequential.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+			after, err := d.Sync(ctx) // errors are logged and retried with backoff
+			return reconcile.Result{RequeueAfter: after}, err
+		}))
+}

@@ -1,0 +1,718 @@
+// Package daemon is the node executor (DESIGN §5b): it makes its node match
+// the desiredConfig annotation by running exactly the plan the plan
+// controller stored in the target MachineConfig's status, step by step,
+// journaled on the host. It never evaluates a policy: it links no policy
+// engine, and a plan it cannot verify is refused, never recomputed.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner/machineconfig"
+)
+
+// DefaultBootIDPath is where Linux tells the current boot's ID.
+const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// Daemon executes its node's plans. Sync is level-triggered: whatever
+// happened before (a crash, a reboot, a change of the target), it looks at
+// the host's journal and current config, the node and the target's plan,
+// and takes the next step.
+type Daemon struct {
+	NodeName string
+	// Client writes the node's annotations and its MachineConfigNode;
+	// Reader reads the node and MachineConfigs from the API server,
+	// uncached.
+	Client client.Client
+	Reader client.Reader
+
+	Host     *Host
+	Systemd  Systemd
+	OS       OSUpdater
+	Rebooter Rebooter
+	Drainer  *Drainer
+	Status   *Status
+
+	// BootIDPath is read for the current boot's ID (DefaultBootIDPath).
+	BootIDPath string
+	// PollInterval is how often the daemon looks again for a plan that is
+	// not written yet, or for a new one after a refusal.
+	PollInterval time.Duration
+	Log          logr.Logger
+
+	// synced: this process has run Sync before (a journal in progress at
+	// the first Sync means the daemon was restarted mid-update).
+	synced bool
+	// rebooting: this process requested the reboot and waits for it.
+	rebooting bool
+	// lastApplied is the MachineConfigNode last written, to skip
+	// identical writes.
+	lastApplied string
+}
+
+// transientError is a failure of the cluster, not of the node: retried,
+// never a reason to degrade the node.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+func transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transientError{err}
+}
+
+// errRebooting stops a sync once the reboot is under way.
+var errRebooting = errors.New("rebooting")
+
+func (d *Daemon) bootID() (string, error) {
+	b, err := os.ReadFile(d.BootIDPath)
+	if err != nil {
+		return "", fmt.Errorf("reading the boot ID: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Sync takes the node one step (or all the steps it can) towards its
+// desired config. It returns when to look again, if the daemon is waiting
+// for something that no watched change announces (a plan being written).
+func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
+	if d.rebooting {
+		return 0, nil // the system is going down
+	}
+	var node corev1.Node
+	if err := d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err != nil {
+		return 0, fmt.Errorf("reading node %s: %w", d.NodeName, err)
+	}
+	d.Status.load(ctx)
+	boot, err := d.bootID()
+	if err != nil {
+		return 0, err
+	}
+	first := !d.synced
+	d.synced = true
+
+	var j Journal
+	hasJournal, err := d.Host.ReadJSON(JournalPath, &j)
+	if err != nil {
+		return d.PollInterval, d.refuse(ctx, &node, "", node.Annotations[ndpmcv1.DesiredConfigAnnotation], "", "JournalCorrupt", err)
+	}
+	if hasJournal && j.InProgress() {
+		return d.resume(ctx, &node, &j, boot, first)
+	}
+	var prev *Journal
+	if hasJournal {
+		prev = &j
+	}
+	cur, err := d.currentConfig(ctx, &node)
+	if err != nil {
+		return 0, err
+	}
+	if cur == nil {
+		return d.PollInterval, nil // no config to adopt yet
+	}
+	desired := node.Annotations[ndpmcv1.DesiredConfigAnnotation]
+	if desired == "" || desired == cur.Name {
+		return 0, d.settled(ctx, &node, cur, prev)
+	}
+	return d.start(ctx, &node, cur, desired, prev, boot)
+}
+
+// currentConfig reads the config the host runs. A host without one (a new
+// node, or one set up before ndp) adopts the config its annotation names,
+// else its desired config: the one it was provisioned with.
+func (d *Daemon) currentConfig(ctx context.Context, node *corev1.Node) (*StoredConfig, error) {
+	var cur StoredConfig
+	found, err := d.Host.ReadJSON(CurrentConfigPath, &cur)
+	if err != nil || found {
+		return &cur, err
+	}
+	name := node.Annotations[ndpmcv1.CurrentConfigAnnotation]
+	if name == "" {
+		name = node.Annotations[ndpmcv1.DesiredConfigAnnotation]
+	}
+	if name == "" {
+		return nil, nil
+	}
+	var mc ndpmcv1.MachineConfig
+	if err := d.Reader.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			d.Log.Info("the config to adopt does not exist yet", "config", name)
+			return nil, nil
+		}
+		return nil, err
+	}
+	cur = StoredConfig{Name: name, Spec: mc.Spec}
+	if err := d.Host.WriteJSON(CurrentConfigPath, &cur); err != nil {
+		return nil, err
+	}
+	d.Status.event(node, corev1.EventTypeNormal, "Adopted", "Adopt", fmt.Sprintf("no config recorded on the host: it runs %s", name))
+	return &cur, nil
+}
+
+// settled reports a node that runs its desired config.
+func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConfig, prev *Journal) error {
+	if prev != nil && prev.Failed != nil && !prev.Failed.Closed {
+		// Back on its own config after a failed update: undo that update's
+		// cordon, once.
+		if prev.CordonedByDaemon() {
+			if err := d.Drainer.Cordon(ctx, node, false); err != nil {
+				return transient(err)
+			}
+		}
+		prev.Failed.Closed = true
+		if err := d.Host.WriteJSON(JournalPath, prev); err != nil {
+			return err
+		}
+	}
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+cur.Name)
+	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
+	if err := d.report(ctx, node, cur.Name, node.Annotations[ndpmcv1.DesiredConfigAnnotation], map[string]string{
+		ndpmcv1.CurrentConfigAnnotation: cur.Name, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
+	}, poolOf(prev)); err != nil {
+		return err
+	}
+	return nil
+}
+
+func poolOf(j *Journal) string {
+	if j == nil {
+		return ""
+	}
+	return j.Pool
+}
+
+// start verifies the target's plan for the node's config and, if it can be
+// executed, journals it and runs it. Everything that can be refused is
+// refused here, before the first write.
+func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig, desired string, prev *Journal, boot string) (time.Duration, error) {
+	var target ndpmcv1.MachineConfig
+	if err := d.Reader.Get(ctx, client.ObjectKey{Name: desired}, &target); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionUnknown, "TargetNotFound", fmt.Sprintf("the desired config %s does not exist (yet)", desired))
+		return d.PollInterval, d.report(ctx, node, cur.Name, desired, nil, "")
+	}
+	pool := target.Labels[ndpmcv1.RenderedForLabel]
+	plan := target.Status.PlanFrom(cur.Name)
+	if plan == nil {
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionUnknown, ndpmcv1.PlanPendingReason,
+			fmt.Sprintf("waiting for the plan from %s in the status of %s", cur.Name, desired))
+		return d.PollInterval, d.report(ctx, node, cur.Name, desired, nil, pool)
+	}
+	if err := plan.Verify(desired); err != nil {
+		reason := "InvalidPlan"
+		var mismatch *ndpmcv1.HashMismatchError
+		if errors.As(err, &mismatch) {
+			reason = "PlanHashMismatch"
+		}
+		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, reason, err)
+	}
+	if prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.To == desired && prev.Plan.PlanHash == plan.PlanHash {
+		// This very plan failed: it is not retried until the target or
+		// its plan changes.
+		return d.PollInterval, d.degraded(ctx, node, cur.Name, desired, pool, "StepFailed", prev.Failed.Error)
+	}
+	to, err := machineconfig.New(desired, target.Spec)
+	if err != nil {
+		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", fmt.Errorf("the rendered config cannot be parsed: %w", err))
+	}
+	from, err := machineconfig.New(cur.Name, cur.Spec)
+	if err != nil {
+		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", fmt.Errorf("the config recorded on the host cannot be parsed: %w", err))
+	}
+	if _, err := planFiles(d.Host, from, to); err != nil {
+		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", err)
+	}
+	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
+	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).equal(osConfig(target.Spec)), inherit)
+	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+		return 0, err
+	}
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionTrue, "PlanVerified", describePlan(j))
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionUnknown, "Executing", "updating to "+desired)
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionFalse, "Updating", fmt.Sprintf("updating from %s to %s", cur.Name, desired))
+	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
+	for _, c := range []mcfgv1.StateProgress{mcfgv1.MachineConfigNodeUpdateCordoned, mcfgv1.MachineConfigNodeUpdateDrained, mcfgv1.MachineConfigNodeUpdateFiles,
+		mcfgv1.MachineConfigNodeUpdateOS, mcfgv1.MachineConfigNodeUpdateFilesAndOS, mcfgv1.MachineConfigNodeUpdatePostActionComplete,
+		mcfgv1.MachineConfigNodeUpdateRebooted, mcfgv1.MachineConfigNodeUpdateUncordoned, mcfgv1.MachineConfigNodeUpdateComplete, mcfgv1.MachineConfigNodeResumed} {
+		d.Status.condition(c, metav1.ConditionFalse, "Pending", "")
+	}
+	if err := d.report(ctx, node, cur.Name, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}, pool); err != nil {
+		return 0, err
+	}
+	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
+	return d.run(ctx, node, j, boot)
+}
+
+func describePlan(j *Journal) string {
+	p := &j.Plan
+	var acts []string
+	for _, a := range p.Actions {
+		acts = append(acts, a.String())
+	}
+	return fmt.Sprintf("plan %s → %s: %s, drain %t, reboot %t (planHash %s)", p.From, j.To, strings.Join(acts, ", "), p.Drain, p.Reboot, p.PlanHash)
+}
+
+// resume continues a journaled update, after a restart of the daemon or a
+// reboot of the node.
+func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot string, first bool) (time.Duration, error) {
+	if err := j.Plan.Verify(j.To); err != nil {
+		return d.PollInterval, d.refuse(ctx, node, j.Plan.From, j.To, j.Pool, "JournalCorrupt", fmt.Errorf("the journal's plan: %w", err))
+	}
+	if first {
+		why := "a restart of the daemon"
+		if boot != j.BootID {
+			why = "a reboot"
+		}
+		at := "the end"
+		for i := range j.Steps {
+			if !j.Steps[i].Done {
+				at = j.Steps[i].Title(i)
+				break
+			}
+		}
+		msg := fmt.Sprintf("resumed the update to %s at step %s after %s", j.To, at, why)
+		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)
+		d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
+	}
+	return d.run(ctx, node, j, boot)
+}
+
+// update holds what the steps of one update read, loaded on first use.
+type update struct {
+	d        *Daemon
+	j        *Journal
+	from, to *machineconfig.Config
+	target   *ndpmcv1.MachineConfig
+	files    *fileUpdate
+}
+
+func (u *update) configs(ctx context.Context) error {
+	if u.from != nil {
+		return nil
+	}
+	var cur StoredConfig
+	found, err := u.d.Host.ReadJSON(CurrentConfigPath, &cur)
+	if err != nil {
+		return err
+	}
+	if !found || cur.Name != u.j.Plan.From {
+		return fmt.Errorf("the host records config %q, but the update is from %s", cur.Name, u.j.Plan.From)
+	}
+	if err := u.loadTarget(ctx); err != nil {
+		return err
+	}
+	if u.from, err = machineconfig.New(cur.Name, cur.Spec); err != nil {
+		return err
+	}
+	if u.to, err = machineconfig.New(u.j.To, u.target.Spec); err != nil {
+		return err
+	}
+	u.files, err = planFiles(u.d.Host, u.from, u.to)
+	return err
+}
+
+func (u *update) loadTarget(ctx context.Context) error {
+	if u.target != nil {
+		return nil
+	}
+	var mc ndpmcv1.MachineConfig
+	if err := u.d.Reader.Get(ctx, client.ObjectKey{Name: u.j.To}, &mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("the target config %s was deleted during the update", u.j.To)
+		}
+		return transient(err)
+	}
+	u.target = &mc
+	return nil
+}
+
+// run executes the journal's steps not done yet, in order.
+func (d *Daemon) run(ctx context.Context, node *corev1.Node, j *Journal, boot string) (time.Duration, error) {
+	u := &update{d: d, j: j}
+	for i := range j.Steps {
+		s := &j.Steps[i]
+		if s.Done {
+			continue
+		}
+		err := d.step(ctx, node, u, i, boot)
+		if errors.Is(err, errRebooting) {
+			return 0, nil
+		}
+		var te *transientError
+		if errors.As(err, &te) || ctx.Err() != nil {
+			return 0, err // retried from this step
+		}
+		if err != nil {
+			return d.PollInterval, d.fail(ctx, node, u, i, err)
+		}
+		now := time.Now().UTC()
+		s.Done, s.DoneAt = true, &now
+		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+			return 0, err
+		}
+	}
+	j.Completed = true
+	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+		return 0, err
+	}
+	msg := fmt.Sprintf("updated from %s to %s", j.Plan.From, j.To)
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionTrue, "Executed", msg)
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdateComplete, metav1.ConditionTrue, "Complete", msg)
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+j.To)
+	if err := d.report(ctx, node, j.To, j.To, map[string]string{
+		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
+	}, j.Pool); err != nil {
+		return 0, err
+	}
+	d.Status.event(node, corev1.EventTypeNormal, "UpdateComplete", "Update", msg)
+	return 0, nil
+}
+
+// step runs one step. The journal says it started before anything of it
+// happens; a step found started but not done is resumed in a way that does
+// not repeat what it already did.
+func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, boot string) error {
+	j := u.j
+	s := &j.Steps[i]
+	resumed := s.Started
+	if !resumed {
+		if s.Name == StepCordon && !j.InheritedCordon {
+			j.NodeWasUnschedulable = node.Spec.Unschedulable
+		}
+		if s.Action != nil && (s.Action.Reload != nil || s.Action.Restart != nil) {
+			m, err := d.Systemd.Marker(ctx, unitOf(s.Action))
+			if err != nil {
+				return err
+			}
+			s.Marker = &m
+		}
+		now := time.Now().UTC()
+		s.Started, s.BootID, s.StartedAt = true, boot, &now
+		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+			return err
+		}
+	}
+	switch s.Name {
+	case StepCordon:
+		if err := d.Drainer.Cordon(ctx, node, true); err != nil {
+			return transient(err)
+		}
+		msg := "cordoned for the update"
+		if j.NodeWasUnschedulable {
+			msg = "already cordoned before the update"
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateCordoned, metav1.ConditionTrue, "Cordoned", msg)
+		d.Status.event(node, corev1.EventTypeNormal, "Cordoned", "Cordon", msg)
+	case StepDrain:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "Draining", "evicting pods")
+		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
+			return err
+		}
+		d.Drainer.Waiting = func(attempt int, pods []string, err error) {
+			msg := waitingMessage(attempt, pods, err)
+			d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "WaitingForPods", msg)
+			d.Status.event(node, corev1.EventTypeWarning, "DrainWaiting", "Drain", msg)
+			if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
+				d.Log.Error(err, "reporting the drain's progress")
+			}
+		}
+		if err := d.Drainer.Drain(ctx, d.NodeName); err != nil {
+			return transient(err)
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionTrue, "Drained", "every evictable pod left the node")
+		d.Status.event(node, corev1.EventTypeNormal, "Drained", "Drain", "every evictable pod left the node")
+	case StepBackup:
+		if err := u.configs(ctx); err != nil {
+			return err
+		}
+		if err := d.backup(ctx, u.files); err != nil {
+			return err
+		}
+	case StepFiles:
+		if err := u.configs(ctx); err != nil {
+			return err
+		}
+		if err := d.writeFiles(ctx, u.files); err != nil {
+			return err
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFiles, metav1.ConditionTrue, "Applied",
+			fmt.Sprintf("%d files written, %d removed", len(u.files.Writes), len(u.files.Removes)))
+	case StepOS:
+		if err := u.configs(ctx); err != nil {
+			return err
+		}
+		if err := d.OS.Apply(ctx, osConfig(u.from.Spec), osConfig(u.to.Spec)); err != nil {
+			return err
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateOS, metav1.ConditionTrue, "Applied", "OS changes staged for "+j.To)
+	case StepCurrentConfig:
+		if err := u.loadTarget(ctx); err != nil {
+			return err
+		}
+		if err := d.Host.WriteJSON(CurrentConfigPath, &StoredConfig{Name: j.To, Spec: u.target.Spec}); err != nil {
+			return err
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
+	case StepAction:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title(i))
+		if err := d.action(ctx, s, resumed); err != nil {
+			return err
+		}
+		if last := lastAction(j); last == i {
+			d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionTrue, "Done", "every action of the plan ran")
+		}
+	case StepReboot:
+		if resumed && s.BootID != boot {
+			d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionTrue, "Rebooted", "the node rebooted into "+j.To)
+			return nil
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionUnknown, "Rebooting", "reboot requested")
+		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
+			return err
+		}
+		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
+		if err := d.Rebooter.Reboot(ctx, "ndp: update to "+j.To); err != nil {
+			return fmt.Errorf("requesting the reboot: %w", err)
+		}
+		d.rebooting = true
+		return errRebooting
+	case StepUncordon:
+		if !j.CordonedByDaemon() {
+			d.Status.condition(mcfgv1.MachineConfigNodeUpdateUncordoned, metav1.ConditionFalse, "CordonedBeforeUpdate", "the node was cordoned before the update and stays cordoned")
+			return nil
+		}
+		if err := d.Drainer.Cordon(ctx, node, false); err != nil {
+			return transient(err)
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateUncordoned, metav1.ConditionTrue, "Uncordoned", "schedulable again")
+	default:
+		return fmt.Errorf("unknown step %q in the journal", s.Name)
+	}
+	return d.report(ctx, node, "", j.To, nil, j.Pool)
+}
+
+func lastAction(j *Journal) int {
+	last := -1
+	for i := range j.Steps {
+		if j.Steps[i].Name == StepAction {
+			last = i
+		}
+	}
+	return last
+}
+
+func unitOf(a *ndpmcv1.PlanAction) string {
+	switch {
+	case a.Restart != nil:
+		return a.Restart.ServiceName
+	case a.Reload != nil:
+		return a.Reload.ServiceName
+	}
+	return ""
+}
+
+// action runs one post-config action. Resumed after a crash, a Reload or
+// Restart that already ran (the unit's run changed since the marker the
+// journal holds) is not issued again.
+func (d *Daemon) action(ctx context.Context, s *Step, resumed bool) error {
+	a := s.Action
+	switch a.Type {
+	case "DaemonReload":
+		return d.Systemd.DaemonReload(ctx) // repeating it is harmless
+	case "Reload", "Restart":
+	default:
+		return fmt.Errorf("unknown action type %q", a.Type)
+	}
+	unit := unitOf(a)
+	if resumed && s.Marker != nil {
+		if err := d.Systemd.WaitIdle(ctx, unit); err != nil {
+			return err
+		}
+		now, err := d.Systemd.Marker(ctx, unit)
+		if err != nil {
+			return err
+		}
+		ran := now.InvocationID != s.Marker.InvocationID
+		if a.Type == "Reload" {
+			ran = ran || now.StateChange != s.Marker.StateChange
+		}
+		if ran {
+			d.Log.Info("the action ran before the restart of the daemon; not repeating it", "action", a.String())
+			return d.Systemd.WaitActive(ctx, unit)
+		}
+	}
+	if a.Type == "Reload" {
+		return d.Systemd.Reload(ctx, unit)
+	}
+	return d.Systemd.Restart(ctx, unit)
+}
+
+// backup saves what the files step overwrites or removes, and the
+// enablement of the units it changes.
+func (d *Daemon) backup(ctx context.Context, fu *fileUpdate) error {
+	b := backup{Units: map[string]string{}, UnitFiles: len(fu.Units) > 0}
+	for _, p := range append(fu.Touched(), CurrentConfigPath) {
+		f, err := d.Host.Snapshot(p)
+		if err != nil {
+			return fmt.Errorf("backing up %s: %w", p, err)
+		}
+		b.Files = append(b.Files, f)
+	}
+	for _, unit := range append(append([]string{}, fu.Enable...), fu.Disable...) {
+		state, err := d.Systemd.UnitFileState(ctx, unit)
+		if err != nil {
+			return fmt.Errorf("reading the enablement of %s: %w", unit, err)
+		}
+		b.Units[unit] = state
+	}
+	return d.Host.WriteJSON(BackupPath, &b)
+}
+
+type backup struct {
+	Files []hostFile `json:"files"`
+	// Units maps units whose enablement the update changes to their
+	// UnitFileState before it.
+	Units map[string]string `json:"units"`
+	// UnitFiles: the update touches unit files, so systemd must re-read
+	// them after a restore.
+	UnitFiles bool `json:"unitFiles"`
+}
+
+func (d *Daemon) writeFiles(ctx context.Context, fu *fileUpdate) error {
+	for _, w := range fu.Writes {
+		if err := d.Host.WriteFile(w); err != nil {
+			return err
+		}
+	}
+	for _, p := range fu.Removes {
+		if err := d.Host.Remove(p); err != nil {
+			return err
+		}
+	}
+	if fu.PasswordHash != nil {
+		if err := setPasswordHash(d.Host, *fu.PasswordHash); err != nil {
+			return fmt.Errorf("setting the core user's password hash: %w", err)
+		}
+	}
+	if err := d.Systemd.Disable(ctx, fu.Disable); err != nil {
+		return fmt.Errorf("disabling %s: %w", strings.Join(fu.Disable, ", "), err)
+	}
+	if err := d.Systemd.Enable(ctx, fu.Enable); err != nil {
+		return fmt.Errorf("enabling %s: %w", strings.Join(fu.Enable, ", "), err)
+	}
+	return nil
+}
+
+// restore puts back what the backup saved, if the backup was taken.
+func (d *Daemon) restore(ctx context.Context, j *Journal) (bool, error) {
+	if s := j.step(StepBackup); s == nil || !s.Done {
+		return false, nil
+	}
+	var b backup
+	found, err := d.Host.ReadJSON(BackupPath, &b)
+	if err != nil || !found {
+		return false, fmt.Errorf("reading the backup: %v", err)
+	}
+	var errs []error
+	for _, f := range b.Files {
+		if err := d.Host.Restore(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, unit := range sortedKeys(b.Units) {
+		var err error
+		switch b.Units[unit] {
+		case "enabled":
+			err = d.Systemd.Enable(ctx, []string{unit})
+		case "disabled":
+			err = d.Systemd.Disable(ctx, []string{unit})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restoring the enablement of %s: %w", unit, err))
+		}
+	}
+	if b.UnitFiles {
+		if err := d.Systemd.DaemonReload(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("daemon-reload after the restore: %w", err))
+		}
+	}
+	return true, errors.Join(errs...)
+}
+
+// fail stops an update at a failed step: the previous files are restored,
+// the node is Degraded with the step and the error, and the update is not
+// retried until its target or plan changes. Nothing is rebooted.
+func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, stepErr error) error {
+	j := u.j
+	msg := fmt.Sprintf("step %s of the update to %s failed: %v", j.Steps[i].Title(i), j.To, stepErr)
+	restored, err := d.restore(ctx, j)
+	switch {
+	case err != nil:
+		msg += fmt.Sprintf("; restoring the previous files failed: %v", err)
+	case restored:
+		msg += "; the previous files are restored"
+	}
+	j.Failed = &Failure{Step: j.Steps[i].Title(i), Error: msg, At: time.Now().UTC()}
+	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+		d.Log.Error(err, "recording the failure in the journal")
+	}
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionFalse, "StepFailed", msg)
+	return d.degraded(ctx, node, j.Plan.From, j.To, j.Pool, "StepFailed", msg)
+}
+
+// refuse degrades the node for a plan or config it will not execute;
+// nothing was written.
+func (d *Daemon) refuse(ctx context.Context, node *corev1.Node, current, desired, pool, reason string, err error) error {
+	msg := fmt.Sprintf("refusing the update to %s: %v", desired, err)
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionFalse, reason, msg)
+	return d.degraded(ctx, node, current, desired, pool, reason, msg)
+}
+
+func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desired, pool, reason, msg string) error {
+	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionTrue, reason, msg)
+	d.Status.event(node, corev1.EventTypeWarning, reason, "Update", msg)
+	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: truncate(msg, maxMessage)}, pool)
+}
+
+// report writes the node annotations given and the MachineConfigNode,
+// skipping a write identical to the last.
+func (d *Daemon) report(ctx context.Context, node *corev1.Node, current, desired string, annotations map[string]string, pool string) error {
+	if annotations != nil {
+		if err := d.Status.annotate(ctx, node, annotations); err != nil {
+			return transient(err)
+		}
+	}
+	if current == "" {
+		current = node.Annotations[ndpmcv1.CurrentConfigAnnotation]
+		if c, ok := annotations[ndpmcv1.CurrentConfigAnnotation]; ok {
+			current = c
+		}
+	}
+	key := fmt.Sprintf("%s|%s|%s|%v", pool, current, desired, d.Status.conds)
+	if key == d.lastApplied {
+		return nil
+	}
+	if err := d.Status.apply(ctx, pool, current, desired); err != nil {
+		return transient(err)
+	}
+	d.lastApplied = key
+	return nil
+}

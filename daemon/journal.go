@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"fmt"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+)
+
+// Host paths of the daemon's state (under StateDir).
+const (
+	// JournalPath records the update under way, step by step.
+	JournalPath = StateDir + "/journal.json"
+	// CurrentConfigPath holds the config the node runs: the truth, not
+	// the node annotation.
+	CurrentConfigPath = StateDir + "/currentconfig.json"
+	// BackupPath holds what the files step overwrites, to restore it if a
+	// step fails.
+	BackupPath = StateDir + "/backup.json"
+)
+
+// Step names, in the order they run.
+const (
+	StepCordon        = "cordon"
+	StepDrain         = "drain"
+	StepBackup        = "backup"
+	StepFiles         = "files"
+	StepOS            = "os"
+	StepCurrentConfig = "current-config"
+	StepAction        = "action"
+	StepReboot        = "reboot"
+	StepUncordon      = "uncordon"
+)
+
+// Journal is the daemon's record of one update, on the host (DESIGN §5b).
+// It is written atomically before and after every step, so that after a
+// crash or a reboot the daemon resumes at the first step not done and never
+// repeats a completed disruptive step. It holds the verified plan itself:
+// resuming does not depend on the plan still being in the cluster.
+type Journal struct {
+	To   string                    `json:"to"`
+	Plan ndpmcv1.PostConfigActions `json:"plan"`
+	Pool string                    `json:"pool,omitempty"`
+	// BootID is the boot the update started in.
+	BootID string `json:"bootID"`
+	// NodeWasUnschedulable: someone else had cordoned the node before the
+	// update, so the daemon leaves it cordoned.
+	NodeWasUnschedulable bool `json:"nodeWasUnschedulable"`
+	// InheritedCordon: an update that failed after cordoning the node left
+	// it cordoned, and this one uncordons it at the end.
+	InheritedCordon bool      `json:"inheritedCordon,omitempty"`
+	Steps           []Step    `json:"steps"`
+	Started         time.Time `json:"started"`
+	Completed       bool      `json:"completed,omitempty"`
+	Failed          *Failure  `json:"failed,omitempty"`
+}
+
+// Step is one step of an update.
+type Step struct {
+	Name string `json:"name"`
+	// Action is the plan action of an action step.
+	Action  *ndpmcv1.PlanAction `json:"action,omitempty"`
+	Started bool                `json:"started,omitempty"`
+	Done    bool                `json:"done,omitempty"`
+	// BootID is the boot the step started in: a reboot step started in
+	// another boot than the current one is done.
+	BootID string `json:"bootID,omitempty"`
+	// Marker is the unit's run before a Reload or Restart was issued.
+	Marker    *UnitMarker `json:"marker,omitempty"`
+	StartedAt *time.Time  `json:"startedAt,omitempty"`
+	DoneAt    *time.Time  `json:"doneAt,omitempty"`
+}
+
+// Failure is the step that failed and why.
+type Failure struct {
+	Step  string    `json:"step"`
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
+	// Closed: the node went back to its config (desired = current) and
+	// the daemon undid the failed update's cordon.
+	Closed bool `json:"closed,omitempty"`
+}
+
+// Title names a step for people: "action 2 (Restart chronyd.service)".
+func (s *Step) Title(i int) string {
+	if s.Action != nil {
+		return fmt.Sprintf("%s %d (%s)", s.Name, i, s.Action)
+	}
+	return s.Name
+}
+
+// InProgress: started, neither completed nor failed.
+func (j *Journal) InProgress() bool { return j != nil && !j.Completed && j.Failed == nil }
+
+// step returns the named step, or nil.
+func (j *Journal) step(name string) *Step {
+	for i := range j.Steps {
+		if j.Steps[i].Name == name {
+			return &j.Steps[i]
+		}
+	}
+	return nil
+}
+
+// CordonedByDaemon: the daemon cordoned a node that was schedulable, so
+// it is the one to uncordon it.
+func (j *Journal) CordonedByDaemon() bool {
+	s := j.step(StepCordon)
+	return j.InheritedCordon || (s != nil && s.Started && !j.NodeWasUnschedulable)
+}
+
+// newJournal lays out the steps of a verified plan.
+func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string, osChange, inheritCordon bool) *Journal {
+	j := &Journal{To: to, Plan: *plan.DeepCopy(), Pool: pool, BootID: bootID, Started: time.Now().UTC()}
+	add := func(name string, a *ndpmcv1.PlanAction) { j.Steps = append(j.Steps, Step{Name: name, Action: a}) }
+	if plan.Drain {
+		add(StepCordon, nil)
+		add(StepDrain, nil)
+	}
+	add(StepBackup, nil)
+	add(StepFiles, nil)
+	if osChange {
+		add(StepOS, nil)
+	}
+	add(StepCurrentConfig, nil)
+	for i := range plan.Actions {
+		switch a := plan.Actions[i]; a.Type {
+		case "None":
+		case "Reboot":
+			add(StepReboot, nil)
+		default:
+			add(StepAction, a.DeepCopy())
+		}
+	}
+	if plan.Drain || inheritCordon {
+		add(StepUncordon, nil)
+	}
+	j.InheritedCordon = inheritCordon
+	return j
+}
+
+// StoredConfig is the config the node runs, as the daemon records it.
+type StoredConfig struct {
+	Name string                   `json:"name"`
+	Spec mcfgv1.MachineConfigSpec `json:"spec"`
+}

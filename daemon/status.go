@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+)
+
+// FieldManager is the daemon's server-side apply field manager.
+const FieldManager = "ndp-daemon"
+
+// maxMessage bounds condition messages and annotations.
+const maxMessage = 1024
+
+// Status reports the node's progress: the node annotations (state,
+// reason, currentConfig), its MachineConfigNode's conditions (server-side
+// apply, field manager ndp-daemon) and Events on the Node.
+type Status struct {
+	Client   client.Client
+	Reader   client.Reader
+	Recorder events.EventRecorder
+	NodeName string
+
+	conds  []metav1.Condition
+	loaded bool
+	// lastEvent avoids repeating the same event at every poll.
+	lastEvent string
+}
+
+// condition records one MachineConfigNode condition; lastTransitionTime
+// only moves when its status does.
+func (s *Status) condition(typ mcfgv1.StateProgress, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.conds, metav1.Condition{Type: string(typ), Status: status, Reason: reason, Message: truncate(msg, maxMessage)})
+}
+
+func (s *Status) load(ctx context.Context) {
+	if s.loaded {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigNode"))
+	if err := s.Reader.Get(ctx, client.ObjectKey{Name: s.NodeName}, u); err == nil {
+		raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &s.conds)
+	}
+	s.loaded = true
+}
+
+// Conditions returns a copy of the conditions as last applied.
+func (s *Status) Conditions() []metav1.Condition { return append([]metav1.Condition(nil), s.conds...) }
+
+// apply writes the MachineConfigNode: spec (node, pool, desired config)
+// and status (current and desired config, conditions).
+func (s *Status) apply(ctx context.Context, pool, current, desired string) error {
+	if pool == "" {
+		pool = "unknown"
+	}
+	if desired == "" {
+		desired = current
+	}
+	if desired == "" {
+		return nil // nothing to report against yet
+	}
+	gvk := mcfgv1.GroupVersion.WithKind("MachineConfigNode")
+	spec := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": s.NodeName},
+		"spec": map[string]any{
+			"node":          map[string]any{"name": s.NodeName},
+			"pool":          map[string]any{"name": pool},
+			"configVersion": map[string]any{"desired": desired},
+		},
+	}}
+	spec.SetGroupVersionKind(gvk)
+	if err := s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying MachineConfigNode %s: %w", s.NodeName, err)
+	}
+	conds := make([]any, 0, len(s.conds))
+	for _, c := range s.conds {
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = metav1.Now()
+		}
+		conds = append(conds, map[string]any{"type": c.Type, "status": string(c.Status), "reason": c.Reason, "message": c.Message,
+			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339)})
+	}
+	version := map[string]any{"desired": desired}
+	if current != "" {
+		version["current"] = current
+	}
+	st := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": s.NodeName},
+		"status":   map[string]any{"configVersion": version, "conditions": conds},
+	}}
+	st.SetGroupVersionKind(gvk)
+	if err := s.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying the status of MachineConfigNode %s: %w", s.NodeName, err)
+	}
+	return nil
+}
+
+// annotate sets the daemon's node annotations, patching only what differs.
+func (s *Status) annotate(ctx context.Context, node *corev1.Node, kv map[string]string) error {
+	patch := map[string]any{}
+	for k, v := range kv {
+		cur, ok := node.Annotations[k]
+		if (v == "" && ok) || (v != "" && cur != v) {
+			if v == "" {
+				patch[k] = nil
+			} else {
+				patch[k] = v
+			}
+		}
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if err := s.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, b)); err != nil {
+		return fmt.Errorf("annotating node %s: %w", s.NodeName, err)
+	}
+	return nil
+}
+
+// event records an Event on the Node, once per distinct message in a row.
+func (s *Status) event(node *corev1.Node, typ, reason, action, msg string) {
+	if s.Recorder == nil || reason+msg == s.lastEvent {
+		return
+	}
+	s.lastEvent = reason + msg
+	s.Recorder.Eventf(node, nil, typ, reason, action, "%s", truncate(msg, maxMessage))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// nodeState reads the daemon's annotations of a node.
+func nodeState(n *corev1.Node) (current, desired, state string) {
+	return n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation]
+}

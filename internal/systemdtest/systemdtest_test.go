@@ -1,0 +1,51 @@
+package systemdtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The recipe itself: a unit started through the user manager runs, and its
+// invocation is traced.
+func TestUserManagerRunsUnits(t *testing.T) {
+	dir := t.TempDir()
+	m, err := Start(filepath.Join(dir, "run"), filepath.Join(dir, "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	trace := filepath.Join(dir, "trace")
+	unit := "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c 'echo $INVOCATION_ID >> " + trace + "'\n"
+	if err := os.WriteFile(filepath.Join(m.UnitDir(), "probe.service"), []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Systemctl("daemon-reload"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Systemctl("start", "probe.service"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := m.Show("probe.service", "InvocationID")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil || strings.TrimSpace(string(b)) != id || id == "" {
+		t.Fatalf("trace %q (%v), InvocationID %q", b, err, id)
+	}
+	m.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(m.Socket()); err != nil {
+			return
+		}
+		if m.Systemctl("is-system-running") != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the manager still answers after Stop")
+}
