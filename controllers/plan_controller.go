@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -20,6 +21,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
+	"github.com/ndp-dev/ndp/render"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -30,15 +33,15 @@ import (
 // policy set: the node daemon only executes a plan found there.
 type PlanReconciler struct {
 	Client client.Client
-	Active *ActivePolicies
+	Active *policyset.ActivePolicies
 
-	configs *ConfigCache
+	configs *render.ConfigCache
 }
 
 // SetupWithManager reconciles all pools when nodes, MachineConfigs or the
 // active policy set change.
 func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.configs = NewConfigCache(1024)
+	r.configs = render.NewConfigCache(1024)
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plan").
@@ -65,29 +68,32 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if p == nil {
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil // no policy accepted yet
 	}
-	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
-	if err != nil {
+	view := render.NewPoolView(r.Client, &pool)
+	byConfig, err := view.NodesByConfig(ctx)
+	var selErr *render.SelectorError
+	if errors.As(err, &selErr) {
 		return reconcile.Result{}, nil // the render controller reports bad selectors
 	}
-	var nodes, all corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.Client.List(ctx, &all); err != nil {
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// Configs nodes move from; a node already updating keeps its plan.
 	froms := map[string]bool{}
 	updating := map[string]bool{}
-	for _, n := range nodes.Items {
-		cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]
+	for cur, nodes := range byConfig {
 		if cur == "" || cur == target {
 			continue
 		}
 		froms[cur] = true
-		if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target {
-			updating[cur] = true
+		for _, n := range nodes {
+			if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target {
+				updating[cur] = true
+			}
 		}
+	}
+	single, err := view.SingleNode(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 
 	var to ndpmcv1.MachineConfig
@@ -121,7 +127,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			planErrs = append(planErrs, err.Error())
 			continue
 		}
-		plan, err := p.Plan(ctx, planner.Request{From: fromCfg, To: toCfg, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: len(all.Items) == 1})
+		plan, err := p.Plan(ctx, planner.Request{From: fromCfg, To: toCfg, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: single})
 		if err != nil {
 			planErrs = append(planErrs, fmt.Sprintf("%s: %v", from, err))
 			continue

@@ -2,11 +2,8 @@ package controllers
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -24,15 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/render"
 )
-
-// DefaultRegistriesBase is the registries.conf the mirror rules are added
-// to: OpenShift's default search list.
-const DefaultRegistriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-`
 
 // +kubebuilder:rbac:groups=config.openshift.io,resources=imagedigestmirrorsets;imagetagmirrorsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=imagecontentsourcepolicies,verbs=get;list;watch
@@ -48,7 +38,7 @@ type RegistriesReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	// Base is the registries.conf the mirrors are added to
-	// (DefaultRegistriesBase when empty).
+	// (render.DefaultRegistriesBase when empty).
 	Base string
 }
 
@@ -63,12 +53,6 @@ func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.ImageTagMirrorSet{}, allPools).
 		Watches(&operatorv1alpha1.ImageContentSourcePolicy{}, allPools).
 		Complete(r)
-}
-
-// GeneratedRegistriesName is the MachineConfig holding a pool's rendered
-// registries.conf.
-func GeneratedRegistriesName(pool string) string {
-	return "99-" + pool + "-generated-registries"
 }
 
 // Reconcile renders one pool's registries MachineConfig.
@@ -87,10 +71,10 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	base := r.Base
 	if base == "" {
-		base = DefaultRegistriesBase
+		base = render.DefaultRegistriesBase
 	}
-	ign, nrules, err := RegistriesConfig(base, idms.Items, itms.Items, icsp.Items)
-	var invalid *InvalidMirrorsError
+	ign, nrules, err := render.RegistriesConfig(base, idms.Items, itms.Items, icsp.Items)
+	var invalid *render.InvalidMirrorsError
 	if errors.As(err, &invalid) {
 		// The previous file stays: a half-applied mirror set could send
 		// pulls to the wrong place.
@@ -101,7 +85,7 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	mc := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: GeneratedRegistriesName(pool.Name)}}
+	mc := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: render.GeneratedRegistriesName(pool.Name)}}
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, mc, func() error {
 		if mc.Labels == nil {
 			mc.Labels = map[string]string{}
@@ -117,42 +101,6 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "RegistriesRendered", "RenderRegistries", "%s %s from %d image-mirror rules", mc.Name, op, nrules)
 	}
 	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror rules", mc.Name, nrules))
-}
-
-// InvalidMirrorsError lists the image-mirror objects that cannot be
-// rendered, each named.
-type InvalidMirrorsError struct{ Errs []error }
-
-func (e *InvalidMirrorsError) Error() string {
-	msgs := make([]string, len(e.Errs))
-	for i, err := range e.Errs {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-// RegistriesConfig is the Ignition config of the generated registries
-// MachineConfig: base with the mirror rules of every image-mirror object.
-// The controller writes it; the admission webhook previews it with a
-// candidate object in place. Invalid objects give an *InvalidMirrorsError.
-func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet, icsp []operatorv1alpha1.ImageContentSourcePolicy) (ignition []byte, rules int, err error) {
-	mirrorRules, errs := registries.MirrorRules(idms, itms, icsp)
-	if len(errs) > 0 {
-		return nil, 0, &InvalidMirrorsError{Errs: errs}
-	}
-	baseConf, err := registries.Parse([]byte(base))
-	if err != nil {
-		return nil, 0, fmt.Errorf("base registries.conf: %w", err)
-	}
-	data := registries.Marshal(registries.Render(baseConf, mirrorRules))
-	ign, err := json.Marshal(map[string]any{
-		"ignition": map[string]any{"version": "3.5.0"},
-		"storage": map[string]any{"files": []any{map[string]any{
-			"path": planner.RegistriesConfPath, "mode": 0o644, "overwrite": true,
-			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)},
-		}}},
-	})
-	return ign, len(mirrorRules), err
 }
 
 func (r *RegistriesReconciler) setCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {

@@ -3,8 +3,8 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -50,24 +50,20 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.MachineConfigSelector)
-	if err != nil || pool.Spec.MachineConfigSelector == nil {
-		return reconcile.Result{}, r.degraded(ctx, &pool, "InvalidSelector", fmt.Sprintf("spec.machineConfigSelector: %v", err))
+	mcs, err := render.NewPoolView(r.Client, &pool).Sources(ctx)
+	var selErr *render.SelectorError
+	if errors.As(err, &selErr) {
+		return reconcile.Result{}, r.degraded(ctx, &pool, "InvalidSelector", selErr.Error())
 	}
-	var list ndpmcv1.MachineConfigList
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var sources []render.Source
-	var refs []corev1.ObjectReference
-	for _, mc := range list.Items {
-		if _, rendered := mc.Labels[ndpmcv1.RenderedForLabel]; rendered {
-			continue
-		}
+	sources := make([]render.Source, 0, len(mcs))
+	refs := make([]corev1.ObjectReference, 0, len(mcs)) // sorted by name, as the sources
+	for _, mc := range mcs {
 		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec})
 		refs = append(refs, corev1.ObjectReference{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig", Name: mc.Name})
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	if len(sources) == 0 {
 		return reconcile.Result{}, nil // nothing to render yet
 	}

@@ -6,6 +6,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 )
 
 // LeaderElectionID is the lease ndp-controller replicas elect a leader with.
@@ -14,8 +15,8 @@ const LeaderElectionID = "ndp-controller.ndp.dev"
 // SetupWithManager wires every ndp controller into mgr, sharing one active
 // policy set, and returns that set. ndp-controller and the cluster tests
 // call it, so the tests run exactly the wiring that ships.
-func SetupWithManager(mgr ctrl.Manager, opts planner.EngineOptions) (*ActivePolicies, error) {
-	active := NewActivePolicies(opts)
+func SetupWithManager(mgr ctrl.Manager, opts planner.EngineOptions) (*policyset.ActivePolicies, error) {
+	active := policyset.NewActivePolicies(opts)
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
 		"policy":     &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active},
 		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller")},

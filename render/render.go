@@ -1,6 +1,11 @@
 // Package render merges a pool's MachineConfigs into its rendered config:
 // the first box of the flow (DESIGN §2), shared by the render controller and
-// the admission webhook's in-memory preview.
+// the admission webhook's in-memory preview. It also renders registries.conf
+// from the image-mirror objects (RegistriesConfig), keeps parsed
+// MachineConfigs (ConfigCache), and reads what a pool's rendering and plans
+// start from (PoolView): its source MachineConfigs, its nodes by current
+// config, and whether the cluster is a single node. The controllers and the
+// webhook all read these through it, the same way.
 package render
 
 import (

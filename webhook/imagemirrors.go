@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/render"
 )
 
 // +kubebuilder:rbac:groups=config.openshift.io,resources=imagedigestmirrorsets;imagetagmirrorsets,verbs=get;list;watch
@@ -62,8 +62,8 @@ func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) 
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s %q: %w", kind, req.Name, err))
 	}
-	ign, _, err := controllers.RegistriesConfig(h.RegistriesBase, idms.Items, itms.Items, icsp.Items)
-	var invalid *controllers.InvalidMirrorsError
+	ign, _, err := render.RegistriesConfig(h.RegistriesBase, idms.Items, itms.Items, icsp.Items)
+	var invalid *render.InvalidMirrorsError
 	if errors.As(err, &invalid) {
 		return admission.Denied(fmt.Sprintf("registries.conf cannot be rendered with this %s: %v", kind, invalid))
 	}
@@ -80,7 +80,7 @@ func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) 
 	}
 	prefix := fmt.Sprintf("%s %s %s: ", verb, kind, req.Name)
 	resp, _ := previewPools(ctx, h.Previewer, pools, func(pool *mcfgv1.MachineConfigPool) Overrides {
-		name := controllers.GeneratedRegistriesName(pool.Name)
+		name := render.GeneratedRegistriesName(pool.Name)
 		return Overrides{name: &ndpmcv1.MachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RoleLabel: pool.Name}},
 			Spec:       mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: ign}},

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/policyset"
 )
 
 // +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies,verbs=get;list;watch
@@ -19,10 +19,10 @@ import (
 // PolicyValidation refuses a NodeDisruptionPolicy the policy controller
 // would reject: it compiles the policy in the sandbox with the replica's
 // active set, runs its regoTests, and resolves and verifies its bundle,
-// with the controller's own checker. The denial names the policy and the
-// line and column, or the forbidden builtin.
+// with the policy controller's own checker (policyset). The denial names
+// the policy and the line and column, or the forbidden builtin.
 type PolicyValidation struct {
-	Checker *controllers.PolicyChecker
+	Checker *policyset.PolicyChecker
 	Decoder admission.Decoder
 }
 

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -36,9 +36,9 @@ import (
 // are kept, each under a key that changes with its inputs.
 type Previewer struct {
 	Client client.Reader
-	Active *controllers.ActivePolicies
+	Active *policyset.ActivePolicies
 
-	configs    *controllers.ConfigCache          // cluster MachineConfigs, by UID and generation
+	configs    *render.ConfigCache               // cluster MachineConfigs, by UID and generation
 	candidates *bounded[string, *planner.Config] // candidate MachineConfigs, by content digest
 	renders    *bounded[string, *rendering]      // renderings, by pool and sources
 	plans      *bounded[planKey, *planner.Plan]  // plans, by policy revision and configs
@@ -118,11 +118,11 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 }
 
 // NewPreviewer returns a previewer with bounded caches.
-func NewPreviewer(c client.Reader, active *controllers.ActivePolicies) *Previewer {
+func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer {
 	return &Previewer{
 		Client:     c,
 		Active:     active,
-		configs:    controllers.NewConfigCache(512),
+		configs:    render.NewConfigCache(512),
 		candidates: newBounded[string, *planner.Config](64),
 		renders:    newBounded[string, *rendering](256),
 		plans:      newBounded[planKey, *planner.Plan](4096),
@@ -227,34 +227,30 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	if pl == nil {
 		return nil, fmt.Errorf("no NodeDisruptionPolicy is active yet")
 	}
-	r, err := p.render(ctx, pool, overrides)
+	view := p.view(pool)
+	r, err := p.render(ctx, view, overrides)
 	if err != nil {
 		return nil, err
 	}
 	out := &PoolPreview{Pool: pool.Name, Rendered: r.Name, Unchanged: r.Name == pool.Spec.Configuration.Name}
-
-	nodeSel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
-	if err != nil {
-		return nil, fmt.Errorf("MachineConfigPool %q: spec.nodeSelector: %w", pool.Name, err)
-	}
-	var nodes corev1.NodeList
-	if err := p.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: nodeSel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing the nodes of pool %q: %w", pool.Name, err)
-	}
-	single, err := p.singleNode(ctx)
+	byConfig, err := view.NodesByConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out.Nodes = len(nodes.Items)
+	single, err := view.SingleNode(ctx)
+	if err != nil {
+		return nil, err
+	}
 	counts := map[string]int{}
-	for _, n := range nodes.Items {
-		switch cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]; cur {
+	for cur, nodes := range byConfig {
+		out.Nodes += len(nodes)
+		switch cur {
 		case "":
-			out.Unconfigured++
+			out.Unconfigured += len(nodes)
 		case r.Name:
-			out.UpToDate++
+			out.UpToDate += len(nodes)
 		default:
-			counts[cur]++
+			counts[cur] = len(nodes)
 		}
 	}
 	if out.Unchanged {
@@ -295,34 +291,33 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	return out, nil
 }
 
+// view is a pool's view as previews read it: from the cache's own objects,
+// and with the node count of WatchInputs.
+func (p *Previewer) view(pool *mcfgv1.MachineConfigPool) *render.PoolView {
+	return &render.PoolView{Pool: pool, Reader: p.Client, Shared: true, SingleNodeFunc: p.singleNode}
+}
+
 func (p *Previewer) singleNode(ctx context.Context) (bool, error) {
 	if p.nodesCounted.Load() {
 		return p.nodes.Load() == 1, nil
 	}
-	var nodes corev1.NodeList
-	if err := p.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return false, fmt.Errorf("listing nodes: %w", err)
-	}
-	return len(nodes.Items) == 1, nil
+	return render.SingleNode(ctx, p.Client, client.UnsafeDisableDeepCopy)
 }
 
 // render merges the pool's MachineConfigs, with the overrides in place.
-func (p *Previewer) render(ctx context.Context, pool *mcfgv1.MachineConfigPool, overrides Overrides) (*rendering, error) {
-	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.MachineConfigSelector)
-	if err != nil || pool.Spec.MachineConfigSelector == nil {
-		return nil, fmt.Errorf("MachineConfigPool %q: spec.machineConfigSelector: %v", pool.Name, err)
+func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides Overrides) (*rendering, error) {
+	pool := view.Pool
+	sel, err := view.MachineConfigSelector()
+	if err != nil {
+		return nil, err
 	}
-	var list ndpmcv1.MachineConfigList
-	if err := p.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing MachineConfigs: %w", err)
+	mcs, err := view.Sources(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var sources []render.Source
 	var ids []string // what the rendering depends on, for its cache key
-	for i := range list.Items {
-		mc := &list.Items[i]
-		if _, rendered := mc.Labels[ndpmcv1.RenderedForLabel]; rendered {
-			continue
-		}
+	for _, mc := range mcs {
 		if _, overridden := overrides[mc.Name]; overridden {
 			continue
 		}

@@ -18,7 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/policyset"
+	"github.com/ndp-dev/ndp/render"
 )
 
 // Paths the handlers are served at (manifests/webhook/webhook.yaml).
@@ -39,7 +40,7 @@ var (
 // Options configure the handlers.
 type Options struct {
 	// RegistriesBase is the registries.conf image mirrors are added to
-	// (controllers.DefaultRegistriesBase when empty), as the registries
+	// (render.DefaultRegistriesBase when empty), as the registries
 	// controller's.
 	RegistriesBase string
 	// TestTimeout bounds each Rego test of a validated policy.
@@ -49,18 +50,18 @@ type Options struct {
 // SetupWithManager registers the handlers on the manager's webhook server.
 // They use the replica's active policy set, which the policy controller
 // keeps on every replica.
-func SetupWithManager(mgr ctrl.Manager, active *controllers.ActivePolicies, opts Options) (*Previewer, error) {
+func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts Options) (*Previewer, error) {
 	srv := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	previewer := NewPreviewer(mgr.GetClient(), active)
 	base := opts.RegistriesBase
 	if base == "" {
-		base = controllers.DefaultRegistriesBase
+		base = render.DefaultRegistriesBase
 	}
 	srv.Register(MachineConfigPath, &admission.Webhook{Handler: NewMachineConfigPreview(previewer, decoder)})
 	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base}})
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
-		Checker: &controllers.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
+		Checker: &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder: decoder,
 	}})
 	// Every replica serves, so every replica watches (not leader-elected).

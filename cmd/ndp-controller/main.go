@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/webhook"
@@ -62,7 +63,7 @@ func main() {
 	// background. It must exist before the webhook server starts.
 	var selfSigned *certs.SelfSigned
 	if webhookPort > 0 && !certs.CertFilesPresent(certDir) {
-		c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 		if err != nil {
 			setup.Error(err, "creating a client")
 			os.Exit(1)
@@ -91,7 +92,7 @@ func main() {
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        controllers.Scheme(),
+		Scheme:                        scheme.New(),
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,
 		LeaderElection:                leaderElect,

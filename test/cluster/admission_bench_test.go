@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/webhook"
 )
 
@@ -283,7 +283,7 @@ func dryRunClient(b *testing.B) client.Client {
 	cfg := rest.CopyConfig(restConfig)
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.WarningHandlerWithContext = warningCounter{}
-	c, err := client.New(cfg, client.Options{Scheme: controllers.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	benchMust(b, err)
 	return c
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/bundletest"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 )
 
 func restart(svc string) operatorv1.NodeDisruptionPolicySpecAction {
@@ -201,7 +202,7 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 
 	// A controller that restarts meanwhile starts with an empty set: it
 	// activates the recorded spec again rather than losing the revision.
-	restarted := controllers.NewActivePolicies(planner.EngineOptions{})
+	restarted := policyset.NewActivePolicies(planner.EngineOptions{})
 	r := &controllers.PolicyReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Active: restarted}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "chrony-edit"}}); err != nil {
 		t.Fatal(err)

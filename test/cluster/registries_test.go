@@ -13,6 +13,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/render"
 )
 
 // waitMachineConfig polls a MachineConfig until ok accepts it.
@@ -56,7 +57,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "infra"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/infra": ""}},
 	}})
-	name := controllers.GeneratedRegistriesName("infra")
+	name := render.GeneratedRegistriesName("infra")
 	before := waitMachineConfig(t, name, func(*ndpmcv1.MachineConfig) bool { return true })
 	if before.Labels[ndpmcv1.RoleLabel] != "infra" || len(before.OwnerReferences) != 1 {
 		t.Errorf("labels %v, owners %v", before.Labels, before.OwnerReferences)

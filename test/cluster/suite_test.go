@@ -23,9 +23,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/webhook"
 )
 
@@ -35,7 +37,7 @@ var (
 	kubeconfig string // for the real kubectl
 	kubectlBin string
 	// The running replica of ndp-controller (see startReplica).
-	active      *controllers.ActivePolicies
+	active      *policyset.ActivePolicies
 	previewer   *webhook.Previewer
 	stopReplica func()
 	// Where envtest registered the shipped webhook configuration.
@@ -75,7 +77,7 @@ func run(m *testing.M) int {
 		}
 	}()
 	restConfig = cfg
-	if k8s, err = client.New(cfg, client.Options{Scheme: controllers.Scheme()}); err != nil {
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -116,7 +118,7 @@ func run(m *testing.M) int {
 // registered. stopReplica stops it, as a killed process would.
 func startReplica() error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        controllers.Scheme(),
+		Scheme:                        scheme.New(),
 		Client:                        controllers.ClientOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		LeaderElection:                true,

@@ -14,18 +14,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 )
 
 // takeoverReplica is one ndp-controller replica of this test's own
 // election, with short leases; it does not give its lease up when stopped,
 // as a crashed process would not.
-func takeoverReplica(t *testing.T) (manager.Manager, *controllers.ActivePolicies, func()) {
+func takeoverReplica(t *testing.T) (manager.Manager, *policyset.ActivePolicies, func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  controllers.Scheme(),
+		Scheme:                  scheme.New(),
 		Client:                  controllers.ClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		LeaderElection:          true,

@@ -46,6 +46,8 @@ func (p *PostConfigActions) Hash(to string) string {
 	return PlanHash(p.From, to, p.Actions, p.Drain, p.Reboot, p.PolicyRevision)
 }
 
+// +kubebuilder:object:generate=false
+
 // HashMismatchError is a stored plan whose planHash is not the digest of
 // its own content: it was edited, or written by something else.
 type HashMismatchError struct {

@@ -1,6 +1,10 @@
-// Package controllers holds ndp's controllers: each a small reconciler with
-// one job, level-triggered and idempotent.
-package controllers
+// Package policyset holds the active policy set every ndp-controller
+// replica keeps (the last revision of each NodeDisruptionPolicy that
+// compiled and passed its tests, compiled together) and the check a policy
+// generation must pass to join it. The policy controller and the admission
+// webhook share both, so that what the webhook admits the controller
+// accepts, and both plan with the same set.
+package policyset
 
 import (
 	"context"
@@ -8,44 +12,12 @@ import (
 	"sort"
 	"sync"
 
-	configv1 "github.com/openshift/api/config/v1"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
 )
-
-// ClientOptions configure the manager's client: bundles live in ConfigMaps
-// in any namespace, so the controller watches only their metadata and reads
-// the one it needs from the API server, instead of caching every
-// ConfigMap's data (and reading a stale copy right after a change).
-func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
-}
-
-// Scheme holds every type ndp's controllers read or write: Kubernetes'
-// own, NodeDisruptionPolicy, ndp's MachineConfig (with its status),
-// MachineConfigPool and the image-mirror objects.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme, configv1.AddToScheme, operatorv1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // static registrations: a programming error
-		}
-	}
-	// openshift/api's pool types, but not its MachineConfig: ndp's own type
-	// (with the plan status) is registered for that kind.
-	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{})
-	return s
-}
 
 // ActivePolicies is the policy set in force: for every NodeDisruptionPolicy,
 // the last revision that compiled and passed its tests, compiled together

@@ -1,0 +1,31 @@
+// Package scheme builds the runtime.Scheme of every type ndp's controllers
+// and admission webhooks read or write, so that both (and the tests) decode
+// the same kinds the same way.
+package scheme
+
+import (
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+)
+
+// New returns a scheme with Kubernetes' own types, NodeDisruptionPolicy,
+// ndp's MachineConfig (with its status), MachineConfigPool and the
+// image-mirror objects.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme, configv1.AddToScheme, operatorv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // static registrations: a programming error
+		}
+	}
+	// openshift/api's pool types, but not its MachineConfig: ndp's own type
+	// (with the plan status) is registered for that kind.
+	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{})
+	return s
+}

@@ -1,0 +1,18 @@
+// Package controllers holds ndp's controllers: each a small reconciler with
+// one job, level-triggered and idempotent. The active policy set they plan
+// with is policyset's; the rendering and the pool view they read, render's;
+// their manager's scheme is apis/scheme's.
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ClientOptions configure the manager's client: bundles live in ConfigMaps
+// in any namespace, so the controller watches only their metadata and reads
+// the one it needs from the API server, instead of caching every
+// ConfigMap's data (and reading a stale copy right after a change).
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
+}

@@ -1,0 +1,133 @@
+package policyset
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// Reasons a policy generation is rejected (Check), also the reasons of its
+// Accepted condition.
+const (
+	ReasonCompileError = "CompileError"
+	ReasonTestsFailed  = "TestsFailed"
+	ReasonBundleError  = "BundleError"
+)
+
+// PolicyChecker decides whether a NodeDisruptionPolicy generation can be
+// activated. The policy controller and the admission webhook both use it,
+// so that what the webhook admits the controller accepts.
+type PolicyChecker struct {
+	// Client reads bundle ConfigMaps and the other policies.
+	Client client.Reader
+	// Active is the set the policy must compile with.
+	Active *ActivePolicies
+	// TestTimeout bounds each Rego test (default 5s).
+	TestTimeout time.Duration
+}
+
+// Check builds the policy of the given generation, with its bundle, and
+// checks it: it must compile alone and with the other active policies, and
+// its Rego tests must pass. The reason is one of the Reason* constants.
+func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
+	pol := planner.PolicyFromAPI("", ndp, 0, 0)
+	if ref := ndp.Spec.BundleRef; ref != nil {
+		b, err := c.bundle(ctx, ndp)
+		if err != nil {
+			return pol, ReasonBundleError, err
+		}
+		pol.Modules = append(pol.Modules, b.Modules...)
+		pol.Tests = append(pol.Tests, b.Tests...)
+	}
+	if _, err := planner.NewEngine(ctx, append(c.Active.Others(ndp.Name), pol), planner.EngineOptions{}); err != nil {
+		return pol, ReasonCompileError, err
+	}
+	if len(pol.Tests) > 0 {
+		var out bytes.Buffer
+		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: c.TestTimeout})
+		if err != nil {
+			return pol, ReasonTestsFailed, err
+		}
+		if sum.Failed+sum.Errored > 0 {
+			return pol, ReasonTestsFailed, fmt.Errorf("%d of %d Rego tests failed:\n%s", sum.Failed+sum.Errored, sum.Passed+sum.Failed+sum.Errored, failures(out.String()))
+		}
+	}
+	return pol, "", nil
+}
+
+// bundle reads and verifies the policy's bundle, and checks that its roots
+// overlap no other policy's bundle.
+func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, error) {
+	ref := ndp.Spec.BundleRef
+	key := ref.Key
+	if key == "" {
+		key = "bundle.tar.gz"
+	}
+	where := fmt.Sprintf("spec.bundleRef: ConfigMap %s/%s key %s", ref.Namespace, ref.Name, key)
+	var cm corev1.ConfigMap
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &cm); err != nil {
+		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
+	}
+	data, ok := cm.BinaryData[key]
+	if !ok {
+		return planner.Policy{}, fmt.Errorf("%s: no such binaryData key", where)
+	}
+	b, err := planner.ReadBundle(where, bytes.NewReader(data), []byte(ref.PublicKey))
+	if err != nil {
+		return planner.Policy{}, err
+	}
+	roots, err := planner.BundleRoots(bytes.NewReader(data))
+	if err != nil {
+		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
+	}
+	var list v1alpha1.NodeDisruptionPolicyList
+	if err := c.Client.List(ctx, &list); err != nil {
+		return planner.Policy{}, err
+	}
+	for _, other := range list.Items {
+		oref := other.Spec.BundleRef
+		if other.Name == ndp.Name || oref == nil {
+			continue
+		}
+		var ocm corev1.ConfigMap
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: oref.Namespace, Name: oref.Name}, &ocm); err != nil {
+			continue // the other policy reports its own missing bundle
+		}
+		okey := oref.Key
+		if okey == "" {
+			okey = "bundle.tar.gz"
+		}
+		oroots, err := planner.BundleRoots(bytes.NewReader(ocm.BinaryData[okey]))
+		if err != nil {
+			continue
+		}
+		if x, y, overlap := planner.RootsOverlap(roots, oroots); overlap {
+			return planner.Policy{}, fmt.Errorf("%s: bundle root %q overlaps root %q of the bundle of NodeDisruptionPolicy %q", where, x, y, other.Name)
+		}
+	}
+	return b, nil
+}
+
+// failures keeps the failure section of a PrettyReporter report.
+func failures(report string) string {
+	if i := strings.Index(report, "FAILURES"); i >= 0 {
+		report = report[i:]
+	}
+	return truncate(strings.TrimSpace(report), 4000)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

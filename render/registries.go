@@ -1,0 +1,62 @@
+package render
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
+
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/registries"
+)
+
+// DefaultRegistriesBase is the registries.conf the mirror rules are added
+// to: OpenShift's default search list.
+const DefaultRegistriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = ""
+`
+
+// GeneratedRegistriesName is the MachineConfig holding a pool's rendered
+// registries.conf.
+func GeneratedRegistriesName(pool string) string {
+	return "99-" + pool + "-generated-registries"
+}
+
+// InvalidMirrorsError lists the image-mirror objects that cannot be
+// rendered, each named.
+type InvalidMirrorsError struct{ Errs []error }
+
+func (e *InvalidMirrorsError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// RegistriesConfig is the Ignition config of the generated registries
+// MachineConfig: base with the mirror rules of every image-mirror object.
+// The registries controller writes it; the admission webhook previews it
+// with a candidate object in place. Invalid objects give an *InvalidMirrorsError.
+func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet, icsp []operatorv1alpha1.ImageContentSourcePolicy) (ignition []byte, rules int, err error) {
+	mirrorRules, errs := registries.MirrorRules(idms, itms, icsp)
+	if len(errs) > 0 {
+		return nil, 0, &InvalidMirrorsError{Errs: errs}
+	}
+	baseConf, err := registries.Parse([]byte(base))
+	if err != nil {
+		return nil, 0, fmt.Errorf("base registries.conf: %w", err)
+	}
+	data := registries.Marshal(registries.Render(baseConf, mirrorRules))
+	ign, err := json.Marshal(map[string]any{
+		"ignition": map[string]any{"version": "3.5.0"},
+		"storage": map[string]any{"files": []any{map[string]any{
+			"path": planner.RegistriesConfPath, "mode": 0o644, "overwrite": true,
+			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)},
+		}}},
+	})
+	return ign, len(mirrorRules), err
+}
