@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,10 @@ type Daemon struct {
 	// not written yet, or for a new one after a refusal.
 	PollInterval time.Duration
 	Log          logr.Logger
+	// CrashAt, for fault-injection tests only, names a point
+	// ("<step index>:started|ran|done") where the process kills itself
+	// with SIGKILL, as a crash or a power cut would stop it.
+	CrashAt string
 
 	// synced: this process has run Sync before (a journal in progress at
 	// the first Sync means the daemon was restarted mid-update).
@@ -353,6 +358,9 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, j *Journal, boot st
 			continue
 		}
 		err := d.step(ctx, node, u, i, boot)
+		if err == nil {
+			d.crash(i, "ran")
+		}
 		if errors.Is(err, errRebooting) {
 			return 0, nil
 		}
@@ -368,6 +376,7 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, j *Journal, boot st
 		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 			return 0, err
 		}
+		d.crash(i, "done")
 	}
 	j.Completed = true
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
@@ -409,6 +418,7 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 			return err
 		}
+		d.crash(i, "started")
 	}
 	switch s.Name {
 	case StepCordon:
@@ -507,6 +517,15 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 		return fmt.Errorf("unknown step %q in the journal", s.Name)
 	}
 	return d.report(ctx, node, "", j.To, nil, j.Pool)
+}
+
+// crash kills the process at the fault-injection point CrashAt names.
+func (d *Daemon) crash(step int, phase string) {
+	if d.CrashAt != "" && d.CrashAt == fmt.Sprintf("%d:%s", step, phase) {
+		d.Log.Info("fault injection: killing the daemon", "at", d.CrashAt)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL cannot be caught: the process ends here
+	}
 }
 
 func lastAction(j *Journal) int {
@@ -695,24 +714,24 @@ func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desir
 // report writes the node annotations given and the MachineConfigNode,
 // skipping a write identical to the last.
 func (d *Daemon) report(ctx context.Context, node *corev1.Node, current, desired string, annotations map[string]string, pool string) error {
-	if annotations != nil {
-		if err := d.Status.annotate(ctx, node, annotations); err != nil {
-			return transient(err)
-		}
-	}
 	if current == "" {
 		current = node.Annotations[ndpmcv1.CurrentConfigAnnotation]
 		if c, ok := annotations[ndpmcv1.CurrentConfigAnnotation]; ok {
 			current = c
 		}
 	}
-	key := fmt.Sprintf("%s|%s|%s|%v", pool, current, desired, d.Status.conds)
-	if key == d.lastApplied {
-		return nil
+	// The MachineConfigNode first: whoever sees the node Done finds its
+	// conditions complete.
+	if key := fmt.Sprintf("%s|%s|%s|%v", pool, current, desired, d.Status.conds); key != d.lastApplied {
+		if err := d.Status.apply(ctx, pool, current, desired); err != nil {
+			return transient(err)
+		}
+		d.lastApplied = key
 	}
-	if err := d.Status.apply(ctx, pool, current, desired); err != nil {
-		return transient(err)
+	if annotations != nil {
+		if err := d.Status.annotate(ctx, node, annotations); err != nil {
+			return transient(err)
+		}
 	}
-	d.lastApplied = key
 	return nil
 }

@@ -123,6 +123,8 @@ func run(info func(string, ...any), nodeName, root, unitDir, systemdAddr, bootID
 		BootIDPath:   bootIDPath,
 		PollInterval: poll,
 		Log:          ctrl.Log.WithName("daemon").WithValues("node", nodeName),
+		// Fault injection for the crash tests; unset in production.
+		CrashAt: os.Getenv("NDP_DAEMON_CRASH_AT"),
 	}
 	if err := d.SetupWithManager(mgr); err != nil {
 		return err

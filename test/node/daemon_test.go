@@ -1,0 +1,723 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// plan computes the plan from one config to another with the built-in
+// defaults and the given file policies (path → actions), as the plan
+// controller would, in the shape stored in MachineConfig status.
+func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]operatorv1.NodeDisruptionPolicySpecAction) ndpmcv1.PostConfigActions {
+	t.Helper()
+	pols := []planner.Policy{planner.DefaultPolicy()}
+	if len(files) > 0 {
+		np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "test"}}
+		for _, p := range sortedKeysOf(files) {
+			np.Spec.Files = append(np.Spec.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: p, Actions: files[p]})
+		}
+		pols = append(pols, planner.PolicyFromAPI("test", np, 0, 0))
+	}
+	pl, err := planner.New(context.Background(), pols, planner.EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromCfg, err := planner.NewConfig(from.Name, from.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toCfg, err := planner.NewConfig(to.Name, to.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pl.Plan(context.Background(), planner.Request{From: fromCfg, To: toCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.PostConfigActions()
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	s := map[string]string{}
+	for k := range m {
+		s[k] = k
+	}
+	return sortedKeys(s)
+}
+
+func restart(unit string) operatorv1.NodeDisruptionPolicySpecAction {
+	return planner.RestartAction(unit)
+}
+
+func reload(unit string) operatorv1.NodeDisruptionPolicySpecAction {
+	return planner.ReloadAction(unit)
+}
+
+var (
+	daemonReload = operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.DaemonReloadSpecAction}
+	drainAction  = operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.DrainSpecAction}
+)
+
+// nodeWatch records, from a watch, whether the node was ever cordoned and
+// the order in which MachineConfigNode conditions became True.
+type nodeWatch struct {
+	mu        sync.Mutex
+	cordoned  bool
+	trueOrder []string
+}
+
+func watchNode(t *testing.T, name string) *nodeWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &nodeWatch{}
+	nw, err := k8s.Watch(ctx, &corev1.NodeList{}, client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range nw.ResultChan() {
+			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted && n.Spec.Unschedulable {
+				w.mu.Lock()
+				w.cordoned = true
+				w.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		// The MachineConfigNode may not exist yet: poll its conditions
+		// often enough to see each condition that turns True, in order.
+		// What is True when the watch starts was not this update's doing.
+		h := &host{t: t, name: name}
+		last := map[string]metav1.ConditionStatus{}
+		for first := true; ctx.Err() == nil; first = false {
+			conds := h.mcnConditions()
+			w.mu.Lock()
+			// Several may turn True between two polls: order those by
+			// their place in the daemon's sequence.
+			for _, typ := range conditionSequence {
+				c, ok := conds[typ]
+				if ok && c.Status == metav1.ConditionTrue && last[typ] != metav1.ConditionTrue && !first {
+					w.trueOrder = append(w.trueOrder, typ)
+				}
+				if ok {
+					last[typ] = c.Status
+				}
+			}
+			w.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+var conditionSequence = []string{"UpdatePrepared", "Cordoned", "Drained", "AppliedFiles", "AppliedOSImage", "AppliedFilesAndOS", "UpdatePostActionComplete", "RebootedNode", "Uncordoned", "UpdateExecuted", "UpdateComplete", "Updated"}
+
+func (w *nodeWatch) wasCordoned() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cordoned
+}
+
+func (w *nodeWatch) order() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.trueOrder...)
+}
+
+// A chrony change under a restart policy: the file is written under the
+// host root, chronyd restarted exactly once, no cordon, drain or reboot;
+// the node ends Done with its MachineConfigNode conditions in order.
+func TestChronyChangeRestartsChronydOnce(t *testing.T) {
+	h := newHost(t, "node-chrony")
+	from := createMC(t, ignition("rendered-chrony-a", map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"}, nil))
+	to := ignition("rendered-chrony-b", map[string]string{"/etc/chrony.conf": "pool b.example.com iburst\n"}, nil)
+	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
+	if p.Drain || p.Reboot || len(p.Actions) != 1 || p.Actions[0].String() != "Restart chronyd.service" {
+		t.Fatalf("unexpected plan: %+v", p)
+	}
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	createMC(t, to)
+
+	h.traceUnit("chronyd.service", "")
+	h.provision(from, map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"})
+	w := watchNode(t, h.name)
+	startsBefore, _ := h.runs("chronyd.service")
+
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+
+	if got := h.readFile("/etc/chrony.conf"); got != "pool b.example.com iburst\n" {
+		t.Errorf("/etc/chrony.conf under the root: %q", got)
+	}
+	if starts, reloads := h.runs("chronyd.service"); starts-startsBefore != 1 || reloads != 0 {
+		t.Errorf("chronyd.service: %d starts during the update (want 1), %d reloads", starts-startsBefore, reloads)
+	}
+	if h.reboots() != 0 {
+		t.Errorf("%d reboots requested", h.reboots())
+	}
+	if w.wasCordoned() || h.node().Spec.Unschedulable {
+		t.Error("the node was cordoned for a plan without drain")
+	}
+	var stored daemon.StoredConfig
+	b, _ := os.ReadFile(h.path(daemon.CurrentConfigPath))
+	if !strings.Contains(string(b), `"name": "`+to.Name+`"`) {
+		t.Errorf("current config on the host: %s", b)
+	}
+	_ = stored
+	// Conditions became True in the order of the steps.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		o := strings.Join(w.order(), " ")
+		return strings.Contains(o, "UpdatePrepared AppliedFiles AppliedFilesAndOS UpdatePostActionComplete UpdateExecuted UpdateComplete Updated"), "conditions became True in the order: " + o
+	})
+	conds := h.mcnConditions()
+	for _, typ := range []string{"Cordoned", "Drained", "RebootedNode"} {
+		if conds[typ].Status == metav1.ConditionTrue {
+			t.Errorf("condition %s is True for a restart-only plan", typ)
+		}
+	}
+	if c := conds["NodeDegraded"]; c.Status != metav1.ConditionFalse {
+		t.Errorf("NodeDegraded: %+v", c)
+	}
+	assertEvent(t, h.name, "UpdateComplete")
+}
+
+func assertEvent(t *testing.T, node, reason string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() (bool, string) {
+		var list corev1.EventList
+		if err := k8s.List(context.Background(), &list, client.InNamespace("default")); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == node {
+				if e.Reason == reason {
+					return true, ""
+				}
+				seen = append(seen, e.Reason)
+			}
+		}
+		return false, fmt.Sprintf("no %s event on node %s; seen %v", reason, node, seen)
+	})
+}
+
+// kubelet finalises the pods the drain deletes on a node, as a kubelet
+// would once their containers stopped (envtest has no kubelet).
+func kubelet(t *testing.T, node string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			var pods corev1.PodList
+			if err := k8s.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err == nil {
+				for i := range pods.Items {
+					if pods.Items[i].DeletionTimestamp != nil {
+						_ = k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+}
+
+func runningPod(t *testing.T, ns, name, node string, labels map[string]string, owner *metav1.OwnerReference) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1",
+			VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}}},
+			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
+	}
+	if owner != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	if err := k8s.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// A plan with drain: the node is cordoned, evictable pods are evicted (a
+// PodDisruptionBudget that forbids it keeps the daemon waiting and
+// reporting until it is relaxed), DaemonSet pods stay, and the node is
+// uncordoned at the end.
+func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "node-drain")
+	kubelet(t, h.name)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "drain-test"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsDaemonSet{name: "agent", ns: ns.Name}
+	dsOwner := ds.create(t)
+	runningPod(t, ns.Name, "agent-x", h.name, map[string]string{"app": "agent"}, dsOwner)
+	runningPod(t, ns.Name, "web-1", h.name, map[string]string{"app": "web"}, nil)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "web"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntOrString(1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}
+	if err := k8s.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	setPDB(t, pdb, 0) // as the disruption controller would: nothing may go
+
+	from := createMC(t, ignition("rendered-drain-a", map[string]string{"/etc/app.conf": "v1\n"}, nil))
+	to := ignition("rendered-drain-b", map[string]string{"/etc/app.conf": "v2\n"}, nil)
+	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/app.conf": {drainAction, restart("app.service")}})
+	if !p.Drain {
+		t.Fatalf("plan does not drain: %+v", p)
+	}
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	createMC(t, to)
+	h.traceUnit("app.service", "")
+	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
+	w := watchNode(t, h.name)
+
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	// Blocked by the budget: cordoned, waiting, saying which pod.
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		c := h.mcnConditions()["Drained"]
+		return c.Status == metav1.ConditionUnknown && c.Reason == "WaitingForPods" && strings.Contains(c.Message, "drain-test/web-1"),
+			fmt.Sprintf("Drained condition: %+v", c)
+	})
+	if !h.node().Spec.Unschedulable {
+		t.Fatal("draining an uncordoned node")
+	}
+	if got := h.readFile("/etc/app.conf"); got != "v1\n" {
+		t.Fatalf("a file was written before the drain finished: %q", got)
+	}
+	assertEvent(t, h.name, "DrainWaiting")
+
+	setPDB(t, pdb, 1)
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, p := range pods.Items {
+		left = append(left, p.Name)
+	}
+	if strings.Join(left, ",") != "agent-x" {
+		t.Errorf("pods left on the node: %v (want only the DaemonSet's agent-x)", left)
+	}
+	if h.node().Spec.Unschedulable {
+		t.Error("the node is still cordoned after the update")
+	}
+	if !w.wasCordoned() {
+		t.Error("the watch never saw the node cordoned")
+	}
+	if got := h.readFile("/etc/app.conf"); got != "v2\n" {
+		t.Errorf("/etc/app.conf: %q", got)
+	}
+}
+
+// A node an administrator cordoned before the update stays cordoned.
+func TestAdministratorsCordonIsKept(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, "node-cordoned")
+	from := createMC(t, ignition("rendered-cordoned-a", map[string]string{"/etc/app.conf": "v1\n"}, nil))
+	to := ignition("rendered-cordoned-b", map[string]string{"/etc/app.conf": "v2\n"}, nil)
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/app.conf": {drainAction, restart("app.service")}})}
+	createMC(t, to)
+	h.traceUnit("app.service", "")
+	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
+	n := h.node()
+	n.Spec.Unschedulable = true
+	if err := k8s.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+	if !h.node().Spec.Unschedulable {
+		t.Error("the daemon uncordoned a node an administrator had cordoned")
+	}
+	if c := h.mcnConditions()["Uncordoned"]; c.Reason != "CordonedBeforeUpdate" {
+		t.Errorf("Uncordoned condition: %+v", c)
+	}
+}
+
+// A reboot plan: the daemon stops at the reboot step; restarted with a new
+// boot ID, it completes the update without repeating an earlier step.
+func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
+	h := newHost(t, "node-reboot")
+	kubelet(t, h.name)
+	from := createMC(t, ignition("rendered-reboot-a", map[string]string{"/etc/motd": "hello\n"}, nil))
+	to := ignition("rendered-reboot-b", map[string]string{"/etc/motd": "hello again\n"}, nil)
+	p := plan(t, from, to, nil) // unclaimed by the defaults: Reboot
+	if !p.Reboot || !p.Drain {
+		t.Fatalf("plan: %+v", p)
+	}
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	createMC(t, to)
+	h.provision(from, map[string]string{"/etc/motd": "hello\n"})
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		return h.reboots() == 1, fmt.Sprintf("%d reboot requests", h.reboots())
+	})
+	// The daemon waits for the reboot; it does not go on, nor ask again.
+	time.Sleep(2 * time.Second)
+	before := h.journal()
+	if h.reboots() != 1 || !h.running() {
+		t.Fatalf("after the reboot request: %d requests, daemon running %t", h.reboots(), h.running())
+	}
+	if s := stepNamed(before, daemon.StepReboot); s == nil || !s.Started || s.Done {
+		t.Fatalf("reboot step: %+v", s)
+	}
+	if got := h.readFile("/etc/motd"); got != "hello again\n" {
+		t.Fatalf("files are written before the reboot: %q", got)
+	}
+	if c := h.mcnConditions()["RebootedNode"]; c.Status != metav1.ConditionUnknown {
+		t.Errorf("RebootedNode before the reboot: %+v", c)
+	}
+
+	// The "reboot": the daemon dies with the system, the node boots anew.
+	h.stop()
+	h.setBootID("boot-2")
+	h.start()
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+
+	after := h.journal()
+	for i, s := range before.Steps {
+		if s.Done && (after.Steps[i].StartedAt == nil || !after.Steps[i].StartedAt.Equal(*s.StartedAt)) {
+			t.Errorf("step %s was started again after the reboot", s.Name)
+		}
+	}
+	if h.reboots() != 1 {
+		t.Errorf("%d reboot requests", h.reboots())
+	}
+	if c := h.mcnConditions()["RebootedNode"]; c.Status != metav1.ConditionTrue {
+		t.Errorf("RebootedNode: %+v", c)
+	}
+	if c := h.mcnConditions()["Resumed"]; c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "after a reboot") {
+		t.Errorf("Resumed: %+v", c)
+	}
+	if h.node().Spec.Unschedulable {
+		t.Error("still cordoned after the reboot")
+	}
+}
+
+func stepNamed(j *daemon.Journal, name string) *daemon.Step {
+	if j == nil {
+		return nil
+	}
+	for i := range j.Steps {
+		if j.Steps[i].Name == name {
+			return &j.Steps[i]
+		}
+	}
+	return nil
+}
+
+// SIGKILL at every step of a multi-action plan (drain, DaemonReload,
+// Reload, Restart), before and after each step's work: restarted each
+// time, the daemon completes the update, every action ran exactly once
+// (counted from the units' own traces) and the files are right.
+func TestCrashAtEveryStepRunsEachActionOnce(t *testing.T) {
+	h := newHost(t, "node-crash")
+	kubelet(t, h.name)
+	runningPod(t, "default", "crash-victim", h.name, nil, nil)
+	from := createMC(t, ignition("rendered-crash-a", map[string]string{"/etc/a.conf": "a1\n", "/etc/b.conf": "b1\n", "/etc/gone.conf": "x\n"}, nil))
+	to := ignition("rendered-crash-b", map[string]string{"/etc/a.conf": "a2\n", "/etc/b.conf": "b2\n", "/etc/new.conf": "n\n"}, nil)
+	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{
+		"/etc/a.conf":    {daemonReload, reload("reloader.service")},
+		"/etc/b.conf":    {restart("restarter.service"), drainAction},
+		"/etc/gone.conf": {{Type: operatorv1.NoneSpecAction}},
+		"/etc/new.conf":  {{Type: operatorv1.NoneSpecAction}},
+	})
+	if got := fmt.Sprint(planner.FormatActions(ndpmcv1.NodeDisruptionPolicyActions(p.Actions))); got != "DaemonReload, Reload reloader.service, Restart restarter.service" || !p.Drain {
+		t.Fatalf("plan: %s drain %t", got, p.Drain)
+	}
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	createMC(t, to)
+	h.traceUnit("reloader.service", "")
+	h.traceUnit("restarter.service", "")
+	h.provision(from, map[string]string{"/etc/a.conf": "a1\n", "/etc/b.conf": "b1\n", "/etc/gone.conf": "x\n"})
+	h.stop()
+	startsR, reloadsR := h.runs("reloader.service")
+	startsS, _ := h.runs("restarter.service")
+
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	crashes := 0
+	for step := 0; ; step++ {
+		j := h.journal()
+		if j != nil && j.Completed {
+			break
+		}
+		if step > 0 && (j == nil || step >= len(j.Steps)) {
+			break
+		}
+		for _, phase := range []string{"started", "ran", "done"} {
+			if j := h.journal(); j != nil && step < len(j.Steps) && j.Steps[step].Done {
+				continue
+			}
+			h.start("NDP_DAEMON_CRASH_AT=" + fmt.Sprintf("%d:%s", step, phase))
+			h.waitExit(2 * time.Minute)
+			crashes++
+		}
+	}
+	if crashes < 20 {
+		t.Fatalf("only %d crash points were reached", crashes)
+	}
+	h.start()
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+
+	if starts, reloads := h.runs("reloader.service"); starts != startsR || reloads-reloadsR != 1 {
+		t.Errorf("reloader.service: %d starts, %d reloads during the update (want 0 and 1)", starts-startsR, reloads-reloadsR)
+	}
+	if starts, reloads := h.runs("restarter.service"); starts-startsS != 1 || reloads != 0 {
+		t.Errorf("restarter.service: %d starts, %d reloads during the update (want 1 and 0)", starts-startsS, reloads)
+	}
+	for path, want := range map[string]string{"/etc/a.conf": "a2\n", "/etc/b.conf": "b2\n", "/etc/new.conf": "n\n"} {
+		if got := h.readFile(path); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+	if _, err := os.Stat(h.path("/etc/gone.conf")); !os.IsNotExist(err) {
+		t.Errorf("/etc/gone.conf, dropped by the new config, is still there: %v", err)
+	}
+	if h.node().Spec.Unschedulable {
+		t.Error("still cordoned")
+	}
+	var pod corev1.Pod
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "crash-victim"}, &pod); err == nil {
+		t.Error("the pod on the node was not drained")
+	}
+	t.Logf("%d crashes survived", crashes)
+}
+
+// A plan whose planHash was edited is refused; a missing plan is waited
+// for, and executed once it appears.
+func TestPlanIsVerifiedAndWaitedFor(t *testing.T) {
+	h := newHost(t, "node-verify")
+	from := createMC(t, ignition("rendered-verify-a", map[string]string{"/etc/chrony.conf": "a\n"}, nil))
+	to := ignition("rendered-verify-b", map[string]string{"/etc/chrony.conf": "b\n"}, nil)
+	good := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
+	createMC(t, to) // no plan yet
+	h.traceUnit("chronyd.service", "")
+	h.provision(from, map[string]string{"/etc/chrony.conf": "a\n"})
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+
+	eventually(t, time.Minute, func() (bool, string) {
+		c := h.mcnConditions()["UpdatePrepared"]
+		return c.Status == metav1.ConditionUnknown && c.Reason == ndpmcv1.PlanPendingReason, fmt.Sprintf("UpdatePrepared: %+v", c)
+	})
+	if got := h.readFile("/etc/chrony.conf"); got != "a\n" {
+		t.Fatalf("written without a plan: %q", got)
+	}
+
+	// An edited plan: a restart turned into a reload, the hash kept.
+	edited := *good.DeepCopy()
+	edited.Actions[0] = ndpmcv1.PlanAction{Type: "Reload", Reload: &ndpmcv1.PlanService{ServiceName: "chronyd.service"}}
+	setPlans(t, to.Name, edited)
+	n := h.waitState(ndpmcv1.StateDegraded, "", time.Minute)
+	if reason := n.Annotations[ndpmcv1.ReasonAnnotation]; !strings.Contains(reason, "planHash mismatch") {
+		t.Errorf("reason: %q", reason)
+	}
+	if c := h.mcnConditions()["NodeDegraded"]; c.Status != metav1.ConditionTrue || c.Reason != "PlanHashMismatch" {
+		t.Errorf("NodeDegraded: %+v", c)
+	}
+	if got := h.readFile("/etc/chrony.conf"); got != "a\n" || h.journal() != nil {
+		t.Fatalf("an edited plan was acted on: file %q, journal %+v", got, h.journal())
+	}
+
+	setPlans(t, to.Name, good)
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+	if got := h.readFile("/etc/chrony.conf"); got != "b\n" {
+		t.Errorf("/etc/chrony.conf: %q", got)
+	}
+}
+
+// A restart that fails degrades the node, naming the unit and the step;
+// the previous files are back and nothing reboots.
+func TestFailingRestartRestoresTheFiles(t *testing.T) {
+	h := newHost(t, "node-fail")
+	kubelet(t, h.name)
+	from := createMC(t, ignition("rendered-fail-a", map[string]string{"/etc/broken.conf": "old\n"}, nil))
+	to := ignition("rendered-fail-b", map[string]string{"/etc/broken.conf": "new\n", "/etc/extra.conf": "extra\n"}, nil)
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{
+		"/etc/broken.conf": {restart("broken.service")}, "/etc/extra.conf": {{Type: operatorv1.NoneSpecAction}},
+	})}
+	createMC(t, to)
+	h.traceUnit("broken.service", "")
+	h.provision(from, map[string]string{"/etc/broken.conf": "old\n"})
+	// From now on the unit fails to start.
+	h.traceUnit("broken.service", "/bin/false")
+	_ = h.sd.Systemctl("reset-failed", "broken.service")
+
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	n := h.waitState(ndpmcv1.StateDegraded, from.Name, 2*time.Minute)
+	reason := n.Annotations[ndpmcv1.ReasonAnnotation]
+	for _, want := range []string{"action", "Restart broken.service", "failed", "previous files are restored"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason %q does not say %q", reason, want)
+		}
+	}
+	if got := h.readFile("/etc/broken.conf"); got != "old\n" {
+		t.Errorf("/etc/broken.conf not restored: %q", got)
+	}
+	if _, err := os.Stat(h.path("/etc/extra.conf")); !os.IsNotExist(err) {
+		t.Errorf("/etc/extra.conf, new in the failed update, is still there: %v", err)
+	}
+	if b, _ := os.ReadFile(h.path(daemon.CurrentConfigPath)); !strings.Contains(string(b), from.Name) {
+		t.Errorf("the host's current config is not restored: %s", b)
+	}
+	if h.reboots() != 0 {
+		t.Errorf("%d reboots", h.reboots())
+	}
+	if c := h.mcnConditions()["NodeDegraded"]; c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "broken.service") {
+		t.Errorf("NodeDegraded: %+v", c)
+	}
+	assertEvent(t, h.name, "StepFailed")
+	// It is not retried in a loop.
+	time.Sleep(3 * time.Second)
+	if starts, _ := h.runs("broken.service"); starts > 3 {
+		t.Errorf("the failing restart was retried: %d starts", starts)
+	}
+	// Back to the old config: the node is Done again.
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: from.Name})
+	h.waitState(ndpmcv1.StateDone, from.Name, time.Minute)
+}
+
+// Bad input never half-applies: an unknown action type, a file that would
+// land outside the host root, an unparsable rendered config — each refused
+// before the first write, with the reason.
+func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
+	h := newHost(t, "node-bad")
+	from := createMC(t, ignition("rendered-bad-a", map[string]string{"/etc/app.conf": "v1\n"}, nil))
+	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
+	outside := filepath.Join(h.dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, h.path("/etc/escape")); err != nil {
+		t.Fatal(err)
+	}
+	// An action type nobody knows does not even reach the status: the
+	// API server refuses it.
+	explode := ignition("rendered-bad-explode", nil, nil)
+	createMC(t, explode)
+	bad := ndpmcv1.PostConfigActions{From: from.Name, Actions: []ndpmcv1.PlanAction{{Type: "Explode"}}, PolicyRevision: "sha256:test"}
+	bad.PlanHash = bad.Hash(explode.Name)
+	explode.Status.PostConfigActions = []ndpmcv1.PostConfigActions{bad}
+	if err := k8s.Status().Update(context.Background(), explode); err == nil || !strings.Contains(err.Error(), `Unsupported value: "Explode"`) {
+		t.Errorf("the API server stored an unknown action type: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mc     *ndpmcv1.MachineConfig
+		plan   func(p *ndpmcv1.PostConfigActions)
+		reason string
+		want   string
+	}{
+		// Drain is a flag of a plan, never one of its actions: the schema
+		// lets it through, the daemon does not.
+		{"unknown-action", ignition("rendered-bad-action", map[string]string{"/etc/app.conf": "v2\n"}, nil),
+			func(p *ndpmcv1.PostConfigActions) { p.Actions = []ndpmcv1.PlanAction{{Type: "Drain"}} }, "InvalidPlan", `unknown action type "Drain"`},
+		{"outside-root", ignition("rendered-bad-escape", map[string]string{"/etc/app.conf": "v2\n", "/etc/escape/x.conf": "x\n"}, nil),
+			nil, "InvalidConfig", "resolves outside the host root"},
+		{"unparsable", &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-bad-ignition"}, Spec: ignition("x", nil, nil).Spec},
+			nil, "InvalidConfig", "spec.config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "unparsable" {
+				tc.mc.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"relative/path","contents":{"source":"data:,x"}}]}}`)
+			}
+			p := ndpmcv1.PostConfigActions{From: from.Name, Actions: []ndpmcv1.PlanAction{{Type: "None"}}, PolicyRevision: "sha256:test"}
+			if tc.plan != nil {
+				tc.plan(&p)
+			}
+			p.PlanHash = p.Hash(tc.mc.Name)
+			tc.mc.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+			createMC(t, tc.mc)
+			h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: tc.mc.Name})
+			n := h.waitState(ndpmcv1.StateDegraded, from.Name, time.Minute)
+			if r := n.Annotations[ndpmcv1.ReasonAnnotation]; !strings.Contains(r, tc.want) {
+				t.Errorf("reason %q does not say %q", r, tc.want)
+			}
+			if c := h.mcnConditions()["NodeDegraded"]; c.Reason != tc.reason {
+				t.Errorf("NodeDegraded reason %q, want %q", c.Reason, tc.reason)
+			}
+			if got := h.readFile("/etc/app.conf"); got != "v1\n" {
+				t.Errorf("/etc/app.conf written: %q", got)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Errorf("a file was written outside the root: %v", entries)
+			}
+			if h.journal() != nil {
+				t.Errorf("a journal was started: %+v", h.journal())
+			}
+			// Back to the current config clears the refusal.
+			h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: from.Name})
+			h.waitState(ndpmcv1.StateDone, from.Name, time.Minute)
+		})
+	}
+}
+
+func setPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, allowed int32) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed, CurrentHealthy: 1, DesiredHealthy: 1 - allowed + 1, ExpectedPods: 1}
+	if err := k8s.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptrIntOrString(i int) *intstr.IntOrString {
+	v := intstr.FromInt(i)
+	return &v
+}
+
+// appsDaemonSet is a DaemonSet the drain recognises as the owner of the
+// pods it must leave in place.
+type appsDaemonSet struct{ name, ns string }
+
+func (d *appsDaemonSet) create(t *testing.T) *metav1.OwnerReference {
+	t.Helper()
+	labels := map[string]string{"app": d.name}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.ns, Name: d.name},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/agent:1"}}}},
+		},
+	}
+	if err := k8s.Create(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &yes}
+}

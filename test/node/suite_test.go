@@ -1,0 +1,515 @@
+// Package node tests the node daemon end to end: the real ndp-daemon
+// binary against a real kube-apiserver and etcd (envtest), a real systemd
+// user manager over D-Bus (internal/systemdtest), and a host root of its
+// own per simulated node. Only the reboot and the kubelet are simulated.
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/systemdtest"
+)
+
+var (
+	k8s        client.WithWatch
+	restConfig *rest.Config
+	kubeconfig string
+	daemonBin  string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	root, _ := filepath.Abs("../..")
+	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:        []string{filepath.Join(root, "manifests", "crds"), filepath.Join(root, "manifests", "crds", "openshift")},
+		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory:    assets,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	restConfig = cfg
+	if k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "ndp-node-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The real binary, built as shipped.
+	daemonBin = filepath.Join(dir, "ndp-daemon")
+	build := exec.Command("go", "build", "-o", daemonBin, "./cmd/ndp-daemon")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building ndp-daemon: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// host is one simulated node: a Node object, a host root, a systemd user
+// manager whose units live under that root, and the ndp-daemon process.
+type host struct {
+	t    *testing.T
+	name string
+	dir  string // the test's own files (boot ID, reboot and OS logs)
+	root string // the host root given to the daemon
+	sd   *systemdtest.Manager
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *bytes.Buffer
+}
+
+// unitDir is where units go, as a host path: the user manager's
+// XDG_CONFIG_HOME/systemd/user.
+const unitDir = "/etc/xdg/systemd/user"
+
+func newHost(t *testing.T, name string) *host {
+	t.Helper()
+	dir := t.TempDir()
+	h := &host{t: t, name: name, dir: dir, root: filepath.Join(dir, "root"), logs: &bytes.Buffer{}}
+	for path, data := range map[string]string{
+		"/etc/passwd":  "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n",
+		"/etc/group":   "root:x:0:\ncore:x:1000:\n",
+		"/etc/shadow":  "root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\n",
+		"/home/.keep":  "",
+		unitDir + "/.": "",
+	} {
+		p := filepath.Join(h.root, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(path) != "." {
+			if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h.setBootID("boot-1")
+	sd, err := systemdtest.Start(filepath.Join(dir, "run"), filepath.Join(h.root, "etc/xdg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sd = sd
+	t.Cleanup(func() {
+		h.stop()
+		sd.Stop()
+		if t.Failed() {
+			t.Logf("ndp-daemon output:\n%s", h.output())
+		}
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/worker": ""}}}
+	if err := k8s.Create(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+	return h
+}
+
+func (h *host) path(p string) string { return filepath.Join(h.root, p) }
+
+func (h *host) setBootID(id string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dir, "boot_id"), []byte(id+"\n"), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// start runs ndp-daemon for the node; env adds environment variables (the
+// crash point).
+func (h *host) start(env ...string) {
+	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cmd := exec.Command(daemonBin,
+		"--kubeconfig", kubeconfig,
+		"--node-name", h.name,
+		"--root", h.root,
+		"--unit-dir", unitDir,
+		"--systemd-address", h.sd.Address(),
+		"--boot-id-file", filepath.Join(h.dir, "boot_id"),
+		"--simulate-reboot", filepath.Join(h.dir, "reboots"),
+		"--simulate-os-updates", filepath.Join(h.dir, "os-updates"),
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--plan-poll-interval", "500ms",
+		"--drain-attempt-timeout", "5s",
+		"--drain-evict-retry-delay", "200ms",
+		"--drain-retry-max", "2s",
+	)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = &lockedWriter{mu: &h.mu, w: h.logs}, &lockedWriter{mu: &h.mu, w: h.logs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	h.cmd, h.done = cmd, done
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	// start holds mu while it sets the process up; output comes later.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (h *host) output() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs.String()
+}
+
+// stop kills the daemon (SIGKILL: no clean shutdown) and waits for it.
+func (h *host) stop() {
+	h.mu.Lock()
+	cmd, done := h.cmd, h.done
+	h.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// waitExit waits for the daemon to exit by itself (a crash point).
+func (h *host) waitExit(timeout time.Duration) {
+	h.t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		h.t.Fatalf("ndp-daemon did not exit within %s", timeout)
+	}
+}
+
+func (h *host) running() bool {
+	select {
+	case <-h.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// traceUnit installs a real unit whose every start and reload appends a
+// line (with its InvocationID) to a trace file, and starts it.
+func (h *host) traceUnit(name, execStart string) {
+	h.t.Helper()
+	if execStart == "" {
+		execStart = "/bin/true"
+	}
+	trace := h.tracePath(name)
+	unit := fmt.Sprintf(`[Unit]
+Description=ndp test unit %[1]s
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'echo "start $INVOCATION_ID" >> %[2]s'
+ExecStart=%[3]s
+ExecReload=/bin/sh -c 'echo "reload $INVOCATION_ID" >> %[2]s'
+`, name, trace, execStart)
+	if err := os.WriteFile(filepath.Join(h.sd.UnitDir(), name), []byte(unit), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.sd.Systemctl("daemon-reload"); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.sd.Systemctl("start", name); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *host) tracePath(unit string) string { return filepath.Join(h.dir, unit+".trace") }
+
+// runs counts a unit's starts and reloads from its trace.
+func (h *host) runs(unit string) (starts, reloads int) {
+	b, _ := os.ReadFile(h.tracePath(unit))
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		switch strings.Fields(sc.Text() + " x")[0] {
+		case "start":
+			starts++
+		case "reload":
+			reloads++
+		}
+	}
+	return starts, reloads
+}
+
+func (h *host) reboots() int {
+	b, _ := os.ReadFile(filepath.Join(h.dir, "reboots"))
+	return strings.Count(string(b), "\n")
+}
+
+func (h *host) readFile(p string) string {
+	b, err := os.ReadFile(h.path(p))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func (h *host) writeFile(p, data string) {
+	h.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(h.path(p)), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(h.path(p), []byte(data), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *host) journal() *daemon.Journal {
+	var j daemon.Journal
+	b, err := os.ReadFile(h.path(daemon.JournalPath))
+	if err != nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		h.t.Fatalf("journal: %v", err)
+	}
+	return &j
+}
+
+func (h *host) node() *corev1.Node {
+	h.t.Helper()
+	var n corev1.Node
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: h.name}, &n); err != nil {
+		h.t.Fatal(err)
+	}
+	return &n
+}
+
+func (h *host) annotate(kv map[string]string) {
+	h.t.Helper()
+	patch := map[string]any{"metadata": map[string]any{"annotations": kv}}
+	b, _ := json.Marshal(patch)
+	if err := k8s.Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.name}}, client.RawPatch("application/merge-patch+json", b)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitState waits for the node's state annotation (and, if set, its
+// currentConfig).
+func (h *host) waitState(state, current string, timeout time.Duration) *corev1.Node {
+	h.t.Helper()
+	var last *corev1.Node
+	eventually(h.t, timeout, func() (bool, string) {
+		last = h.node()
+		a := last.Annotations
+		ok := a[ndpmcv1.StateAnnotation] == state && (current == "" || a[ndpmcv1.CurrentConfigAnnotation] == current)
+		return ok, fmt.Sprintf("node %s: state %q current %q reason %q (want %s on %s)", h.name, a[ndpmcv1.StateAnnotation], a[ndpmcv1.CurrentConfigAnnotation], a[ndpmcv1.ReasonAnnotation], state, current)
+	})
+	return last
+}
+
+// provision makes the host run config mc, as Ignition would have at first
+// boot, and has the daemon adopt it.
+func (h *host) provision(mc *ndpmcv1.MachineConfig, files map[string]string) {
+	h.t.Helper()
+	for p, data := range files {
+		h.writeFile(p, data)
+	}
+	h.annotate(map[string]string{ndpmcv1.CurrentConfigAnnotation: mc.Name, ndpmcv1.DesiredConfigAnnotation: mc.Name})
+	h.start()
+	h.waitState(ndpmcv1.StateDone, mc.Name, 2*time.Minute)
+}
+
+// mcn reads the node's MachineConfigNode conditions.
+func (h *host) mcnConditions() map[string]metav1.Condition {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigNode"))
+	out := map[string]metav1.Condition{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: h.name}, u); err != nil {
+		return out
+	}
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var conds []metav1.Condition
+	b, _ := json.Marshal(raw)
+	_ = json.Unmarshal(b, &conds)
+	for _, c := range conds {
+		out[c.Type] = c
+	}
+	return out
+}
+
+// eventually polls cond until it holds or timeout passes: bounds are
+// generous, for a loaded 2-core machine.
+func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// createMC creates a MachineConfig (rendered for pool "worker") and, if
+// plan is set, writes it into the status.
+func createMC(t *testing.T, mc *ndpmcv1.MachineConfig) *ndpmcv1.MachineConfig {
+	t.Helper()
+	if mc.Labels == nil {
+		mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: "worker"}
+	}
+	status := mc.Status
+	if err := k8s.Create(context.Background(), mc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mc) })
+	if len(status.PostConfigActions) > 0 {
+		setPlans(t, mc.Name, status.PostConfigActions...)
+	}
+	return mc
+}
+
+// setPlans writes plans into a MachineConfig's status, as the plan
+// controller does.
+func setPlans(t *testing.T, name string, plans ...ndpmcv1.PostConfigActions) {
+	t.Helper()
+	var mc ndpmcv1.MachineConfig
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc); err != nil {
+		t.Fatal(err)
+	}
+	mc.Status.PostConfigActions = plans
+	if err := k8s.Status().Update(context.Background(), &mc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ignition builds a rendered MachineConfig's spec: files (path → contents)
+// and units (name → contents).
+func ignition(name string, files map[string]string, units map[string]string) *ndpmcv1.MachineConfig {
+	type file struct {
+		Path     string `json:"path"`
+		Mode     int    `json:"mode"`
+		Contents struct {
+			Source string `json:"source"`
+		} `json:"contents"`
+		Overwrite bool `json:"overwrite"`
+	}
+	type unit struct {
+		Name     string `json:"name"`
+		Contents string `json:"contents"`
+	}
+	cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
+	var fs []file
+	for _, p := range sortedKeys(files) {
+		f := file{Path: p, Mode: 0o644, Overwrite: true}
+		f.Contents.Source = "data:," + urlEscape(files[p])
+		fs = append(fs, f)
+	}
+	if len(fs) > 0 {
+		cfg["storage"] = map[string]any{"files": fs}
+	}
+	var us []unit
+	for _, n := range sortedKeys(units) {
+		us = append(us, unit{Name: n, Contents: units[n]})
+	}
+	if len(us) > 0 {
+		cfg["systemd"] = map[string]any{"units": us}
+	}
+	raw, _ := json.Marshal(cfg)
+	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}}}
+}
+
+func urlEscape(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
