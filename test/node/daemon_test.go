@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -720,4 +721,52 @@ func (d *appsDaemonSet) create(t *testing.T) *metav1.OwnerReference {
 	}
 	yes := true
 	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &yes}
+}
+
+// Units and the core user's keys, through real systemd: a new unit with a
+// drop-in, enabled (systemd's own [Install] symlinks), a masked unit, a
+// removed unit, SSH keys and the password hash.
+func TestUnitsKeysAndPasswordThroughSystemd(t *testing.T) {
+	h := newHost(t, "node-units")
+	trace := h.tracePath("hello.service")
+	hello := fmt.Sprintf("[Unit]\\nDescription=hello\\n[Service]\\nType=oneshot\\nRemainAfterExit=yes\\nExecStart=/bin/sh -c 'echo \\\"start $GREETING\\\" >> %s'\\n[Install]\\nWantedBy=default.target\\n", trace)
+	from := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-units-a"}}
+	from.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"name":"retired.service","contents":"[Service]\nExecStart=/bin/true\n"}]},
+	  "passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAAold old@example"]}]}}`)
+	createMC(t, from)
+	to := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-units-b"}}
+	to.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.4.0"},"systemd":{"units":[
+	    {"name":"hello.service","enabled":true,"contents":"` + hello + `","dropins":[{"name":"10-greeting.conf","contents":"[Service]\nEnvironment=GREETING=hi\n"}]},
+	    {"name":"masked.service","mask":true}]},
+	  "passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAAnew new@example"],"passwordHash":"$6$rounds=4096$salt$hash"}]}}`)
+	p := ndpmcv1.PostConfigActions{From: from.Name, PolicyRevision: "sha256:test", Actions: []ndpmcv1.PlanAction{{Type: "DaemonReload"}, {Type: "Restart", Restart: &ndpmcv1.PlanService{ServiceName: "hello.service"}}}}
+	p.PlanHash = p.Hash(to.Name)
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	createMC(t, to)
+	h.provision(from, map[string]string{unitDir + "/retired.service": "[Service]\nExecStart=/bin/true\n"})
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+
+	if b, _ := os.ReadFile(trace); strings.TrimSpace(string(b)) != "start hi" {
+		t.Errorf("hello.service ran %q: want one start with the drop-in's environment", b)
+	}
+	if target, err := os.Readlink(filepath.Join(h.sd.UnitDir(), "default.target.wants", "hello.service")); err != nil || !strings.HasSuffix(target, "/hello.service") {
+		t.Errorf("hello.service is not enabled by systemd: %q %v", target, err)
+	}
+	if state, _ := h.sd.Show("masked.service", "LoadState"); state != "masked" {
+		t.Errorf("masked.service LoadState %q", state)
+	}
+	if _, err := os.Stat(h.path(unitDir + "/retired.service")); !os.IsNotExist(err) {
+		t.Errorf("retired.service, dropped by the new config, is still there: %v", err)
+	}
+	keys := h.path("/home/core/.ssh/authorized_keys.d/ignition")
+	if got := h.readFile("/home/core/.ssh/authorized_keys.d/ignition"); got != "ssh-ed25519 AAAAnew new@example\n" {
+		t.Errorf("authorized keys: %q", got)
+	}
+	if fi, err := os.Stat(keys); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != 1000 {
+		t.Errorf("authorized keys file: %v %v", fi, err)
+	}
+	if got := h.readFile("/etc/shadow"); !strings.Contains(got, "core:$6$rounds=4096$salt$hash:19000:") || !strings.Contains(got, "root:*:19000:") {
+		t.Errorf("/etc/shadow: %q", got)
+	}
 }
