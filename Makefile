@@ -16,17 +16,19 @@ ADMISSION_LOAD ?= 20s
 
 all: build
 
-## build: the ndp CLI (also installed as kubectl-ndp, so `kubectl ndp` / `oc ndp` work) and ndp-controller
+## build: the ndp CLI (also installed as kubectl-ndp, so `kubectl ndp` / `oc ndp` work), ndp-controller and ndp-daemon
 build:
 	$(GO) build -o $(BIN)/ndp ./cmd/ndp
 	ln -sf ndp $(BIN)/kubectl-ndp
 	$(GO) build -o $(BIN)/ndp-controller ./cmd/ndp-controller
+	$(GO) build -o $(BIN)/ndp-daemon ./cmd/ndp-daemon
 
 ## test: Go tests (the differential test included), the Rego tests of the built-in and example
 ## policies through `ndp test`, and a short run of the differential fuzz target
 test: test-go test-rego test-fuzz
 
-# The cluster tests (test/cluster) run envtest against the real binaries in $(BIN).
+# The cluster tests (test/cluster, test/node) run envtest against the real binaries in $(BIN);
+# test/node also runs systemd user managers (root, /lib/systemd/systemd, unshare).
 test-go: control-plane
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
@@ -74,6 +76,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
 	$(CONTROLLER_GEN) rbac:roleName=ndp-controller paths=./controllers/... paths=./webhook/... output:rbac:dir=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=ndp-daemon paths=./daemon/... output:rbac:dir=manifests/rbac/daemon
 	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do install -m 0644 "$$dir/$$f" manifests/crds/openshift/$$(basename $$f); done
 

@@ -289,7 +289,7 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		at := "the end"
 		for i := range j.Steps {
 			if !j.Steps[i].Done {
-				at = j.Steps[i].Title(i)
+				at = j.Steps[i].Title()
 				break
 			}
 		}
@@ -482,7 +482,7 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
 	case StepAction:
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title(i))
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title())
 		if err := d.action(ctx, s, resumed); err != nil {
 			return err
 		}
@@ -681,7 +681,7 @@ func (d *Daemon) restore(ctx context.Context, j *Journal) (bool, error) {
 // retried until its target or plan changes. Nothing is rebooted.
 func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, stepErr error) error {
 	j := u.j
-	msg := fmt.Sprintf("step %s of the update to %s failed: %v", j.Steps[i].Title(i), j.To, stepErr)
+	msg := fmt.Sprintf("step %s of the update to %s failed: %v", j.Steps[i].Title(), j.To, stepErr)
 	restored, err := d.restore(ctx, j)
 	switch {
 	case err != nil:
@@ -689,7 +689,7 @@ func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, 
 	case restored:
 		msg += "; the previous files are restored"
 	}
-	j.Failed = &Failure{Step: j.Steps[i].Title(i), Error: msg, At: time.Now().UTC()}
+	j.Failed = &Failure{Step: j.Steps[i].Title(), Error: msg, At: time.Now().UTC()}
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		d.Log.Error(err, "recording the failure in the journal")
 	}

@@ -60,8 +60,10 @@ type Journal struct {
 // Step is one step of an update.
 type Step struct {
 	Name string `json:"name"`
-	// Action is the plan action of an action step.
+	// Action is the plan action of an action step, Number its place in
+	// the plan (from 1).
 	Action  *ndpmcv1.PlanAction `json:"action,omitempty"`
+	Number  int                 `json:"number,omitempty"`
 	Started bool                `json:"started,omitempty"`
 	Done    bool                `json:"done,omitempty"`
 	// BootID is the boot the step started in: a reboot step started in
@@ -84,9 +86,9 @@ type Failure struct {
 }
 
 // Title names a step for people: "action 2 (Restart chronyd.service)".
-func (s *Step) Title(i int) string {
+func (s *Step) Title() string {
 	if s.Action != nil {
-		return fmt.Sprintf("%s %d (%s)", s.Name, i, s.Action)
+		return fmt.Sprintf("%s %d (%s)", s.Name, s.Number, s.Action)
 	}
 	return s.Name
 }
@@ -132,6 +134,7 @@ func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string,
 			add(StepReboot, nil)
 		default:
 			add(StepAction, a.DeepCopy())
+			j.Steps[len(j.Steps)-1].Number = i + 1
 		}
 	}
 	if plan.Drain || inheritCordon {
