@@ -162,7 +162,7 @@ func (d *Daemon) currentConfig(ctx context.Context, node *corev1.Node) (*StoredC
 		}
 		return nil, err
 	}
-	cur = StoredConfig{Name: name, Spec: mc.Spec}
+	cur = StoredConfig{Name: name, Pool: mc.Labels[ndpmcv1.RenderedForLabel], Spec: mc.Spec}
 	if err := d.Host.WriteJSON(CurrentConfigPath, &cur); err != nil {
 		return nil, err
 	}
@@ -189,17 +189,10 @@ func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConf
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
 	if err := d.report(ctx, node, cur.Name, node.Annotations[ndpmcv1.DesiredConfigAnnotation], map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: cur.Name, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
-	}, poolOf(prev)); err != nil {
+	}, cur.Pool); err != nil {
 		return err
 	}
 	return nil
-}
-
-func poolOf(j *Journal) string {
-	if j == nil {
-		return ""
-	}
-	return j.Pool
 }
 
 // start verifies the target's plan for the node's config and, if it can be
@@ -254,10 +247,28 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionUnknown, "Executing", "updating to "+desired)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionFalse, "Updating", fmt.Sprintf("updating from %s to %s", cur.Name, desired))
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
-	for _, c := range []mcfgv1.StateProgress{mcfgv1.MachineConfigNodeUpdateCordoned, mcfgv1.MachineConfigNodeUpdateDrained, mcfgv1.MachineConfigNodeUpdateFiles,
-		mcfgv1.MachineConfigNodeUpdateOS, mcfgv1.MachineConfigNodeUpdateFilesAndOS, mcfgv1.MachineConfigNodeUpdatePostActionComplete,
-		mcfgv1.MachineConfigNodeUpdateRebooted, mcfgv1.MachineConfigNodeUpdateUncordoned, mcfgv1.MachineConfigNodeUpdateComplete, mcfgv1.MachineConfigNodeResumed} {
-		d.Status.condition(c, metav1.ConditionFalse, "Pending", "")
+	// Every phase starts False: Pending if this plan has it, NotRequired
+	// if not, so that a finished update's conditions tell what it did.
+	for _, c := range []struct {
+		typ    mcfgv1.StateProgress
+		needed bool
+	}{
+		{mcfgv1.MachineConfigNodeUpdateCordoned, plan.Drain},
+		{mcfgv1.MachineConfigNodeUpdateDrained, plan.Drain},
+		{mcfgv1.MachineConfigNodeUpdateFiles, true},
+		{mcfgv1.MachineConfigNodeUpdateOS, j.step(StepOS) != nil},
+		{mcfgv1.MachineConfigNodeUpdateFilesAndOS, true},
+		{mcfgv1.MachineConfigNodeUpdatePostActionComplete, lastAction(j) >= 0},
+		{mcfgv1.MachineConfigNodeUpdateRebooted, plan.Reboot},
+		{mcfgv1.MachineConfigNodeUpdateUncordoned, plan.Drain || inherit},
+		{mcfgv1.MachineConfigNodeUpdateComplete, true},
+		{mcfgv1.MachineConfigNodeResumed, false},
+	} {
+		reason := "NotRequired"
+		if c.needed {
+			reason = "Pending"
+		}
+		d.Status.condition(c.typ, metav1.ConditionFalse, reason, "")
 	}
 	if err := d.report(ctx, node, cur.Name, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}, pool); err != nil {
 		return 0, err
@@ -463,8 +474,9 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 		if err := d.writeFiles(ctx, u.files); err != nil {
 			return err
 		}
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFiles, metav1.ConditionTrue, "Applied",
-			fmt.Sprintf("%d files written, %d removed", len(u.files.Writes), len(u.files.Removes)))
+		msg := fmt.Sprintf("%d files and units written, %d removed", len(u.files.Writes), len(u.files.Removes))
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFiles, metav1.ConditionTrue, "Applied", msg)
+		d.Status.event(node, corev1.EventTypeNormal, "AppliedFiles", "WriteFiles", msg)
 	case StepOS:
 		if err := u.configs(ctx); err != nil {
 			return err
@@ -473,11 +485,12 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 			return err
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateOS, metav1.ConditionTrue, "Applied", "OS changes staged for "+j.To)
+		d.Status.event(node, corev1.EventTypeNormal, "AppliedOSImage", "UpdateOS", "OS changes staged for "+j.To)
 	case StepCurrentConfig:
 		if err := u.loadTarget(ctx); err != nil {
 			return err
 		}
-		if err := d.Host.WriteJSON(CurrentConfigPath, &StoredConfig{Name: j.To, Spec: u.target.Spec}); err != nil {
+		if err := d.Host.WriteJSON(CurrentConfigPath, &StoredConfig{Name: j.To, Pool: j.Pool, Spec: u.target.Spec}); err != nil {
 			return err
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
@@ -486,6 +499,7 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 		if err := d.action(ctx, s, resumed); err != nil {
 			return err
 		}
+		d.Status.event(node, corev1.EventTypeNormal, "ActionDone", "RunAction", s.Title()+" done")
 		if last := lastAction(j); last == i {
 			d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionTrue, "Done", "every action of the plan ran")
 		}
@@ -513,6 +527,7 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 			return transient(err)
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateUncordoned, metav1.ConditionTrue, "Uncordoned", "schedulable again")
+		d.Status.event(node, corev1.EventTypeNormal, "Uncordoned", "Uncordon", "schedulable again")
 	default:
 		return fmt.Errorf("unknown step %q in the journal", s.Name)
 	}

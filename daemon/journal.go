@@ -146,6 +146,8 @@ func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string,
 
 // StoredConfig is the config the node runs, as the daemon records it.
 type StoredConfig struct {
-	Name string                   `json:"name"`
+	Name string `json:"name"`
+	// Pool is the pool the config was rendered for.
+	Pool string                   `json:"pool,omitempty"`
 	Spec mcfgv1.MachineConfigSpec `json:"spec"`
 }

@@ -371,8 +371,12 @@ func TestAdministratorsCordonIsKept(t *testing.T) {
 func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	h := newHost(t, "node-reboot")
 	kubelet(t, h.name)
-	from := createMC(t, ignition("rendered-reboot-a", map[string]string{"/etc/motd": "hello\n"}, nil))
+	fromMC := ignition("rendered-reboot-a", map[string]string{"/etc/motd": "hello\n"}, nil)
+	fromMC.Spec.OSImageURL = "quay.io/example/os@sha256:1111"
+	from := createMC(t, fromMC)
 	to := ignition("rendered-reboot-b", map[string]string{"/etc/motd": "hello again\n"}, nil)
+	to.Spec.OSImageURL = "quay.io/example/os@sha256:2222"
+	to.Spec.KernelArguments = []string{"nosmt"}
 	p := plan(t, from, to, nil) // unclaimed by the defaults: Reboot
 	if !p.Reboot || !p.Drain {
 		t.Fatalf("plan: %+v", p)
@@ -418,6 +422,15 @@ func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	}
 	if c := h.mcnConditions()["RebootedNode"]; c.Status != metav1.ConditionTrue {
 		t.Errorf("RebootedNode: %+v", c)
+	}
+	// The OS change went through the OS updater once, before the reboot.
+	osLog, _ := os.ReadFile(filepath.Join(h.dir, "os-updates"))
+	if lines := strings.Split(strings.TrimSpace(string(osLog)), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], `"to":{"osImageURL":"quay.io/example/os@sha256:2222","kernelArguments":["nosmt"]`) || !strings.Contains(lines[0], `"from":{"osImageURL":"quay.io/example/os@sha256:1111"`) {
+		t.Errorf("OS updates recorded: %q", osLog)
+	}
+	if c := h.mcnConditions()["AppliedOSImage"]; c.Status != metav1.ConditionTrue {
+		t.Errorf("AppliedOSImage: %+v", c)
 	}
 	if c := h.mcnConditions()["Resumed"]; c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "after a reboot") {
 		t.Errorf("Resumed: %+v", c)
