@@ -92,7 +92,11 @@ func run(m *testing.M) int {
 	}
 	// The real binary, built as shipped.
 	daemonBin = filepath.Join(dir, "ndp-daemon")
-	build := exec.Command("go", "build", "-o", daemonBin, "./cmd/ndp-daemon")
+	args := []string{"build", "-o", daemonBin}
+	if os.Getenv("NDP_RACE") != "" {
+		args = append(args, "-race") // NDP_RACE=1: the daemon under the race detector
+	}
+	build := exec.Command("go", append(args, "./cmd/ndp-daemon")...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building ndp-daemon: %v\n%s", err, out)
@@ -150,6 +154,9 @@ func newHost(t *testing.T, name string) *host {
 	t.Cleanup(func() {
 		h.stop()
 		sd.Stop()
+		if strings.Contains(h.output(), "WARNING: DATA RACE") {
+			t.Error("the race detector found a data race in ndp-daemon")
+		}
 		if t.Failed() {
 			t.Logf("ndp-daemon output:\n%s", h.output())
 		}
