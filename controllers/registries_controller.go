@@ -9,7 +9,6 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +36,8 @@ import (
 type RegistriesReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Conditions gets the pool condition RegistriesDegraded.
+	Conditions *PoolConditions
 	// Base is the registries.conf the mirrors are added to
 	// (render.DefaultRegistriesBase when empty).
 	Base string
@@ -103,38 +104,9 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror rules", mc.Name, nrules))
 }
 
-func (r *RegistriesReconciler) setCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
-	return setPoolCondition(ctx, r.Client, pool, ndpmcv1.ConditionRegistriesDegraded, status, reason, msg)
-}
-
-// setPoolCondition sets one condition of a pool's status, touching the
-// transition time only when the status changes, and writing only a change.
-func setPoolCondition(ctx context.Context, c client.Client, pool *mcfgv1.MachineConfigPool, typ mcfgv1.MachineConfigPoolConditionType, status corev1.ConditionStatus, reason, msg string) error {
-	msg = truncate(msg, maxMessage)
-	found := false
-	for i := range pool.Status.Conditions {
-		cond := &pool.Status.Conditions[i]
-		if cond.Type != typ {
-			continue
-		}
-		if cond.Status == status && cond.Reason == reason && cond.Message == msg {
-			return nil
-		}
-		if cond.Status != status {
-			cond.LastTransitionTime = metav1.Now()
-		}
-		cond.Status, cond.Reason, cond.Message = status, reason, msg
-		found = true
-	}
-	if !found {
-		pool.Status.Conditions = append(pool.Status.Conditions, mcfgv1.MachineConfigPoolCondition{
-			Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()})
-	}
-	err := c.Status().Update(ctx, pool)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+func (r *RegistriesReconciler) setCondition(_ context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
+	r.Conditions.Set(pool.Name, ndpmcv1.ConditionRegistriesDegraded, status, reason, msg)
+	return nil
 }
 
 // enqueueAllPools maps any event to a request for every MachineConfigPool:

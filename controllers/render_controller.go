@@ -31,6 +31,8 @@ import (
 type RenderReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Conditions gets the pool condition RenderDegraded.
+	Conditions *PoolConditions
 }
 
 // SetupWithManager reconciles every pool on any MachineConfig change: a
@@ -91,11 +93,14 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	if pool.Spec.Configuration.Name != rendered.Name {
 		old := pool.Spec.Configuration.Name
+		// A patch of the one field this controller owns: no conflict with
+		// the status writer, nor with an administrator pausing the pool.
+		before := pool.DeepCopy()
 		pool.Spec.Configuration = mcfgv1.MachineConfigPoolStatusConfiguration{
 			ObjectReference: corev1.ObjectReference{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig", Name: rendered.Name},
 			Source:          refs,
 		}
-		if err := r.Client.Update(ctx, &pool); err != nil {
+		if err := r.Client.Patch(ctx, &pool, client.MergeFrom(before)); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "Rendered", "Render", "target configuration %s (was %q) from %d MachineConfigs", rendered.Name, old, len(refs))
@@ -166,6 +171,7 @@ func (r *RenderReconciler) degraded(ctx context.Context, pool *mcfgv1.MachineCon
 	return r.setRenderCondition(ctx, pool, corev1.ConditionTrue, reason, msg)
 }
 
-func (r *RenderReconciler) setRenderCondition(ctx context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
-	return setPoolCondition(ctx, r.Client, pool, mcfgv1.MachineConfigPoolRenderDegraded, status, reason, msg)
+func (r *RenderReconciler) setRenderCondition(_ context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
+	r.Conditions.Set(pool.Name, mcfgv1.MachineConfigPoolRenderDegraded, status, reason, msg)
+	return nil
 }

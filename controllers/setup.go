@@ -17,11 +17,14 @@ const LeaderElectionID = "ndp-controller.ndp.dev"
 // call it, so the tests run exactly the wiring that ships.
 func SetupWithManager(mgr ctrl.Manager, opts planner.EngineOptions) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(opts)
+	conds := NewPoolConditions()
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
 		"policy":     &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active},
-		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller")},
-		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller")},
+		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
+		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
 		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},
+		"rollout":    &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller")},
+		"poolstatus": &PoolStatusReconciler{Client: mgr.GetClient(), Conditions: conds},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

@@ -1,0 +1,418 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/planner"
+)
+
+const poolLabel = "ndp.dev/test-pool"
+
+// rollout is a pool of simulated nodes, each with its daemon, moved by
+// ndp's controllers.
+type rollout struct {
+	t     *testing.T
+	pool  string
+	hosts []*host
+}
+
+// chronyPolicy makes a chrony change a restart of chronyd (once per run).
+var chronyPolicyOnce sync.Once
+
+func ensureChronyPolicy(t *testing.T) {
+	chronyPolicyOnce.Do(func() {
+		p := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rollout-chrony"}}
+		p.Spec.Files = []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{planner.RestartAction("chronyd.service")}}}
+		if err := k8s.Create(context.Background(), p); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	})
+}
+
+func chronyMC(pool, contents string) *ndpmcv1.MachineConfig {
+	mc := ignition("50-"+pool+"-chrony", map[string]string{"/etc/chrony.conf": contents}, nil)
+	mc.Labels = map[string]string{ndpmcv1.RoleLabel: pool}
+	return mc
+}
+
+// newRollout creates a pool of n nodes running a chrony config, each with
+// a running chronyd, adopted by their daemons.
+func newRollout(t *testing.T, pool string, n int, maxUnavailable intstr.IntOrString) *rollout {
+	t.Helper()
+	ctx := context.Background()
+	ensureChronyPolicy(t)
+	r := &rollout{t: t, pool: pool}
+	mcp := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: pool}},
+		MaxUnavailable:        &maxUnavailable,
+	}}
+	if err := k8s.Create(ctx, mcp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mcp) })
+	mc := chronyMC(pool, "pool 0.example.com\n")
+	if err := k8s.Create(ctx, mc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mc) })
+	// The registries controller adds its MachineConfig to every pool: wait
+	// for the rendering that has both, the config nodes join with.
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		p := r.mcp()
+		var srcs []string
+		for _, s := range p.Spec.Configuration.Source {
+			srcs = append(srcs, s.Name)
+		}
+		return len(srcs) == 2, fmt.Sprintf("pool %s renders from %v", pool, srcs)
+	})
+	for i := 0; i < n; i++ {
+		h := newHost(t, fmt.Sprintf("%s-%d", pool, i))
+		h.writeFile("/etc/chrony.conf", "pool 0.example.com\n")
+		h.traceUnit("chronyd.service", "")
+		h.traceUnit("crio.service", "") // registries changes reload CRI-O
+		h.setLabels(map[string]string{poolLabel: pool, corev1.LabelTopologyZone: "zone-a"})
+		h.setReady(true)
+		h.start()
+		r.hosts = append(r.hosts, h)
+	}
+	r.waitDone(r.target(), 3*time.Minute)
+	return r
+}
+
+// target waits for the pool's target and returns it.
+func (r *rollout) target() string {
+	r.t.Helper()
+	var name string
+	eventually(r.t, 2*time.Minute, func() (bool, string) {
+		p := r.mcp()
+		name = p.Spec.Configuration.Name
+		return name != "", "pool " + r.pool + " has no target yet"
+	})
+	return name
+}
+
+// newTarget waits for the pool's target to change from old.
+func (r *rollout) newTarget(old string) string {
+	r.t.Helper()
+	var name string
+	eventually(r.t, 2*time.Minute, func() (bool, string) {
+		name = r.mcp().Spec.Configuration.Name
+		return name != "" && name != old, "pool " + r.pool + " still targets " + old
+	})
+	return name
+}
+
+func (r *rollout) mcp() *mcfgv1.MachineConfigPool {
+	r.t.Helper()
+	var p mcfgv1.MachineConfigPool
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: r.pool}, &p); err != nil {
+		r.t.Fatal(err)
+	}
+	return &p
+}
+
+func (r *rollout) poolCondition(typ mcfgv1.MachineConfigPoolConditionType) mcfgv1.MachineConfigPoolCondition {
+	for _, c := range r.mcp().Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return mcfgv1.MachineConfigPoolCondition{}
+}
+
+func (r *rollout) waitDone(config string, timeout time.Duration) {
+	r.t.Helper()
+	eventually(r.t, timeout, func() (bool, string) {
+		var not []string
+		for _, h := range r.hosts {
+			a := h.node().Annotations
+			if a[ndpmcv1.CurrentConfigAnnotation] != config || a[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone {
+				not = append(not, fmt.Sprintf("%s (%s, %s %s)", h.name, a[ndpmcv1.CurrentConfigAnnotation], a[ndpmcv1.StateAnnotation], a[ndpmcv1.ReasonAnnotation]))
+			}
+		}
+		return len(not) == 0, "not yet Done on " + config + ": " + strings.Join(not, ", ")
+	})
+}
+
+// changeChrony edits the pool's chrony MachineConfig.
+func (r *rollout) changeChrony(contents string) {
+	r.t.Helper()
+	var mc ndpmcv1.MachineConfig
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "50-" + r.pool + "-chrony"}, &mc); err != nil {
+		r.t.Fatal(err)
+	}
+	mc.Spec = chronyMC(r.pool, contents).Spec
+	if err := k8s.Update(context.Background(), &mc); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rollout) sentTo(config string) []string {
+	var out []string
+	for _, h := range r.hosts {
+		if h.node().Annotations[ndpmcv1.DesiredConfigAnnotation] == config {
+			out = append(out, h.name)
+		}
+	}
+	return out
+}
+
+func (h *host) setLabels(labels map[string]string) {
+	h.t.Helper()
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err := k8s.Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.name}}, client.RawPatch("application/merge-patch+json", b)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// setReady sets the Ready condition, as the kubelet would.
+func (h *host) setReady(ready bool) {
+	h.t.Helper()
+	n := h.node()
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "Simulated", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := k8s.Status().Update(context.Background(), n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// unavailability watches the pool's nodes and records the most that were
+// unavailable at once (updating, not Ready, cordoned or degraded).
+type unavailability struct {
+	mu    sync.Mutex
+	nodes map[string]bool
+	max   int
+}
+
+func watchUnavailable(t *testing.T, pool string) *unavailability {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	u := &unavailability{nodes: map[string]bool{}}
+	w, err := k8s.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{poolLabel: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			a := n.Annotations
+			ready := false
+			for _, c := range n.Status.Conditions {
+				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+			}
+			out := a[ndpmcv1.DesiredConfigAnnotation] != a[ndpmcv1.CurrentConfigAnnotation] || a[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone ||
+				!ready || n.Spec.Unschedulable
+			u.mu.Lock()
+			u.nodes[n.Name] = out
+			count := 0
+			for _, o := range u.nodes {
+				if o {
+					count++
+				}
+			}
+			u.max = max(u.max, count)
+			u.mu.Unlock()
+		}
+	}()
+	return u
+}
+
+func (u *unavailability) peak() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.max
+}
+
+func (u *unavailability) reset() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.max = 0
+}
+
+// A 3-node pool and a chrony change under a restart policy: every node
+// restarts chronyd exactly once, nothing is drained or rebooted, and the
+// watch never sees more nodes out than maxUnavailable allows: one at a
+// time with 1, two at a time (never three) with 2.
+func TestRolloutRespectsMaxUnavailable(t *testing.T) {
+	r := newRollout(t, "roll-budget", 3, intstr.FromInt(1))
+	a := r.target()
+	starts := map[string]int{}
+	for _, h := range r.hosts {
+		starts[h.name], _ = h.runs("chronyd.service")
+	}
+	u := watchUnavailable(t, r.pool)
+	r.changeChrony("pool 1.example.com\n")
+	b := r.newTarget(a)
+	r.waitDone(b, 3*time.Minute)
+	if p := u.peak(); p != 1 {
+		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (want exactly 1)", p)
+	}
+	for _, h := range r.hosts {
+		if s, reloads := h.runs("chronyd.service"); s-starts[h.name] != 1 || reloads != 0 {
+			t.Errorf("%s: chronyd started %d times, reloaded %d times", h.name, s-starts[h.name], reloads)
+		}
+		if h.reboots() != 0 || h.node().Spec.Unschedulable {
+			t.Errorf("%s: rebooted or cordoned", h.name)
+		}
+		if got := h.readFile("/etc/chrony.conf"); got != "pool 1.example.com\n" {
+			t.Errorf("%s: /etc/chrony.conf %q", h.name, got)
+		}
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		p := r.mcp()
+		s := p.Status
+		return s.MachineCount == 3 && s.UpdatedMachineCount == 3 && s.ReadyMachineCount == 3 && s.UnavailableMachineCount == 0 &&
+				s.Configuration.Name == b && r.poolCondition(mcfgv1.MachineConfigPoolUpdated).Status == corev1.ConditionTrue,
+			fmt.Sprintf("pool status: %+v", s)
+	})
+
+	p := r.mcp()
+	two := intstr.FromInt(2)
+	p.Spec.MaxUnavailable = &two
+	if err := k8s.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	u.reset()
+	r.changeChrony("pool 2.example.com\n")
+	c := r.newTarget(b)
+	r.waitDone(c, 3*time.Minute)
+	if p := u.peak(); p != 2 {
+		t.Errorf("maxUnavailable 2: at most %d nodes were out at once (want exactly 2)", p)
+	}
+}
+
+// Pausing stops new slots and unpausing resumes; a node that is not Ready
+// is never picked and counts against the budget.
+func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
+	r := newRollout(t, "roll-pause", 3, intstr.FromInt(1))
+	a := r.target()
+	sick := r.hosts[2]
+	sick.setReady(false)
+	r.changeChrony("pool 1.example.com\n")
+	b := r.newTarget(a)
+	// The NotReady node takes the only slot: nobody is sent.
+	eventually(t, time.Minute, func() (bool, string) {
+		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
+		return c.Status == corev1.ConditionTrue, fmt.Sprintf("Updating: %+v", c)
+	})
+	time.Sleep(3 * time.Second) // nothing may happen: give it the chance
+	if sent := r.sentTo(b); len(sent) != 0 {
+		t.Fatalf("nodes sent while a NotReady node used the budget: %v", sent)
+	}
+	if u := r.mcp().Status.UnavailableMachineCount; u != 1 {
+		t.Errorf("unavailableMachineCount %d, want 1 (the NotReady node)", u)
+	}
+
+	// Pause before the slot frees, then free it: still nobody.
+	p := r.mcp()
+	p.Spec.Paused = true
+	if err := k8s.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	sick.setReady(true)
+	eventually(t, time.Minute, func() (bool, string) {
+		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
+		return c.Reason == "Paused", fmt.Sprintf("Updating: %+v", c)
+	})
+	time.Sleep(3 * time.Second)
+	if sent := r.sentTo(b); len(sent) != 0 {
+		t.Fatalf("nodes sent while the pool is paused: %v", sent)
+	}
+
+	p = r.mcp()
+	p.Spec.Paused = false
+	if err := k8s.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDone(b, 3*time.Minute)
+}
+
+// A target whose plan is not ready sends no node: here the nodes run a
+// config that no longer exists, so no plan from it can be made.
+func TestRolloutWaitsForThePlan(t *testing.T) {
+	r := newRollout(t, "roll-plan", 2, intstr.FromInt(2))
+	a := r.target()
+	for _, h := range r.hosts {
+		h.stop() // their daemons would correct the annotation from the host
+		h.annotate(map[string]string{ndpmcv1.CurrentConfigAnnotation: "rendered-roll-plan-gone", ndpmcv1.DesiredConfigAnnotation: "rendered-roll-plan-gone"})
+	}
+	r.changeChrony("pool 1.example.com\n")
+	b := r.newTarget(a)
+	eventually(t, time.Minute, func() (bool, string) {
+		var mc ndpmcv1.MachineConfig
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: b}, &mc); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range mc.Status.Conditions {
+			if c.Type == ndpmcv1.ConditionPlanReady && c.Status == metav1.ConditionFalse {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%s conditions: %+v", b, mc.Status.Conditions)
+	})
+	time.Sleep(3 * time.Second)
+	if sent := r.sentTo(b); len(sent) != 0 {
+		t.Fatalf("nodes sent to a target without a plan for them: %v", sent)
+	}
+}
+
+// A daemon that goes Degraded stops the rollout (it consumes the budget);
+// the pool says which node and why; fixing the MachineConfig recovers.
+func TestDegradedNodeStopsTheRollout(t *testing.T) {
+	r := newRollout(t, "roll-degraded", 3, intstr.FromInt(1))
+	a := r.target()
+	// chronyd cannot start on the oldest node, the first to be picked.
+	bad := r.hosts[0]
+	bad.traceUnit("chronyd.service", "/bin/false")
+	_ = bad.sd.Systemctl("reset-failed", "chronyd.service")
+	r.changeChrony("pool 1.example.com\n")
+	b := r.newTarget(a)
+	bad.waitState(ndpmcv1.StateDegraded, a, 3*time.Minute)
+	eventually(t, time.Minute, func() (bool, string) {
+		c := r.poolCondition(mcfgv1.MachineConfigPoolNodeDegraded)
+		d := r.poolCondition(mcfgv1.MachineConfigPoolDegraded)
+		return c.Status == corev1.ConditionTrue && strings.Contains(c.Message, bad.name) && strings.Contains(c.Message, "chronyd.service") &&
+			d.Status == corev1.ConditionTrue && r.mcp().Status.DegradedMachineCount == 1, fmt.Sprintf("NodeDegraded %+v, Degraded %+v", c, d)
+	})
+	time.Sleep(3 * time.Second)
+	if sent := r.sentTo(b); len(sent) != 1 || sent[0] != bad.name {
+		t.Fatalf("after a node degraded, nodes sent to %s: %v", b, sent)
+	}
+	// The fix: the change is taken back. The degraded node is sent to the
+	// fixed target at once and the pool recovers.
+	r.changeChrony("pool 0.example.com\n")
+	fixed := r.newTarget(b)
+	if fixed != a {
+		t.Fatalf("the fix renders %s, want %s again", fixed, a)
+	}
+	r.waitDone(a, 3*time.Minute)
+	eventually(t, time.Minute, func() (bool, string) {
+		c := r.poolCondition(mcfgv1.MachineConfigPoolDegraded)
+		return c.Status == corev1.ConditionFalse && r.poolCondition(mcfgv1.MachineConfigPoolUpdated).Status == corev1.ConditionTrue, fmt.Sprintf("Degraded %+v", c)
+	})
+}
