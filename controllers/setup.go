@@ -25,6 +25,7 @@ func SetupWithManager(mgr ctrl.Manager, opts planner.EngineOptions) (*policyset.
 		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},
 		"rollout":    &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller")},
 		"poolstatus": &PoolStatusReconciler{Client: mgr.GetClient(), Conditions: conds},
+		"operator":   &OperatorReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

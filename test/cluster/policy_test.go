@@ -384,11 +384,8 @@ func TestSignedBundleFromExamples(t *testing.T) {
 // The shipped deployment manifests are valid for a real API server.
 func TestDeployManifestsApply(t *testing.T) {
 	// A server dry-run does not create the namespace its objects go in.
-	if out, err := kubectl(t, "create", "namespace", "ndp-system"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "namespace", "ndp-system", "--wait=false") })
-	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml"} {
+	ensureNamespace(t, "ndp-system")
+	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml", daemonRole, daemonDeploy, daemonAdmission} {
 		if out, err := kubectl(t, "apply", "--dry-run=server", "-f", f); err != nil {
 			t.Errorf("kubectl apply --dry-run=server -f %s: %v\n%s", f, err, out)
 		}

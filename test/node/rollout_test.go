@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -268,6 +269,10 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 	u := watchUnavailable(t, r.pool)
 	r.changeChrony("pool 1.example.com\n")
 	b := r.newTarget(a)
+	eventually(t, time.Minute, func() (bool, string) {
+		c := operatorCondition(t, configv1.OperatorProgressing)
+		return c.Status == configv1.ConditionTrue && strings.Contains(c.Message, "pool "+r.pool) || len(r.sentTo(b)) == 3, fmt.Sprintf("ClusterOperator Progressing %+v", c)
+	})
 	r.waitDone(b, 3*time.Minute)
 	if p := u.peak(); p != 1 {
 		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (want exactly 1)", p)
@@ -399,6 +404,15 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 		return c.Status == corev1.ConditionTrue && strings.Contains(c.Message, bad.name) && strings.Contains(c.Message, "chronyd.service") &&
 			d.Status == corev1.ConditionTrue && r.mcp().Status.DegradedMachineCount == 1, fmt.Sprintf("NodeDegraded %+v, Degraded %+v", c, d)
 	})
+	// The ClusterOperator says it too.
+	eventually(t, time.Minute, func() (bool, string) {
+		d, u := operatorCondition(t, configv1.OperatorDegraded), operatorCondition(t, configv1.OperatorUpgradeable)
+		return d.Status == configv1.ConditionTrue && strings.Contains(d.Message, "pool "+r.pool) && strings.Contains(d.Message, bad.name) &&
+			u.Status == configv1.ConditionFalse, fmt.Sprintf("ClusterOperator Degraded %+v, Upgradeable %+v", d, u)
+	})
+	if c := operatorCondition(t, configv1.OperatorAvailable); c.Status != configv1.ConditionTrue {
+		t.Errorf("ClusterOperator Available: %+v", c)
+	}
 	time.Sleep(3 * time.Second)
 	if sent := r.sentTo(b); len(sent) != 1 || sent[0] != bad.name {
 		t.Fatalf("after a node degraded, nodes sent to %s: %v", b, sent)
@@ -415,4 +429,21 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolDegraded)
 		return c.Status == corev1.ConditionFalse && r.poolCondition(mcfgv1.MachineConfigPoolUpdated).Status == corev1.ConditionTrue, fmt.Sprintf("Degraded %+v", c)
 	})
+	eventually(t, time.Minute, func() (bool, string) {
+		d := operatorCondition(t, configv1.OperatorDegraded)
+		return !strings.Contains(d.Message, "pool "+r.pool), fmt.Sprintf("ClusterOperator Degraded %+v", d)
+	})
+}
+
+func operatorCondition(t *testing.T, typ configv1.ClusterStatusConditionType) configv1.ClusterOperatorStatusCondition {
+	var co configv1.ClusterOperator
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "ndp"}, &co); err != nil {
+		return configv1.ClusterOperatorStatusCondition{Message: err.Error()}
+	}
+	for _, c := range co.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return configv1.ClusterOperatorStatusCondition{}
 }
