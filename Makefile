@@ -12,7 +12,7 @@ FUZZTIME ?= 15s
 BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
-.PHONY: all build test test-go test-rego test-fuzz control-plane bench generate verify lint fmt vet demo clean
+.PHONY: all build test test-go test-rego test-fuzz control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
 
@@ -53,6 +53,11 @@ bench: control-plane
 	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -run '^$$' -bench 'BenchmarkReplanAfterPolicyChange' -benchtime 3x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)'
 	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error'
+
+## local-cluster: the quick start: a local control plane, ndp-controller and three node daemons with
+## real systemd; a chrony change previewed, planned and rolled out node by node; then everything stopped
+local-cluster: build control-plane
+	hack/local-cluster.sh
 
 ## demo: `ndp plan` on every shipped example
 demo: build

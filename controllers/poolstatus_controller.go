@@ -2,11 +2,16 @@ package controllers
 
 import (
 	"context"
+
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +83,15 @@ func (b *PoolConditions) get(pool string) map[mcfgv1.MachineConfigPoolConditionT
 	return out
 }
 
+// poolNodes counts each pool's nodes by state, for dashboards and the
+// shipped alerts (manifests/monitoring).
+var poolNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "ndp_pool_nodes",
+	Help: "Nodes of a MachineConfigPool by state: total, updated, ready, updating, unavailable, degraded.",
+}, []string{"pool", "state"})
+
+func init() { ctrlmetrics.Registry.MustRegister(poolNodes) }
+
 // Pool conditions the rollout adds to openshift/api's.
 const (
 	ConditionPoolUpdated      mcfgv1.MachineConfigPoolConditionType = mcfgv1.MachineConfigPoolUpdated
@@ -115,6 +129,9 @@ func (r *PoolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var pool mcfgv1.MachineConfigPool
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			poolNodes.DeletePartialMatch(prometheus.Labels{"pool": req.Name})
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	nodes, err := render.NewPoolView(r.Client, &pool).Nodes(ctx)
@@ -132,6 +149,9 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 	}
 	s := summarize(&pool, nodes, targetMC)
+	for state, n := range map[string]int{"total": len(nodes), "updated": s.updated, "ready": s.ready, "updating": len(s.updating), "unavailable": s.unavailable, "degraded": len(s.degraded)} {
+		poolNodes.WithLabelValues(pool.Name, state).Set(float64(n))
+	}
 
 	conds := map[mcfgv1.MachineConfigPoolConditionType]mcfgv1.MachineConfigPoolCondition{}
 	for _, c := range pool.Status.Conditions {

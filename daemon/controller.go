@@ -29,6 +29,9 @@ import (
 // (a new desiredConfig above all) runs Sync. The manager's cache should
 // hold only that Node (see CacheOptions).
 func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
+	// Series that alerts read exist from the start.
+	drainBlockedPods.WithLabelValues(d.NodeName).Set(0)
+	degraded.WithLabelValues(d.NodeName).Set(0)
 	own := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == d.NodeName })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ndp-daemon").

@@ -185,6 +185,7 @@ func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConf
 			return err
 		}
 	}
+	degraded.WithLabelValues(d.NodeName).Set(0)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+cur.Name)
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
 	if err := d.report(ctx, node, cur.Name, node.Annotations[ndpmcv1.DesiredConfigAnnotation], map[string]string{
@@ -247,6 +248,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionUnknown, "Executing", "updating to "+desired)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionFalse, "Updating", fmt.Sprintf("updating from %s to %s", cur.Name, desired))
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
+	degraded.WithLabelValues(d.NodeName).Set(0)
 	// Every phase starts False: Pending if this plan has it, NotRequired
 	// if not, so that a finished update's conditions tell what it did.
 	for _, c := range []struct {
@@ -387,12 +389,22 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, j *Journal, boot st
 		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 			return 0, err
 		}
+		if s.StartedAt != nil {
+			stepDuration.WithLabelValues(d.NodeName, phase(s.Name)).Observe(now.Sub(*s.StartedAt).Seconds())
+		}
+		switch {
+		case s.Action != nil:
+			actionsTotal.WithLabelValues(d.NodeName, string(s.Action.Type)).Inc()
+		case s.Name == StepReboot:
+			actionsTotal.WithLabelValues(d.NodeName, "Reboot").Inc()
+		}
 		d.crash(i, "done")
 	}
 	j.Completed = true
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
 	}
+	updateDuration.WithLabelValues(d.NodeName).Observe(time.Since(j.Started).Seconds())
 	msg := fmt.Sprintf("updated from %s to %s", j.Plan.From, j.To)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionTrue, "Executed", msg)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateComplete, metav1.ConditionTrue, "Complete", msg)
@@ -448,6 +460,7 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 			return err
 		}
 		d.Drainer.Waiting = func(attempt int, pods []string, err error) {
+			drainBlockedPods.WithLabelValues(d.NodeName).Set(float64(len(pods)))
 			msg := waitingMessage(attempt, pods, err)
 			d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "WaitingForPods", msg)
 			d.Status.event(node, corev1.EventTypeWarning, "DrainWaiting", "Drain", msg)
@@ -455,7 +468,9 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 				d.Log.Error(err, "reporting the drain's progress")
 			}
 		}
-		if err := d.Drainer.Drain(ctx, d.NodeName); err != nil {
+		err := d.Drainer.Drain(ctx, d.NodeName)
+		drainBlockedPods.WithLabelValues(d.NodeName).Set(0)
+		if err != nil {
 			return transient(err)
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionTrue, "Drained", "every evictable pod left the node")
@@ -721,6 +736,7 @@ func (d *Daemon) refuse(ctx context.Context, node *corev1.Node, current, desired
 }
 
 func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desired, pool, reason, msg string) error {
+	degraded.WithLabelValues(d.NodeName).Set(1)
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionTrue, reason, msg)
 	d.Status.event(node, corev1.EventTypeWarning, reason, "Update", msg)
 	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: truncate(msg, maxMessage)}, pool)

@@ -151,6 +151,7 @@ func (w *nodeWatch) order() []string {
 // the node ends Done with its MachineConfigNode conditions in order.
 func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 	h := newHost(t, "node-chrony")
+	h.metricsPort = freePort(t)
 	from := createMC(t, ignition("rendered-chrony-a", map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"}, nil))
 	to := ignition("rendered-chrony-b", map[string]string{"/etc/chrony.conf": "pool b.example.com iburst\n"}, nil)
 	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
@@ -201,6 +202,17 @@ func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 		t.Errorf("NodeDegraded: %+v", c)
 	}
 	assertEvent(t, h.name, "UpdateComplete")
+	m := scrape(t, h.metricsPort)
+	for _, want := range []string{
+		`ndp_daemon_actions_total{node="node-chrony",type="Restart"} 1`,
+		`ndp_daemon_step_duration_seconds_count{node="node-chrony",phase="actions"} 1`,
+		`ndp_daemon_update_duration_seconds_count{node="node-chrony"} 1`,
+		`ndp_daemon_drain_blocked_pods{node="node-chrony"} 0`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("the daemon's metrics lack %s", want)
+		}
+	}
 }
 
 func assertEvent(t *testing.T, node, reason string) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -393,6 +395,9 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 	a := r.target()
 	// chronyd cannot start on the oldest node, the first to be picked.
 	bad := r.hosts[0]
+	bad.stop()
+	bad.metricsPort = freePort(t)
+	bad.start()
 	bad.traceUnit("chronyd.service", "/bin/false")
 	_ = bad.sd.Systemctl("reset-failed", "chronyd.service")
 	r.changeChrony("pool 1.example.com\n")
@@ -412,6 +417,22 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 	})
 	if c := operatorCondition(t, configv1.OperatorAvailable); c.Status != configv1.ConditionTrue {
 		t.Errorf("ClusterOperator Available: %+v", c)
+	}
+	// The metrics the shipped alerts read say it as well.
+	metrics := scrape(t, bad.metricsPort) + scrape(t, controllerMetricsPort)
+	for _, want := range []string{fmt.Sprintf(`ndp_daemon_degraded{node=%q} 1`, bad.name), fmt.Sprintf(`ndp_pool_nodes{pool=%q,state="degraded"} 1`, r.pool)} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	rule, err := os.ReadFile("../../manifests/monitoring/prometheusrule.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`ndp_[a-z_]+`).FindAllString(string(rule), -1) {
+		if !strings.Contains(metrics, "\n"+name+"{") {
+			t.Errorf("the PrometheusRule reads %s, which ndp does not serve", name)
+		}
 	}
 	time.Sleep(3 * time.Second)
 	if sent := r.sentTo(b); len(sent) != 1 || sent[0] != bad.name {

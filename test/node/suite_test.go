@@ -10,6 +10,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +50,8 @@ var (
 	restConfig *rest.Config
 	kubeconfig string
 	daemonBin  string
+	// The in-process controllers serve their metrics here.
+	controllerMetricsPort int
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -108,11 +113,18 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building ndp-daemon: %v\n%s", err, out)
 		return 1
 	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	controllerMetricsPort = l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	// ndp's controllers, as ndp-controller wires them (no webhook): the
 	// rollout tests need the render, plan, rollout and status controllers.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", controllerMetricsPort)},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -142,6 +154,9 @@ type host struct {
 	dir  string // the test's own files (boot ID, reboot and OS logs)
 	root string // the host root given to the daemon
 	sd   *systemdtest.Manager
+
+	// metricsPort, when set, serves the daemon's metrics on loopback.
+	metricsPort int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -222,7 +237,7 @@ func (h *host) start(env ...string) {
 		"--boot-id-file", filepath.Join(h.dir, "boot_id"),
 		"--simulate-reboot", filepath.Join(h.dir, "reboots"),
 		"--simulate-os-updates", filepath.Join(h.dir, "os-updates"),
-		"--metrics-bind-address", "0",
+		"--metrics-bind-address", h.metricsAddr(),
 		"--health-probe-bind-address", "0",
 		"--plan-poll-interval", "500ms",
 		"--drain-attempt-timeout", "5s",
@@ -238,6 +253,35 @@ func (h *host) start(env ...string) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	h.cmd, h.done = cmd, done
+}
+
+func (h *host) metricsAddr() string {
+	if h.metricsPort == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("127.0.0.1:%d", h.metricsPort)
+}
+
+// scrape reads a metrics endpoint on loopback.
+func scrape(t *testing.T, port int) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 type lockedWriter struct {
