@@ -151,8 +151,11 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if equality.Semantic.DeepEqual(*status, to.Status) {
 		return reconcile.Result{}, nil
 	}
+	// The plan controller is the one writer of MachineConfig status: a
+	// patch, not an update, so a cache a write behind is no conflict.
+	before := to.DeepCopy()
 	to.Status = *status
-	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, &to))
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Status().Patch(ctx, &to, client.MergeFrom(before)))
 }
 
 func setMCCondition(s *ndpmcv1.MachineConfigStatus, gen int64, typ string, ok bool, reason, msg string) {

@@ -1,6 +1,7 @@
 // Command ndp is the node disruption planner's CLI: it shows what a
-// MachineConfig change will do to nodes (`ndp plan`) and tests policies
-// (`ndp test`). Installed as kubectl-ndp it runs as `kubectl ndp` / `oc ndp`.
+// MachineConfig change will do to nodes (`ndp plan`), tests policies
+// (`ndp test`) and shows a cluster's rollout, node by node (`ndp status`).
+// Installed as kubectl-ndp it runs as `kubectl ndp` / `oc ndp`.
 package main
 
 import (

@@ -78,7 +78,8 @@ func newRootCommand(binary string) *cobra.Command {
 		Short: "ndp, the node disruption planner: what a machine config change does to nodes, and why",
 		Long: `ndp computes, from an old and a new rendered MachineConfig and the NodeDisruptionPolicies in force,
 the plan a node follows to apply the change: no action, a service reload or restart, a drain, or a reboot,
-with the policy that decided each change.`,
+with the policy that decided each change. In a cluster, ndp status shows each pool's rollout and where
+each node is in its plan.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -87,6 +88,6 @@ with the policy that decided each change.`,
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: strings.Replace(binary, "-", " ", 1)}
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand())
+	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand(), newStatusCommand())
 	return root
 }

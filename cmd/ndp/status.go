@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/scheme"
+)
+
+type statusOptions struct {
+	kubeconfig string
+	context    string
+	timeout    time.Duration
+	output     string
+}
+
+// newStatusClient connects to the cluster; the tests replace it.
+var newStatusClient = func(o *statusOptions) (client.Reader, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	s := scheme.New()
+	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigNode{}, &mcfgv1.MachineConfigNodeList{})
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+// restConfig loads the client configuration the way kubectl does:
+// --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the pod's
+// service account. Run as a kubectl plugin, ndp gets only the environment.
+func (o *statusOptions) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no cluster to talk to: set --kubeconfig or KUBECONFIG, or run in a pod")
+		}
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	cfg.Timeout = o.timeout
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.UserAgent = "ndp-status " + rest.DefaultKubernetesUserAgent()
+	return cfg, nil
+}
+
+func newStatusCommand() *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [POOL]... [-o text|json|yaml]",
+		Short: "Show the rollout of each MachineConfigPool and, for each node, its config, its step and its plan",
+		Long: `Show the rollout of each MachineConfigPool (target config, node counts, paused, maxUnavailable,
+conditions) and, for each of its nodes, the config it runs and the one it is sent to, the node daemon's
+state, the step it is at (from its MachineConfigNode conditions) and the plan it runs. Without POOL
+arguments every pool is shown, and nodes no pool selects appear under "(none)".
+
+The cluster is found like kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.
+Exit codes: 0 shown; 1 no cluster reachable, an unknown pool or another error; 2 usage.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
+	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for each request to the API server (0: no limit)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	return cmd
+}
+
+func (o *statusOptions) run(cmd *cobra.Command, pools []string) error {
+	switch o.output {
+	case "text", "json", "yaml":
+	default:
+		return usageError{fmt.Errorf("--output must be text, json or yaml, not %q", o.output)}
+	}
+	// controller-runtime's client logs through its global logger, which
+	// would otherwise complain it was never set.
+	ctrllog.SetLogger(logr.Discard())
+	c, err := newStatusClient(o)
+	if err != nil {
+		return err
+	}
+	report, err := collectStatus(cmd.Context(), c, pools, func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+msg) })
+	if err != nil {
+		return err
+	}
+	return writeStatus(cmd.OutOrStdout(), report, o.output)
+}
+
+func writeStatus(w io.Writer, r *StatusReport, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return writeStatusText(w, r)
+}
+
+// collectStatus reads pools, nodes, MachineConfigNodes and the plans of
+// the configs nodes move to. With names, only those pools.
+func collectStatus(ctx context.Context, c client.Reader, names []string, warn func(string)) (*StatusReport, error) {
+	var poolList mcfgv1.MachineConfigPoolList
+	if err := c.List(ctx, &poolList); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, errors.New("the cluster has no MachineConfigPool API (machineconfiguration.openshift.io/v1): is ndp installed?")
+		}
+		return nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+	}
+	var nodeList corev1.NodeList
+	if err := c.List(ctx, &nodeList); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	mcns := map[string]*mcfgv1.MachineConfigNode{}
+	var mcnList mcfgv1.MachineConfigNodeList
+	switch err := c.List(ctx, &mcnList); {
+	case err == nil:
+		for i := range mcnList.Items {
+			mcns[mcnList.Items[i].Name] = &mcnList.Items[i]
+		}
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		// No MachineConfigNode API: steps come from the annotations alone.
+	case apierrors.IsForbidden(err):
+		warn("cannot list MachineConfigNodes, steps are shown from node annotations only: " + err.Error())
+	default:
+		return nil, fmt.Errorf("listing MachineConfigNodes: %w", err)
+	}
+
+	pools := poolList.Items
+	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	for n := range want {
+		found := false
+		for i := range pools {
+			found = found || pools[i].Name == n
+		}
+		if !found {
+			return nil, fmt.Errorf("MachineConfigPool %q not found", n)
+		}
+	}
+	nodes := nodeList.Items
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+
+	configs := &configCache{c: c, got: map[string]*ndpmcv1.MachineConfig{}}
+	report := &StatusReport{Pools: []PoolReport{}}
+	inPool := map[string]bool{}
+	for i := range pools {
+		p := &pools[i]
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+		if err != nil {
+			warn(fmt.Sprintf("MachineConfigPool %s: invalid spec.nodeSelector: %v", p.Name, err))
+			sel = labels.Nothing()
+		}
+		var members []*corev1.Node
+		for j := range nodes {
+			if sel.Matches(labels.Set(nodes[j].Labels)) {
+				members = append(members, &nodes[j])
+				inPool[nodes[j].Name] = true
+			}
+		}
+		if len(want) > 0 && !want[p.Name] {
+			continue
+		}
+		pr := poolReport(p)
+		for _, n := range members {
+			nr, err := nodeReport(ctx, n, mcns[n.Name], p.Spec.Configuration.Name, p.Spec.Paused, configs)
+			if err != nil {
+				return nil, err
+			}
+			pr.Nodes = append(pr.Nodes, nr)
+		}
+		report.Pools = append(report.Pools, pr)
+	}
+	if len(want) == 0 {
+		none := PoolReport{Name: NoPool, Conditions: []ConditionReport{}, Nodes: []NodeReport{}}
+		for j := range nodes {
+			if inPool[nodes[j].Name] {
+				continue
+			}
+			nr, err := nodeReport(ctx, &nodes[j], mcns[nodes[j].Name], "", false, configs)
+			if err != nil {
+				return nil, err
+			}
+			none.Nodes = append(none.Nodes, nr)
+		}
+		if len(none.Nodes) > 0 {
+			none.MachineCount = int32(len(none.Nodes))
+			report.Pools = append(report.Pools, none)
+		}
+	}
+	return report, nil
+}
+
+func poolReport(p *mcfgv1.MachineConfigPool) PoolReport {
+	pr := PoolReport{
+		Name:                    p.Name,
+		Target:                  p.Spec.Configuration.Name,
+		Paused:                  p.Spec.Paused,
+		MaxUnavailable:          maxUnavailableString(p),
+		MachineCount:            p.Status.MachineCount,
+		UpdatedMachineCount:     p.Status.UpdatedMachineCount,
+		ReadyMachineCount:       p.Status.ReadyMachineCount,
+		UnavailableMachineCount: p.Status.UnavailableMachineCount,
+		DegradedMachineCount:    p.Status.DegradedMachineCount,
+		Conditions:              []ConditionReport{},
+		Nodes:                   []NodeReport{},
+	}
+	for _, c := range p.Status.Conditions {
+		pr.Conditions = append(pr.Conditions, ConditionReport{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return pr
+}
+
+func nodeReport(ctx context.Context, n *corev1.Node, mcn *mcfgv1.MachineConfigNode, target string, paused bool, configs *configCache) (NodeReport, error) {
+	a := n.Annotations
+	f := nodeFacts{
+		current: a[ndpmcv1.CurrentConfigAnnotation], desired: a[ndpmcv1.DesiredConfigAnnotation],
+		state: a[ndpmcv1.StateAnnotation], reason: a[ndpmcv1.ReasonAnnotation],
+		target: target, paused: paused,
+	}
+	if mcn != nil {
+		f.hasMCN = true
+		f.conditions = mcn.Status.Conditions
+		if mcn.Status.ConfigVersion != nil {
+			f.mcnDesired = mcn.Status.ConfigVersion.Desired
+		}
+	}
+	nr := NodeReport{Name: n.Name, Current: f.current, Desired: f.desired, State: f.state, Reason: f.reason}
+	nr.Phase, nr.Step = deriveStep(f)
+	// The plan under way, or the one a node waiting for its turn will run.
+	to := ""
+	switch {
+	case f.current == "":
+	case f.desired != "" && f.desired != f.current:
+		to = f.desired
+	case nr.Phase == PhaseQueued:
+		to = f.target
+	}
+	if to != "" {
+		mc, err := configs.get(ctx, to)
+		if err != nil {
+			return nr, err
+		}
+		if mc != nil {
+			if p := mc.Status.PlanFrom(f.current); p != nil {
+				nr.Plan = planReport(p, to)
+			}
+		}
+	}
+	return nr, nil
+}
+
+// configCache reads each rendered MachineConfig once; a missing one is nil.
+type configCache struct {
+	c   client.Reader
+	got map[string]*ndpmcv1.MachineConfig
+}
+
+func (cc *configCache) get(ctx context.Context, name string) (*ndpmcv1.MachineConfig, error) {
+	if mc, ok := cc.got[name]; ok {
+		return mc, nil
+	}
+	mc := &ndpmcv1.MachineConfig{}
+	if err := cc.c.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading MachineConfig %s: %w", name, err)
+		}
+		mc = nil
+	}
+	cc.got[name] = mc
+	return mc, nil
+}
