@@ -44,6 +44,9 @@ func main() {
 	c := &cluster{}
 	err := c.run(ctx)
 	c.cleanup()
+	if err == nil && c.leftBehind {
+		err = errors.New("processes were left behind")
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\nlocal-cluster: %v\n", err)
 		if c.work != "" {
@@ -60,6 +63,32 @@ type cluster struct {
 	procs                       []*exec.Cmd // ndp-controller and the daemons, stopped in reverse
 	managers                    []*systemdtest.Manager
 	hosts                       []string // host roots, by node
+	leftBehind                  bool
+}
+
+// leftovers lists the processes, other than this one, whose command line
+// or environment names the work directory: daemons, systemd managers.
+func leftovers(work string) []string {
+	if work == "" {
+		return nil
+	}
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' || pid == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		for _, f := range []string{"cmdline", "environ"} {
+			b, _ := os.ReadFile(filepath.Join("/proc", pid, f))
+			if bytes.Contains(b, []byte(work)) {
+				cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+				out = append(out, pid+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+				break
+			}
+		}
+	}
+	return out
 }
 
 func step(format string, args ...any) {
@@ -473,6 +502,10 @@ func (c *cluster) cleanup() {
 		if err := c.env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 		}
+	}
+	if left := leftovers(c.work); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "processes left behind: %v\n", left)
+		c.leftBehind = true
 	}
 	if c.work != "" {
 		if os.Getenv("NDP_KEEP") != "" {

@@ -313,41 +313,45 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 	}
 }
 
-// Pausing stops new slots and unpausing resumes; a node that is not Ready
-// is never picked and counts against the budget.
+// A node that is not Ready is never picked and counts against the budget;
+// pausing mid-rollout stops new slots, and unpausing resumes.
 func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 	r := newRollout(t, "roll-pause", 3, intstr.FromInt(1))
 	a := r.target()
-	sick := r.hosts[2]
+	first, sick := r.hosts[0], r.hosts[2] // the oldest goes first (then by name)
 	sick.setReady(false)
+	first.stop() // its update will stay under way until the test lets it finish
 	r.changeChrony("pool 1.example.com\n")
 	b := r.newTarget(a)
 	// The NotReady node takes the only slot: nobody is sent.
 	eventually(t, time.Minute, func() (bool, string) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
-		return c.Status == corev1.ConditionTrue, fmt.Sprintf("Updating: %+v", c)
+		return c.Status == corev1.ConditionTrue && r.mcp().Status.UnavailableMachineCount == 1, fmt.Sprintf("Updating: %+v, status %+v", c, r.mcp().Status)
 	})
 	time.Sleep(3 * time.Second) // nothing may happen: give it the chance
 	if sent := r.sentTo(b); len(sent) != 0 {
 		t.Fatalf("nodes sent while a NotReady node used the budget: %v", sent)
 	}
-	if u := r.mcp().Status.UnavailableMachineCount; u != 1 {
-		t.Errorf("unavailableMachineCount %d, want 1 (the NotReady node)", u)
-	}
 
-	// Pause before the slot frees, then free it: still nobody.
+	// Ready again: the first node is sent; paused while it updates.
+	sick.setReady(true)
+	eventually(t, time.Minute, func() (bool, string) {
+		sent := r.sentTo(b)
+		return len(sent) == 1 && sent[0] == first.name, fmt.Sprintf("sent to %s: %v", b, sent)
+	})
 	p := r.mcp()
 	p.Spec.Paused = true
 	if err := k8s.Update(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	sick.setReady(true)
+	first.start()
+	first.waitState(ndpmcv1.StateDone, b, 2*time.Minute)
 	eventually(t, time.Minute, func() (bool, string) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
-		return c.Reason == "Paused", fmt.Sprintf("Updating: %+v", c)
+		return c.Reason == "Paused" && r.mcp().Status.UpdatedMachineCount == 1, fmt.Sprintf("Updating: %+v", c)
 	})
 	time.Sleep(3 * time.Second)
-	if sent := r.sentTo(b); len(sent) != 0 {
+	if sent := r.sentTo(b); len(sent) != 1 {
 		t.Fatalf("nodes sent while the pool is paused: %v", sent)
 	}
 
