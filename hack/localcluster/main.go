@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ndp-dev/ndp/internal/controlplane"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,27 +112,12 @@ func (c *cluster) run(ctx context.Context) error {
 	}
 
 	step("Control plane: etcd and kube-apiserver from bin/, ndp's CRDs and admission webhooks")
-	c.env = &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(c.root, "manifests", "crds"), filepath.Join(c.root, "manifests", "crds", "openshift")},
-		ErrorIfCRDPathMissing:    true,
-		BinaryAssetsDirectory:    c.bin,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		WebhookInstallOptions:    envtest.WebhookInstallOptions{Paths: []string{filepath.Join(c.root, "manifests", "webhook")}},
-	}
+	c.env = controlplane.Environment(c.root, c.bin, true)
 	cfg, err := c.env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
-	user, err := c.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	c.kubeconfig = filepath.Join(c.work, "kubeconfig")
-	if err := os.WriteFile(c.kubeconfig, kc, 0o600); err != nil {
+	if c.kubeconfig, err = controlplane.AdminKubeconfig(c.env, c.work); err != nil {
 		return err
 	}
 	if c.k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
@@ -140,7 +126,7 @@ func (c *cluster) run(ctx context.Context) error {
 	fmt.Printf("kube-apiserver at %s (kubeconfig %s)\n", cfg.Host, c.kubeconfig)
 
 	step("ndp-controller: policy, render, registries, plan, rollout and status controllers, and the webhooks")
-	probe, err := freePort()
+	probe, err := controlplane.FreePort()
 	if err != nil {
 		return err
 	}
@@ -164,6 +150,10 @@ func (c *cluster) run(ctx context.Context) error {
 	if err := c.kubectlUntil(ctx, "the default policy", "default", "get", "ndp"); err != nil {
 		return err
 	}
+
+	// The shipped admission policy confining ndp-daemon's service account
+	// to its own node (the daemons here run as the admin user).
+	c.kubectl("apply", "-f", "manifests/admission/daemon-own-node.yaml")
 
 	step("The worker pool and its chrony MachineConfig, before any node joins")
 	c.kubectl("apply", "-f", "examples/cluster/worker-pool.yaml")
@@ -541,13 +531,4 @@ func waitEvery(ctx context.Context, timeout, every time.Duration, what string, c
 		case <-time.After(every):
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

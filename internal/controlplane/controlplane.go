@@ -5,8 +5,12 @@ package controlplane
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // Assets is the directory holding the named binaries: KUBEBUILDER_ASSETS,
@@ -26,4 +30,46 @@ func Assets(repoRoot string, binaries ...string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// Environment is an envtest environment for ndp: the control plane from
+// assets, ndp's CRDs and openshift/api's (repoRoot/manifests/crds), and,
+// with webhooks, the shipped webhook configuration pointed at a local port
+// with a certificate of its own.
+func Environment(repoRoot, assets string, webhooks bool) *envtest.Environment {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:        []string{filepath.Join(repoRoot, "manifests", "crds"), filepath.Join(repoRoot, "manifests", "crds", "openshift")},
+		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory:    assets,
+		ControlPlaneStartTimeout: 2 * time.Minute, // a loaded 2-core machine
+	}
+	if webhooks {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(repoRoot, "manifests", "webhook")}}
+	}
+	return env
+}
+
+// AdminKubeconfig adds a cluster-admin user to a started environment and
+// writes its kubeconfig into dir, for the real kubectl and ndp's processes.
+func AdminKubeconfig(env *envtest.Environment, dir string) (string, error) {
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}
+
+// FreePort is a TCP port free on loopback right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -57,15 +57,7 @@ func run(m *testing.M) int {
 	}
 	kubectlBin = filepath.Join(assets, "kubectl")
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	env := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(root, "manifests", "crds"), filepath.Join(root, "manifests", "crds", "openshift")},
-		ErrorIfCRDPathMissing:    true,
-		BinaryAssetsDirectory:    assets,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		// The shipped ValidatingWebhookConfiguration, pointed by envtest
-		// at a local port with a certificate of its own.
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "manifests", "webhook")}},
-	}
+	env := controlplane.Environment(root, assets, true)
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
@@ -81,24 +73,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	dir, err := os.MkdirTemp("", "ndp-cluster-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if kubeconfig, err = controlplane.AdminKubeconfig(env, dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,7 +32,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -63,12 +61,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(root, "manifests", "crds"), filepath.Join(root, "manifests", "crds", "openshift")},
-		ErrorIfCRDPathMissing:    true,
-		BinaryAssetsDirectory:    assets,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-	}
+	env := controlplane.Environment(root, assets, false)
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
@@ -86,18 +79,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if kubeconfig, err = controlplane.AdminKubeconfig(env, dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -113,13 +95,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building ndp-daemon: %v\n%s", err, out)
 		return 1
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if controllerMetricsPort, err = controlplane.FreePort(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	controllerMetricsPort = l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	// ndp's controllers, as ndp-controller wires them (no webhook): the
 	// rollout tests need the render, plan, rollout and status controllers.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -276,12 +255,11 @@ func scrape(t *testing.T, port int) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := controlplane.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 type lockedWriter struct {
