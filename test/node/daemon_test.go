@@ -795,3 +795,35 @@ func TestUnitsKeysAndPasswordThroughSystemd(t *testing.T) {
 		t.Errorf("/etc/shadow: %q", got)
 	}
 }
+
+// A crash while a Restart's job is still running: the daemon restarted
+// finds the unit's run changed since the marker it journaled, waits for
+// the job, and does not restart the unit again.
+func TestCrashDuringARestartJob(t *testing.T) {
+	h := newHost(t, "node-midjob")
+	from := createMC(t, ignition("rendered-midjob-a", map[string]string{"/etc/slow.conf": "1\n"}, nil))
+	to := ignition("rendered-midjob-b", map[string]string{"/etc/slow.conf": "2\n"}, nil)
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/slow.conf": {restart("slow.service")}})}
+	createMC(t, to)
+	h.traceUnit("slow.service", "/bin/sleep 3") // each start takes 3 s after its trace line
+	h.provision(from, map[string]string{"/etc/slow.conf": "1\n"})
+	before, _ := h.runs("slow.service")
+
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		starts, _ := h.runs("slow.service")
+		return starts == before+1, fmt.Sprintf("%d starts", starts)
+	})
+	h.stop() // SIGKILL while the restart job runs
+	if state, _ := h.sd.Show("slow.service", "ActiveState"); state != "activating" {
+		t.Logf("slow.service is %s when the daemon dies (the test wants the job still running)", state)
+	}
+	h.start()
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+	if starts, _ := h.runs("slow.service"); starts != before+1 {
+		t.Errorf("slow.service started %d times during the update, want 1", starts-before)
+	}
+	if c := h.mcnConditions()["Resumed"]; c.Status != metav1.ConditionTrue {
+		t.Errorf("Resumed: %+v", c)
+	}
+}
