@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/ndp-dev/ndp/planner"
@@ -131,6 +132,35 @@ func BenchmarkPlan(b *testing.B) {
 					b.Fatal(err)
 				}
 				oracle.Plan(cs)
+			}
+		})
+	})
+}
+
+// BenchmarkFloor is what a plan cannot go below: reading the two documents,
+// a plain encoding/json decode of both into the Ignition (3.5) types, with no
+// validation, diff or evaluation. hack/benchtable divides BenchmarkPlan by it.
+func BenchmarkFloor(b *testing.B) {
+	benchSizes(b, func(b *testing.B, n, changed int) {
+		oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
+		newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
+		b.Run("impl=decode", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, doc := range [][]byte{oldDoc, newDoc} {
+					var mc struct {
+						Spec struct {
+							OSImageURL string          `json:"osImageURL"`
+							Config     igntypes.Config `json:"config"`
+						} `json:"spec"`
+					}
+					if err := json.Unmarshal(doc, &mc); err != nil {
+						b.Fatal(err)
+					}
+					if len(mc.Spec.Config.Storage.Files) != n {
+						b.Fatalf("%d files, want %d", len(mc.Spec.Config.Storage.Files), n)
+					}
+				}
 			}
 		})
 	})

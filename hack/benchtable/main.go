@@ -1,10 +1,14 @@
-// Command benchtable reads `go test -bench BenchmarkPlan -benchmem` output
-// on stdin and prints the Rego planner's time per plan next to the plain-Go
-// oracle's, with their ratio, and whether the performance target is met:
-// the Rego planner within 3× of the oracle at files=200/changed=20.
+// Command benchtable reads `go test -bench 'BenchmarkPlan|BenchmarkFloor'
+// -benchmem` output on stdin and prints the Rego planner's time per plan next
+// to the plain-Go oracle's, with their ratio, and, where BenchmarkFloor ran,
+// the floor (a plain encoding/json decode of both documents) with plan ÷
+// floor; then whether the performance targets are met: the Rego planner
+// within 3× of the oracle, and a plan within 2× of the floor, both at
+// files=200/changed=20.
 //
-// Sub-benchmarks must be named <Benchmark>/files=N/changed=M/impl=rego|oracle;
-// with -count > 1 the median of the runs is used.
+// Sub-benchmarks must be named <Benchmark>/files=N/changed=M/impl=rego|oracle,
+// and BenchmarkFloor/files=N/changed=M/impl=decode; with -count > 1 the
+// median of the runs is used.
 package main
 
 import (
@@ -25,9 +29,11 @@ const (
 	targetFiles   = 200
 	targetChanged = "20"
 	targetRatio   = 3.0
+	floorBench    = "BenchmarkFloor"
+	floorRatio    = 2.0
 )
 
-var line = regexp.MustCompile(`^(Benchmark\w+)/files=(\d+)/changed=(\w+)/impl=(rego|oracle)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op)?(?:\s+([\d.]+) allocs/op)?`)
+var line = regexp.MustCompile(`^(Benchmark\w+)/files=(\d+)/changed=(\w+)/impl=(rego|oracle|decode)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op)?(?:\s+([\d.]+) allocs/op)?`)
 
 type key struct {
 	bench   string
@@ -70,6 +76,14 @@ func run(in io.Reader, out io.Writer) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
+	// The floor is a column of the other tables, not a table of its own.
+	floor := map[key]*runs{}
+	for k, r := range results {
+		if k.bench == floorBench {
+			floor[key{files: k.files, changed: k.changed}] = r["decode"]
+			delete(results, k)
+		}
+	}
 	if len(results) == 0 {
 		return fmt.Errorf("no .../files=N/changed=M/impl=rego|oracle benchmark results on stdin")
 	}
@@ -98,11 +112,20 @@ func run(in io.Reader, out io.Writer) error {
 			}
 			fmt.Fprintln(out, k.bench)
 			tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "files\tchanged\trego/plan\toracle/plan\trego/oracle\trego allocs\toracle allocs\t")
+			fmt.Fprint(tw, "files\tchanged\trego/plan\toracle/plan\trego/oracle\trego allocs\toracle allocs\t")
+			if len(floor) > 0 {
+				fmt.Fprint(tw, "floor\trego/floor\toracle/floor\t")
+			}
+			fmt.Fprintln(tw)
 		}
 		rego, oracle := results[k]["rego"], results[k]["oracle"]
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k.files, k.changed,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t", k.files, k.changed,
 			duration(rego), duration(oracle), ratioString(rego, oracle), allocs(rego), allocs(oracle))
+		if len(floor) > 0 {
+			f := floor[key{files: k.files, changed: k.changed}]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", duration(f), ratioString(rego, f), ratioString(oracle, f))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -117,6 +140,17 @@ func run(in io.Reader, out io.Writer) error {
 		fmt.Fprintf(out, "\n%s: met (%.2f×)\n", target, ratio)
 	default:
 		fmt.Fprintf(out, "\n%s: NOT met (%.2f×)\n", target, ratio)
+	}
+	if len(floor) > 0 {
+		target := fmt.Sprintf("target: rego plan within %.0f× of the floor (a JSON decode of both documents) at files=%d/changed=%s", floorRatio, targetFiles, targetChanged)
+		switch ratio, ok := ratioOf(r["rego"], floor[key{files: targetFiles, changed: targetChanged}]); {
+		case !ok:
+			fmt.Fprintf(out, "%s: not measured\n", target)
+		case ratio <= floorRatio:
+			fmt.Fprintf(out, "%s: met (%.2f×)\n", target, ratio)
+		default:
+			fmt.Fprintf(out, "%s: NOT met (%.2f×)\n", target, ratio)
+		}
 	}
 	return nil
 }

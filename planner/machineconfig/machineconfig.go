@@ -8,12 +8,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	ign30types "github.com/coreos/ignition/v2/config/v3_0/types"
+	ign31translate "github.com/coreos/ignition/v2/config/v3_1/translate"
+	ign31types "github.com/coreos/ignition/v2/config/v3_1/types"
+	ign32translate "github.com/coreos/ignition/v2/config/v3_2/translate"
+	ign32types "github.com/coreos/ignition/v2/config/v3_2/types"
+	ign33translate "github.com/coreos/ignition/v2/config/v3_3/translate"
+	ign33types "github.com/coreos/ignition/v2/config/v3_3/types"
+	ign34translate "github.com/coreos/ignition/v2/config/v3_4/translate"
+	ign34types "github.com/coreos/ignition/v2/config/v3_4/types"
 	ign "github.com/coreos/ignition/v2/config/v3_5"
+	ign35translate "github.com/coreos/ignition/v2/config/v3_5/translate"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	ignvalidate "github.com/coreos/ignition/v2/config/validate"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -122,6 +134,12 @@ func New(name string, spec mcfgv1.MachineConfigSpec) (*Config, error) {
 	}
 	// A YAML-decoded spec.config arrives as JSON already (sigs.k8s.io/yaml
 	// converts), so Ignition's JSON parser sees what the API server stores.
+	if parsed, ok := parseIgnition(raw); ok {
+		cfg.Ignition = parsed
+		return cfg, nil
+	}
+	// Not accepted on the fast path: Ignition's own parser decides, and
+	// gives its report (with the paths) when it rejects the config.
 	parsed, rpt, err := ign.ParseCompatibleVersion(raw)
 	if err != nil {
 		ie := &InputError{Object: name, Field: "spec.config", Err: err}
@@ -141,6 +159,62 @@ func New(name string, spec mcfgv1.MachineConfigSpec) (*Config, error) {
 	}
 	cfg.Ignition = parsed
 	return cfg, nil
+}
+
+// parseIgnition is ign.ParseCompatibleVersion without the vcontext tree:
+// the same steps (encoding/json into the spec version's types, Ignition's
+// validation, translation to 3.5) minus the JSON position tree Ignition builds
+// only to add line and column to its report and warn about unused keys —
+// nearly all of its cost, and nothing ndp keeps (unknown keys are warnings,
+// never fatal, in Ignition too). It answers ok only for a valid config of an
+// exact 3.x.0 version; for anything else (bad JSON, another version string,
+// a fatal report) the caller runs Ignition's parser, whose verdict and report
+// stand, so the fast path never accepts what Ignition rejects.
+func parseIgnition(raw []byte) (igntypes.Config, bool) {
+	var cfg igntypes.Config
+	if json.Unmarshal(raw, &cfg) != nil {
+		return igntypes.Config{}, false
+	}
+	switch cfg.Ignition.Version {
+	case "3.5.0":
+		return cfg, valid(&cfg)
+	case "3.4.0":
+		c, ok := decodeValid[ign34types.Config](raw)
+		return ign35translate.Translate(c), ok
+	case "3.3.0":
+		c, ok := decodeValid[ign33types.Config](raw)
+		return ign35translate.Translate(ign34translate.Translate(c)), ok
+	case "3.2.0":
+		c, ok := decodeValid[ign32types.Config](raw)
+		return ign35translate.Translate(ign34translate.Translate(ign33translate.Translate(c))), ok
+	case "3.1.0":
+		c, ok := decodeValid[ign31types.Config](raw)
+		return ign35translate.Translate(ign34translate.Translate(ign33translate.Translate(ign32translate.Translate(c)))), ok
+	case "3.0.0":
+		c, ok := decodeValid[ign30types.Config](raw)
+		return ign35translate.Translate(ign34translate.Translate(ign33translate.Translate(ign32translate.Translate(ign31translate.Translate(c))))), ok
+	}
+	return igntypes.Config{}, false
+}
+
+// decodeValid decodes raw into an older spec version's types and validates it.
+func decodeValid[T any](raw []byte) (T, bool) {
+	var c T
+	if json.Unmarshal(raw, &c) != nil {
+		return c, false
+	}
+	return c, valid(&c)
+}
+
+// valid runs the checks of Ignition's Parse (field validation and
+// duplicates) on a pointer to a config, without the position tree: given no
+// raw config, ValidateWithContext skips it. fastValid walks faster; where it
+// cannot be sure, Ignition's walk decides.
+func valid(cfg any) bool {
+	if v, ok := fastValid(cfg); ok {
+		return v
+	}
+	return !ignvalidate.ValidateWithContext(reflect.ValueOf(cfg).Elem().Interface(), nil).IsFatal()
 }
 
 // jsonError names the line of a JSON syntax or type error.
