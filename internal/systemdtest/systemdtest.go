@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -31,7 +32,7 @@ type Manager struct {
 	ConfigHome string
 
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *syncBuffer
 	done chan struct{}
 }
 
@@ -45,7 +46,7 @@ func Start(runtimeDir, configHome string) (*Manager, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("a private mount namespace for systemd needs root")
 	}
-	m := &Manager{RuntimeDir: runtimeDir, ConfigHome: configHome, log: &bytes.Buffer{}, done: make(chan struct{})}
+	m := &Manager{RuntimeDir: runtimeDir, ConfigHome: configHome, log: &syncBuffer{}, done: make(chan struct{})}
 	for _, d := range []string{runtimeDir, m.UnitDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
@@ -55,7 +56,7 @@ func Start(runtimeDir, configHome string) (*Manager, error) {
 	// see the host's, nor the host its), then replaces the shell.
 	m.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
 		"mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system && exec "+Binary+" --user")
-	m.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+runtimeDir, "XDG_CONFIG_HOME="+configHome, "SYSTEMD_LOG_LEVEL=info")
+	m.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+runtimeDir, "XDG_CONFIG_HOME="+configHome, "SYSTEMD_LOG_LEVEL=info", "SYSTEMD_LOG_TARGET=console")
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	// Its own process group, so that Stop takes its units with it.
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -118,7 +119,34 @@ func (m *Manager) Show(unit, property string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// Log is what the manager printed.
+// Status is `systemctl --user status unit`, for a failing test's log.
+func (m *Manager) Status(unit string) string {
+	cmd := exec.Command("systemctl", "--user", "status", "--no-pager", "--full", unit)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+m.RuntimeDir)
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// syncBuffer is the manager's output, written by its process while tests
+// read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Log is what the manager printed (its own log: units started, failed...).
 func (m *Manager) Log() string { return m.log.String() }
 
 // Stop kills the manager and its units, and waits for it.

@@ -176,6 +176,18 @@ func newHost(t *testing.T, name string) *host {
 	h.sd = sd
 	t.Cleanup(func() {
 		h.stop()
+		if t.Failed() {
+			outs, _ := filepath.Glob(filepath.Join(dir, "*.trace*"))
+			for _, o := range outs {
+				b, _ := os.ReadFile(o)
+				t.Logf("%s of %s:\n%s", filepath.Base(o), name, lastLines(string(b), 20))
+			}
+			for _, o := range outs {
+				if unit := strings.TrimSuffix(filepath.Base(o), ".trace"); unit != filepath.Base(o) {
+					t.Logf("systemctl --user status %s on %s:\n%s", unit, name, sd.Status(unit))
+				}
+			}
+		}
 		sd.Stop()
 		if strings.Contains(h.output(), "WARNING: DATA RACE") {
 			t.Error("the race detector found a data race in ndp-daemon")
@@ -190,6 +202,14 @@ func newHost(t *testing.T, name string) *host {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
 	return h
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (h *host) path(p string) string { return filepath.Join(h.root, p) }
@@ -327,6 +347,8 @@ RemainAfterExit=yes
 ExecStart=/bin/sh -c 'echo "start $INVOCATION_ID" >> %[2]s'
 ExecStart=%[3]s
 ExecReload=/bin/sh -c 'echo "reload $INVOCATION_ID" >> %[2]s'
+StandardOutput=append:%[2]s.out
+StandardError=append:%[2]s.out
 `, name, trace, execStart)
 	if err := os.WriteFile(filepath.Join(h.sd.UnitDir(), name), []byte(unit), 0o644); err != nil {
 		h.t.Fatal(err)
