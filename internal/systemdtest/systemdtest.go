@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,9 +32,10 @@ type Manager struct {
 	// ConfigHome/systemd/user (UnitDir).
 	ConfigHome string
 
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
+	cmd     *exec.Cmd
+	log     *syncBuffer
+	cgroups []string // created for this manager, removed by Stop
+	done    chan struct{}
 }
 
 // Start runs a user manager whose runtime directory is runtimeDir and
@@ -52,10 +54,19 @@ func Start(runtimeDir, configHome string) (*Manager, error) {
 			return nil, err
 		}
 	}
+	// Each manager gets a cgroup of its own: a user manager builds its unit
+	// tree (app.slice/<unit>) under its own cgroup, and two managers in one
+	// cgroup restarting a unit of the same name at once remove each other's
+	// cgroups (a unit then fails with status 219/CGROUP).
+	m.cgroups = ownCgroups(filepath.Base(runtimeDir))
+	join := ""
+	for _, cg := range m.cgroups {
+		join += "echo $$ > " + filepath.Join(cg, "cgroup.procs") + " 2>/dev/null; "
+	}
 	// The manager gets a tmpfs of its own on /run/systemd (so it does not
 	// see the host's, nor the host its), then replaces the shell.
 	m.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
-		"mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system && exec "+Binary+" --user")
+		join+"mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system && exec "+Binary+" --user")
 	m.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+runtimeDir, "XDG_CONFIG_HOME="+configHome, "SYSTEMD_LOG_LEVEL=info", "SYSTEMD_LOG_TARGET=console")
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	// Its own process group, so that Stop takes its units with it.
@@ -157,5 +168,58 @@ func (m *Manager) Stop() {
 	select {
 	case <-m.done:
 	case <-time.After(30 * time.Second):
+	}
+	for _, cg := range m.cgroups {
+		removeCgroup(cg)
+	}
+}
+
+// ownCgroups creates, beside this process's cgroup in each hierarchy that
+// tracks processes for systemd (name=systemd in a hybrid layout, the
+// unified one), a child cgroup for a manager; where that is not possible
+// the manager shares this process's cgroup.
+func ownCgroups(name string) []string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		var root string
+		switch {
+		case f[1] == "name=systemd":
+			root = "/sys/fs/cgroup/systemd"
+		case f[0] == "0" && f[1] == "":
+			root = "/sys/fs/cgroup/unified"
+			if _, err := os.Stat(root); err != nil {
+				root = "/sys/fs/cgroup" // cgroup v2 only
+			}
+		default:
+			continue
+		}
+		dir := filepath.Join(root, f[2], "ndp-systemdtest-"+name+"-"+strconv.Itoa(os.Getpid()))
+		if err := os.Mkdir(dir, 0o755); err == nil {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// removeCgroup removes a cgroup and what the manager created below it,
+// deepest first (a cgroup is removed with rmdir once it is empty).
+func removeCgroup(dir string) {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = syscall.Rmdir(dirs[i])
 	}
 }

@@ -1,6 +1,7 @@
 package systemdtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,10 @@ func TestUserManagerRunsUnits(t *testing.T) {
 	b, err := os.ReadFile(trace)
 	if err != nil || strings.TrimSpace(string(b)) != id || id == "" {
 		t.Fatalf("trace %q (%v), InvocationID %q", b, err, id)
+	}
+	// Its units live in a cgroup of its own, apart from other managers'.
+	if cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", m.cmd.Process.Pid)); err != nil || !strings.Contains(string(cg), "/ndp-systemdtest-") {
+		t.Errorf("the manager's cgroups %q (%v) are not its own", cg, err)
 	}
 	m.Stop()
 	deadline := time.Now().Add(10 * time.Second)
