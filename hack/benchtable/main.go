@@ -52,9 +52,13 @@ func main() {
 
 func run(in io.Reader, out io.Writer) error {
 	results := map[key]map[string]*runs{}
+	scale := scaling{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		if scale.add(sc.Text()) {
+			continue
+		}
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -85,7 +89,10 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	if len(results) == 0 {
-		return fmt.Errorf("no .../files=N/changed=M/impl=rego|oracle benchmark results on stdin")
+		if len(scale) > 0 {
+			return scale.print(out)
+		}
+		return fmt.Errorf("no .../files=N/changed=M/impl=rego|oracle or BenchmarkPolicyScaling benchmark results on stdin")
 	}
 
 	keys := slices.Collect(maps.Keys(results))
@@ -151,6 +158,10 @@ func run(in io.Reader, out io.Writer) error {
 		default:
 			fmt.Fprintf(out, "%s: NOT met (%.2f×)\n", target, ratio)
 		}
+	}
+	if len(scale) > 0 {
+		fmt.Fprintln(out)
+		return scale.print(out)
 	}
 	return nil
 }
