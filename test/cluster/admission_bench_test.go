@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
@@ -100,6 +102,62 @@ func candidate(b *testing.B, salt string) *ndpmcv1.MachineConfig {
 	return mc
 }
 
+// smallCandidate is a typical small MachineConfig: 1 to 3 files of its
+// own (n picks how many), whose contents salt changes.
+func smallCandidate(b *testing.B, n int, salt string) *ndpmcv1.MachineConfig {
+	var fs []any
+	for i := range n%3 + 1 {
+		body := fmt.Sprintf("# managed by 60-adm-small\nserver ntp-%d.example.com iburst\nsalt %s\n", i, salt)
+		fs = append(fs, map[string]any{"path": fmt.Sprintf("/etc/adm-small/file-%d.conf", i), "mode": 420,
+			"contents": map[string]any{"source": "data:," + url.PathEscape(body)}})
+	}
+	mc := sourceMC(b, "60-adm-small", admissionPool, map[string]any{"storage": map[string]any{"files": fs}})
+	mc.TypeMeta = metav1.TypeMeta{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig"}
+	return mc
+}
+
+// noopWebhook serves, until stop, a validating webhook that allows
+// everything (admission.Allowed("")) the way ndp's is served: a
+// controller-runtime webhook server with the same options and certificate,
+// on a port of its own. It is the framework's floor for the same reviews.
+func noopWebhook(b *testing.B) (url string, stop func()) {
+	l, err := net.Listen("tcp", net.JoinHostPort(webhookInstall.LocalServingHost, "0"))
+	benchMust(b, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	benchMust(b, l.Close())
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: webhookInstall.LocalServingHost, Port: port, CertDir: webhookInstall.LocalServingCertDir,
+	})
+	srv.Register("/noop", &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		return admission.Allowed("")
+	})})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for srv.StartedChecker()(nil) != nil {
+		if time.Now().After(deadline) {
+			b.Fatal("the no-op webhook server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Sprintf("https://%s/noop", net.JoinHostPort(webhookInstall.LocalServingHost, strconv.Itoa(port))), func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Logf("no-op webhook server: %v", err)
+		}
+	}
+}
+
+// reportRatio reports ndp's latency over the no-op webhook's, for the same
+// load.
+func reportRatio(b *testing.B, ndp, noop loadStats) {
+	if ndp.p50 > 0 && noop.p50 > 0 && noop.p99 > 0 {
+		b.ReportMetric(ndp.p50/noop.p50, "ndp/noop-p50")
+		b.ReportMetric(ndp.p99/noop.p99, "ndp/noop-p99")
+	}
+}
+
 // BenchmarkAdmissionUnderLoad reports admission latency (p50, p99), errors
 // and throughput for MachineConfig dry-runs of 200-file configs:
 //   - webhook: AdmissionReviews posted to the webhook server over loopback
@@ -109,7 +167,15 @@ func candidate(b *testing.B, salt string) *ndpmcv1.MachineConfig {
 //     storage), the latency an administrator sees;
 //   - webhook-distinct: every request a different config, so no rendering
 //     or plan is reused (the cost of a first preview);
-//   - webhook-1-client, apiserver-1-client: one client, no queueing.
+//   - webhook-1-client, apiserver-1-client: one client, no queueing;
+//   - noop, noop-1-client: the same reviews, clients and TLS to a
+//     controller-runtime webhook server whose handler only allows (the
+//     framework's floor), with ndp's webhook latency over it (ndp/noop-p50,
+//     ndp/noop-p99; the webhook mode run with the same load just before);
+//   - webhook-small-cold: one client previewing a typical small
+//     MachineConfig (1-3 files of its own) in the 200-file pool, its
+//     contents different every time, so no rendering, plan or answer is
+//     reused.
 //
 // A response counts as an error unless it allows the request with the
 // pool's preview warning.
@@ -139,7 +205,14 @@ func BenchmarkAdmissionUnderLoad(b *testing.B) {
 		}
 		return nil
 	}
-	b.Run("webhook", func(b *testing.B) { runLoad(b, admissionClients, toWebhook) })
+	noopURL, stopNoop := noopWebhook(b)
+	defer stopNoop()
+	toNoop := func(context.Context) error {
+		return postReview(hc, noopURL, sameBodies[n.Add(1)%int64(len(sameBodies))], "")
+	}
+	var ndp50, ndp1 loadStats
+	b.Run("webhook", func(b *testing.B) { ndp50 = runLoad(b, admissionClients, toWebhook) })
+	b.Run("noop", func(b *testing.B) { reportRatio(b, ndp50, runLoad(b, admissionClients, toNoop)) })
 	b.Run("apiserver", func(b *testing.B) {
 		before := apiserverWebhookLatency(b)
 		defer func() {
@@ -161,14 +234,28 @@ func BenchmarkAdmissionUnderLoad(b *testing.B) {
 		})
 	})
 	// One administrator at a time: the latency without queueing.
-	b.Run("webhook-1-client", func(b *testing.B) { runLoad(b, 1, toWebhook) })
+	b.Run("webhook-1-client", func(b *testing.B) { ndp1 = runLoad(b, 1, toWebhook) })
+	b.Run("noop-1-client", func(b *testing.B) { reportRatio(b, ndp1, runLoad(b, 1, toNoop)) })
 	b.Run("apiserver-1-client", func(b *testing.B) { runLoad(b, 1, throughAPIServer) })
+	b.Run("webhook-small-cold", func(b *testing.B) {
+		var n atomic.Int64
+		runLoad(b, 1, func(context.Context) error {
+			i := n.Add(1)
+			body := admissionReview(b, smallCandidate(b, int(i), fmt.Sprint("cold-", i)))
+			return postReview(hc, url, body, "pool "+admissionPool+", ")
+		})
+	})
 }
 
+// loadStats are a load run's latency percentiles, in milliseconds.
+type loadStats struct{ p50, p99 float64 }
+
 // runLoad runs clients loops of send for the load duration and reports
-// the latency percentiles, errors and throughput.
-func runLoad(b *testing.B, clients int, send func(context.Context) error) {
+// the latency percentiles, errors and throughput; it returns the last
+// run's percentiles.
+func runLoad(b *testing.B, clients int, send func(context.Context) error) loadStats {
 	ctx := context.Background()
+	var stats loadStats
 	d := admissionLoad()
 	for range b.N {
 		var mu sync.Mutex
@@ -209,7 +296,9 @@ func runLoad(b *testing.B, clients int, send func(context.Context) error) {
 		if e, ok := firstErr.Load().(string); ok {
 			b.Logf("first error: %s", e)
 		}
+		stats = loadStats{p50: pct(0.50), p99: pct(0.99)}
 	}
+	return stats
 }
 
 func admissionReview(b *testing.B, mc *ndpmcv1.MachineConfig) []byte {
@@ -247,7 +336,8 @@ func webhookClient(b *testing.B) *http.Client {
 }
 
 // postReview sends one AdmissionReview; an answer that does not allow the
-// request with a warning starting with expect is an error.
+// request with a warning starting with expect (or, expect empty, that does
+// not allow it) is an error.
 func postReview(hc *http.Client, url string, body []byte, expect string) error {
 	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -259,7 +349,7 @@ func postReview(hc *http.Client, url string, body []byte, expect string) error {
 		return fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
 	}
 	r := review.Response
-	if r == nil || !r.Allowed || len(r.Warnings) == 0 || !strings.HasPrefix(r.Warnings[0], expect) {
+	if r == nil || !r.Allowed || expect != "" && (len(r.Warnings) == 0 || !strings.HasPrefix(r.Warnings[0], expect)) {
 		return fmt.Errorf("unexpected answer: %+v", r)
 	}
 	return nil
