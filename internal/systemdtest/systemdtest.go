@@ -6,7 +6,6 @@
 package systemdtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ndp-dev/ndp/internal/output"
 )
 
 // Binary is the systemd manager; Debian ships it here.
@@ -33,7 +33,7 @@ type Manager struct {
 	ConfigHome string
 
 	cmd     *exec.Cmd
-	log     *syncBuffer
+	log     *output.Buffer
 	cgroups []string // created for this manager, removed by Stop
 	done    chan struct{}
 }
@@ -48,7 +48,7 @@ func Start(runtimeDir, configHome string) (*Manager, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("a private mount namespace for systemd needs root")
 	}
-	m := &Manager{RuntimeDir: runtimeDir, ConfigHome: configHome, log: &syncBuffer{}, done: make(chan struct{})}
+	m := &Manager{RuntimeDir: runtimeDir, ConfigHome: configHome, log: &output.Buffer{}, done: make(chan struct{})}
 	for _, d := range []string{runtimeDir, m.UnitDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
@@ -136,25 +136,6 @@ func (m *Manager) Status(unit string) string {
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+m.RuntimeDir)
 	out, _ := cmd.CombinedOutput()
 	return string(out)
-}
-
-// syncBuffer is the manager's output, written by its process while tests
-// read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Log is what the manager printed (its own log: units started, failed...).

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ndp-dev/ndp/internal/output"
 
 	"github.com/ndp-dev/ndp/internal/controlplane"
 
@@ -34,24 +35,6 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return port
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The shipped binary, run as a second replica: it stands by (this test
@@ -87,7 +70,7 @@ func TestControllerProcessServesWithASelfSignedCertificate(t *testing.T) {
 			TimeoutSeconds:          ptr.To[int32](15),
 		}}})
 
-	var logs syncBuffer
+	var logs output.Buffer
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig,
 		"--leader-election-namespace=default", "--metrics-bind-address=0",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probes),

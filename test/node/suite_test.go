@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndp-dev/ndp/internal/output"
+
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,7 +142,7 @@ type host struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	logs *bytes.Buffer
+	logs *output.Buffer
 }
 
 // unitDir is where units go, as a host path: the user manager's
@@ -150,7 +152,7 @@ const unitDir = "/etc/xdg/systemd/user"
 func newHost(t *testing.T, name string) *host {
 	t.Helper()
 	dir := t.TempDir()
-	h := &host{t: t, name: name, dir: dir, root: filepath.Join(dir, "root"), logs: &bytes.Buffer{}}
+	h := &host{t: t, name: name, dir: dir, root: filepath.Join(dir, "root"), logs: &output.Buffer{}}
 	for path, data := range map[string]string{
 		"/etc/passwd":  "root:x:0:0:root:/root:/bin/bash\ncore:x:1000:1000:CoreOS Admin:/home/core:/bin/bash\n",
 		"/etc/group":   "root:x:0:\ncore:x:1000:\n",
@@ -244,7 +246,7 @@ func (h *host) start(env ...string) {
 		"--drain-retry-max", "2s",
 	)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &lockedWriter{mu: &h.mu, w: h.logs}, &lockedWriter{mu: &h.mu, w: h.logs}
+	cmd.Stdout, cmd.Stderr = h.logs, h.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)
@@ -282,23 +284,7 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	// start holds mu while it sets the process up; output comes later.
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (h *host) output() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.logs.String()
-}
+func (h *host) output() string { return h.logs.String() }
 
 // stop kills the daemon (SIGKILL: no clean shutdown) and waits for it.
 func (h *host) stop() {
