@@ -236,7 +236,8 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	if err != nil {
 		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", fmt.Errorf("the config recorded on the host cannot be parsed: %w", err))
 	}
-	if _, err := planFiles(d.Host, from, to); err != nil {
+	files, err := planFiles(d.Host, from, to)
+	if err != nil {
 		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", err)
 	}
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
@@ -276,7 +277,8 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
-	return d.run(ctx, node, j, boot)
+	// The steps reuse what the checks above parsed and computed.
+	return d.run(ctx, node, &update{d: d, j: j, from: from, to: to, target: &target, files: files}, boot)
 }
 
 func describePlan(j *Journal) string {
@@ -310,10 +312,11 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)
 		d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
 	}
-	return d.run(ctx, node, j, boot)
+	return d.run(ctx, node, &update{d: d, j: j}, boot)
 }
 
-// update holds what the steps of one update read, loaded on first use.
+// update holds what the steps of one update read: given by start, which
+// checked them, or loaded on first use after a restart.
 type update struct {
 	d        *Daemon
 	j        *Journal
@@ -363,8 +366,8 @@ func (u *update) loadTarget(ctx context.Context) error {
 }
 
 // run executes the journal's steps not done yet, in order.
-func (d *Daemon) run(ctx context.Context, node *corev1.Node, j *Journal, boot string) (time.Duration, error) {
-	u := &update{d: d, j: j}
+func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot string) (time.Duration, error) {
+	j := u.j
 	for i := range j.Steps {
 		s := &j.Steps[i]
 		if s.Done {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -110,5 +109,3 @@ func waitingMessage(attempt int, pods []string, err error) string {
 	}
 	return fmt.Sprintf("attempt %d: %d pods still to evict (%s): %v", attempt, len(pods), strings.Join(shown, ", "), err)
 }
-
-var _ = metav1.Now

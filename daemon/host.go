@@ -15,8 +15,6 @@ import (
 	"syscall"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
-
-	"github.com/ndp-dev/ndp/planner/machineconfig"
 )
 
 // StateDir holds the daemon's own files on the host: the journal, the
@@ -352,5 +350,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
-
-var _ = machineconfig.MaxDecodedFile

@@ -8,14 +8,13 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 )
 
 // FieldManager is the daemon's server-side apply field manager.
@@ -35,8 +34,9 @@ type Status struct {
 
 	conds  []metav1.Condition
 	loaded bool
-	// lastEvent avoids repeating the same event at every poll.
-	lastEvent string
+	// lastEvent avoids repeating the same event at every poll; lastSpec
+	// the same MachineConfigNode spec at every status change.
+	lastEvent, lastSpec string
 }
 
 // condition records one MachineConfigNode condition; lastTransitionTime
@@ -58,9 +58,6 @@ func (s *Status) load(ctx context.Context) {
 	}
 	s.loaded = true
 }
-
-// Conditions returns a copy of the conditions as last applied.
-func (s *Status) Conditions() []metav1.Condition { return append([]metav1.Condition(nil), s.conds...) }
 
 // apply writes the MachineConfigNode: spec (node, pool, desired config)
 // and status (current and desired config, conditions).
@@ -84,8 +81,11 @@ func (s *Status) apply(ctx context.Context, pool, current, desired string) error
 		},
 	}}
 	spec.SetGroupVersionKind(gvk)
-	if err := s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying MachineConfigNode %s: %w", s.NodeName, err)
+	if key := pool + "|" + desired; key != s.lastSpec {
+		if err := s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying MachineConfigNode %s: %w", s.NodeName, err)
+		}
+		s.lastSpec = key
 	}
 	conds := make([]any, 0, len(s.conds))
 	for _, c := range s.conds {
@@ -105,6 +105,9 @@ func (s *Status) apply(ctx context.Context, pool, current, desired string) error
 	}}
 	st.SetGroupVersionKind(gvk)
 	if err := s.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(st), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.lastSpec = "" // deleted meanwhile: the next write creates it again
+		}
 		return fmt.Errorf("applying the status of MachineConfigNode %s: %w", s.NodeName, err)
 	}
 	return nil
@@ -147,9 +150,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
-}
-
-// nodeState reads the daemon's annotations of a node.
-func nodeState(n *corev1.Node) (current, desired, state string) {
-	return n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation]
 }
