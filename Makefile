@@ -9,10 +9,11 @@ CONTROLLER_GEN ?= $(BIN)/controller-gen
 GO_TEST_FLAGS ?=
 
 FUZZTIME ?= 15s
+RUNS ?= 3
 BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
-.PHONY: all build test test-go test-rego test-fuzz control-plane bench generate verify lint fmt vet demo local-cluster clean
+.PHONY: all build test test-go test-rego test-fuzz faults test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
 
@@ -57,6 +58,18 @@ bench: control-plane
 	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error'
 	$(GO) test -run '^$$' -bench 'BenchmarkPolicyScaling' -benchtime 10x -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench-scaling.txt && $(GO) run ./hack/benchtable < $(BIN)/bench-scaling.txt
 
+## faults: the reliability campaign of docs/reliability.md, on real processes: 100 SIGKILLs of ndp-daemon at random
+## steps of random plans; 20 kills of the leading ndp-controller of two, API server restarts and a daemon cut off for
+## a minute, mid-rollout; hostile policies against ndp-controller, with its peak memory. Prints each trial's outcome
+## and "N passed, M failed"; the whole log is in bin/faults.log. NDP_FAULTS_SEED=<n> replays a run.
+faults: control-plane
+	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags faults -run '^TestFaults' -v -count 1 -timeout 90m ./test/node/ 2>&1 | tee $(BIN)/faults.log | \
+		grep -E '^(faults:|    [a-z_]+_test\.go:[0-9]+:|--- FAIL|FAIL|ok)'
+
+## test-under-load: make test three times in a row (RUNS=n) while busy loops keep every core busy
+test-under-load: control-plane
+	RUNS=$(RUNS) hack/test-under-load.sh
+
 ## local-cluster: the quick start: a local control plane, ndp-controller and three node daemons with
 ## real systemd; a chrony change previewed, planned and rolled out node by node; then everything stopped
 local-cluster: build control-plane
@@ -96,6 +109,7 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags faults ./test/node/
 
 clean:
 	rm -rf $(BIN)

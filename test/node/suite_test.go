@@ -34,6 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -50,6 +51,12 @@ var (
 	restConfig *rest.Config
 	kubeconfig string
 	daemonBin  string
+	env        *envtest.Environment
+	// faultsBuild is set by the faults build (make faults): its trials run
+	// ndp-controller as processes they kill, so the controllers do not
+	// also run in the test process; afterTests print its summary.
+	faultsBuild bool
+	afterTests  []func() int
 	// The in-process controllers serve their metrics here.
 	controllerMetricsPort int
 )
@@ -63,7 +70,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env := controlplane.Environment(root, assets, false)
+	env = controlplane.Environment(root, assets, false)
+	// A certificate directory of our own survives a restart of the API
+	// server (the faults trials restart it; etcd keeps the data).
+	certDir, err := os.MkdirTemp("", "ndp-node-apiserver-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(certDir)
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
@@ -96,6 +112,13 @@ func run(m *testing.M) int {
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building ndp-daemon: %v\n%s", err, out)
 		return 1
+	}
+	if faultsBuild {
+		code := m.Run()
+		for _, after := range afterTests {
+			code = max(code, after())
+		}
+		return code
 	}
 	if controllerMetricsPort, err = controlplane.FreePort(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -138,6 +161,9 @@ type host struct {
 
 	// metricsPort, when set, serves the daemon's metrics on loopback.
 	metricsPort int
+	// kubeconfig, when set, replaces the admin kubeconfig (a proxy the
+	// test controls).
+	kubeconfig string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -229,8 +255,12 @@ func (h *host) start(env ...string) {
 	h.t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	kc := kubeconfig
+	if h.kubeconfig != "" {
+		kc = h.kubeconfig
+	}
 	cmd := exec.Command(daemonBin,
-		"--kubeconfig", kubeconfig,
+		"--kubeconfig", kc,
 		"--node-name", h.name,
 		"--root", h.root,
 		"--unit-dir", unitDir,

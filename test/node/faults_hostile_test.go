@@ -1,0 +1,227 @@
+//go:build faults
+
+package node
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+)
+
+// hostileRule is a policy whose claims rule does what rule says for every
+// change it sees; its Rego tests pass (they never evaluate the rule), as
+// the issue's new user's did.
+func hostileRego(pkg, body string) (rego, tests string) {
+	rego = fmt.Sprintf(`package ndp.policy.%[1]s
+
+claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+	some c in input.changes
+	c.kind == "file"
+%[2]s
+}
+`, pkg, body)
+	tests = fmt.Sprintf(`package ndp.policy.%[1]s_test
+
+test_loads if true
+`, pkg)
+	return rego, tests
+}
+
+// goodRego is the revision each hostile one replaces: it claims one file
+// with a restart, and its tests pass.
+func goodRego(pkg string) (rego, tests string) {
+	return fmt.Sprintf(`package ndp.policy.%[1]s
+
+claims contains {"change": c.id, "match": "/etc/%[1]s.conf", "actions": [{"type": "Restart", "restart": {"serviceName": "%[1]s.service"}}]} if {
+	some c in input.changes
+	c.path == "/etc/%[1]s.conf"
+}
+`, pkg), fmt.Sprintf(`package ndp.policy.%[1]s_test
+
+import data.ndp.policy.%[1]s
+
+test_claims_its_file if {
+	some claim in %[1]s.claims with input.changes as [{"id": "file:/etc/%[1]s.conf", "kind": "file", "path": "/etc/%[1]s.conf"}]
+	claim.actions[0].type == "Restart"
+}
+`, pkg)
+}
+
+// gzipBomb is an OPA bundle of a few hundred KiB that inflates to size
+// bytes: one Rego file, mostly a comment.
+func gzipBomb(t *testing.T, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	head := "package ndp.policy.bomb\n\n#"
+	if err := tw.WriteHeader(&tar.Header{Name: "/bomb.rego", Mode: 0o644, Size: int64(size)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
+	for left := size - len(head); left > 0; left -= len(chunk) {
+		if _, err := tw.Write(chunk[:min(left, len(chunk))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// peakRSS is a process's peak resident set (VmHWM), in MiB.
+func peakRSS(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb float64
+			_, _ = fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "VmHWM:"), "kB")), &kb)
+			return kb / 1024
+		}
+	}
+	return -1
+}
+
+// Part 3: hostile policies, one per trial, each against a fresh
+// ndp-controller process: a good revision is accepted first, then the
+// hostile one replaces it. Each must be refused with a clear status, the
+// good revision staying in force, and the controller must live through it
+// with its peak resident memory (VmHWM) bounded.
+func TestFaultsHostilePolicies(t *testing.T) {
+	const peakLimitMiB = 768 // the controller's budget: 256 MiB per evaluation, plus its own
+	rows := []struct {
+		name, pkg, body string
+		rego            string // replaces the generated module
+		bundle          []byte // served from a ConfigMap through bundleRef
+		apiRefuses      string // the API server refuses the object itself
+		want            string // in the Degraded message
+	}{
+		{name: "list over numbers.range(1, 200000000)", pkg: "range_list",
+			body: "\txs := [i | some i in numbers.range(1, 200000000)]\n\tcount(xs) > 1", want: "memory"},
+		{name: "nested comprehension 20000 x 20000", pkg: "nested",
+			body: "\txs := [[i, j] | some i in numbers.range(1, 20000); some j in numbers.range(1, 20000)]\n\tcount(xs) > 1", want: "memory"},
+		{name: "set of 50M strings", pkg: "set_bomb",
+			body: "\txs := {sprintf(\"%d\", [i]) | some i in numbers.range(1, 50000000)}\n\tcount(xs) > 1", want: ""},
+		{name: "deep recursion", pkg: "recursion",
+			rego: "package ndp.policy.recursion\n\nf(x) := y if {\n\ty := f(x)\n}\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tf(c) == 1\n}\n", want: "recursi"},
+		{name: "giant regular expression (1M alternatives)", pkg: "regex",
+			body: "\tpat := concat(\"|\", [sprintf(\"a%d\", [i]) | some i in numbers.range(1, 1000000)])\n\tregex.match(pat, c.path)", want: ""},
+		{name: "walk over a 3M-element document", pkg: "walk",
+			body: "\tbig := [{\"k\": i} | some i in numbers.range(1, 3000000)]\n\tn := count([p | walk(big, [p, _])])\n\tn > 1", want: ""},
+		{name: "sprintf of a 1 GB string", pkg: "sprintf",
+			body: "\ts := sprintf(\"%0999999999d\", [1])\n\tcount(s) > 1", want: ""},
+		{name: "concat of 200M strings", pkg: "concat",
+			body: "\ts := concat(\"\", [\"xxxxxxxxxx\" | some _ in numbers.range(1, 200000000)])\n\tcount(s) > 1", want: ""},
+		{name: "module over 256 KiB", pkg: "oversized",
+			rego: "package ndp.policy.oversized\n\n#" + strings.Repeat("x", 300<<10) + "\n", apiRefuses: "Too long"},
+		{name: "bundle that inflates to 200 MiB (gzip bomb)", pkg: "bomb", bundle: gzipBomb(t, 200<<20), want: "bundle"},
+	}
+	for _, row := range rows {
+		trial(t, "hostile-policies", row.pkg, func(tt *testing.T) string {
+			ctx := context.Background()
+			cs := startControllers(tt, 1)
+			defer cs.stop(tt)
+			name := "hostile-" + strings.ReplaceAll(row.pkg, "_", "-")
+			good, goodTests := goodRego(row.pkg)
+			p := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			p.Spec.Rego, p.Spec.RegoTests = good, goodTests
+			if err := k8s.Create(ctx, p); err != nil {
+				tt.Fatal(err)
+			}
+			defer func() { _ = k8s.Delete(context.Background(), p) }()
+			var goodRevision string
+			eventually(tt, 3*time.Minute, func() (bool, string) {
+				_ = k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
+				c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted)
+				goodRevision = p.Status.Revision
+				return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation, fmt.Sprintf("good revision not accepted: %+v", p.Status.Conditions)
+			})
+			before := peakRSS(cs.pid(0))
+
+			// The hostile revision.
+			if row.bundle != nil {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ndp-system", Name: name}, BinaryData: map[string][]byte{"bundle.tar.gz": row.bundle}}
+				if err := k8s.Create(ctx, cm); err != nil {
+					tt.Fatal(err)
+				}
+				defer func() { _ = k8s.Delete(context.Background(), cm) }()
+				p.Spec.BundleRef = &v1alpha1.BundleReference{Namespace: "ndp-system", Name: name, Key: "bundle.tar.gz"}
+			} else {
+				p.Spec.Rego, p.Spec.RegoTests = hostileRego(row.pkg, row.body)
+				if row.rego != "" {
+					p.Spec.Rego, p.Spec.RegoTests = row.rego, ""
+				}
+			}
+			start := time.Now()
+			err := k8s.Update(ctx, p)
+			if row.apiRefuses != "" {
+				if err == nil || !strings.Contains(err.Error(), row.apiRefuses) {
+					tt.Fatalf("the API server took it: %v", err)
+				}
+				return fmt.Sprintf("refused by the API server: %s", truncateText(err.Error(), 160))
+			}
+			if err != nil {
+				tt.Fatal(err)
+			}
+			var degraded *metav1.Condition
+			eventually(tt, 3*time.Minute, func() (bool, string) {
+				_ = k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
+				degraded = meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded)
+				return degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.ObservedGeneration == p.Generation,
+					fmt.Sprintf("hostile generation %d not refused: %+v", p.Generation, p.Status.Conditions)
+			})
+			took := time.Since(start)
+			if !strings.Contains(strings.ToLower(degraded.Message), row.want) {
+				tt.Errorf("Degraded message %q does not say %q", degraded.Message, row.want)
+			}
+			if !strings.Contains(degraded.Message, name) && !strings.Contains(degraded.Message, row.pkg) {
+				tt.Errorf("Degraded message %q does not name the policy", degraded.Message)
+			}
+			if p.Status.Revision != goodRevision {
+				tt.Errorf("revision %s in force, want the good %s", p.Status.Revision, goodRevision)
+			}
+			if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionActive); c == nil || c.Status != metav1.ConditionTrue {
+				tt.Errorf("Active: %+v", c)
+			}
+			peak := peakRSS(cs.pid(0))
+			if restarts := cs.replicas[0].restarts; restarts > 0 {
+				tt.Errorf("ndp-controller restarted %d times (killed, out of memory?)", restarts)
+			}
+			if peak > peakLimitMiB {
+				tt.Errorf("ndp-controller peaked at %.0f MiB resident", peak)
+			}
+			return fmt.Sprintf("refused in %.1fs: %s [%s]; revision %s still in force; ndp-controller peak RSS %.0f MiB (%.0f MiB before)",
+				took.Seconds(), degraded.Reason, truncateText(degraded.Message, 200), short(goodRevision), peak, before)
+		})
+	}
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
