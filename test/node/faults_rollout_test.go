@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -551,28 +552,53 @@ func TestFaultsAPIServerRestarts(t *testing.T) {
 func TestFaultsDaemonPartition(t *testing.T) {
 	startControllers(t, 2)
 	f := newFaultRollout(t, "faults-partition")
-	trial(t, "daemon-partition", "trial-1", func(tt *testing.T) string {
-		// The last node in rollout order talks through a proxy; it is cut
-		// off a moment after it is sent to the target, for a minute.
-		h := f.hosts[len(f.hosts)-1]
-		proxy := startProxy(tt, restConfig.Host)
-		h.kubeconfig = proxy.kubeconfig(tt)
-		defer func() { h.kubeconfig = ""; h.stop() }() // back on the direct connection
-		h.stop()                                       // restarted through the proxy by its supervisor
-		old, target, starts := f.change(tt)
-		eventually(tt, 3*time.Minute, func() (bool, string) {
-			return h.node().Annotations[ndpmcv1.DesiredConfigAnnotation] == target, h.name + " not sent yet"
+	// The last node in rollout order talks to the API server through a
+	// proxy that cuts it off for a minute: once right after it is sent to
+	// the target, once in the middle of its update (its chronyd restart
+	// made to take 3s).
+	h := f.hosts[len(f.hosts)-1]
+	proxy := startProxy(t, restConfig.Host)
+	h.kubeconfig = proxy.kubeconfig(t)
+	h.stop() // restarted through the proxy by its supervisor
+	defer func() { h.kubeconfig = ""; h.stop() }()
+	for _, mode := range []string{"sent", "working"} {
+		trial(t, "daemon-partition", "cut-when-"+mode, func(tt *testing.T) string {
+			if mode == "working" {
+				h.t = tt
+				h.traceUnit("chronyd.service", "/bin/sleep 3")
+			}
+			old, target, starts := f.change(tt)
+			var at string
+			eventually(tt, 3*time.Minute, func() (bool, string) {
+				a := h.node().Annotations
+				at = fmt.Sprintf("state %s, on %s", a[ndpmcv1.StateAnnotation], configName(a[ndpmcv1.CurrentConfigAnnotation], old, target))
+				if mode == "sent" {
+					return a[ndpmcv1.DesiredConfigAnnotation] == target, h.name + " not sent yet"
+				}
+				return a[ndpmcv1.DesiredConfigAnnotation] == target && a[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking, h.name + " not updating yet: " + at
+			})
+			proxy.cut(true)
+			cutAt := time.Now()
+			time.Sleep(time.Minute)
+			a := h.node().Annotations
+			during := fmt.Sprintf("a minute later: state %s, on %s", a[ndpmcv1.StateAnnotation], configName(a[ndpmcv1.CurrentConfigAnnotation], old, target))
+			proxy.cut(false)
+			healed := time.Now()
+			desc := f.check(tt, old, target, starts)
+			return fmt.Sprintf("%s cut off when %s (%s) for %.0fs; %s; done %.1fs after healing; %s", h.name, mode, at, healed.Sub(cutAt).Seconds(), during, time.Since(healed).Seconds(), desc)
 		})
-		time.Sleep(300 * time.Millisecond)
-		proxy.cut(true)
-		cutAt := time.Now()
-		time.Sleep(time.Minute)
-		a := h.node().Annotations
-		during := fmt.Sprintf("after a minute cut off: state %q, current %s", a[ndpmcv1.StateAnnotation], short(a[ndpmcv1.CurrentConfigAnnotation]))
-		proxy.cut(false)
-		desc := f.check(tt, old, target, starts)
-		return fmt.Sprintf("%s cut off %.0fs right after being sent; %s; healed; %s", h.name, time.Since(cutAt).Seconds(), during, desc)
-	})
+	}
+}
+
+// configName says which of a rollout's configs name is.
+func configName(name, old, target string) string {
+	switch name {
+	case old:
+		return "the old config"
+	case target:
+		return "the target"
+	}
+	return name
 }
 
 // killAPIServer SIGKILLs the kube-apiserver whose arguments name certDir
@@ -613,7 +639,11 @@ type tcpProxy struct {
 
 func startProxy(t *testing.T, upstream string) *tcpProxy {
 	t.Helper()
-	upstream = strings.TrimPrefix(strings.TrimPrefix(upstream, "https://"), "http://")
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream = u.Host
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
