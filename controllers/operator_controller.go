@@ -31,7 +31,7 @@ const ClusterOperatorName = "ndp"
 var Version = "0.0.0-dev"
 
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators/status,verbs=patch
 
 // OperatorReconciler keeps the ClusterOperator "ndp" true to the cluster:
 // its conditions are re-derived at every reconcile from the pools, the

@@ -26,7 +26,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs/status,verbs=patch
 
 // PlanReconciler writes, into each pool's target MachineConfig, the plan
 // from every config a node of the pool runs today, computed with the active

@@ -36,13 +36,14 @@ import (
 
 // Condition reasons of a NodeDisruptionPolicy.
 const (
-	ReasonCompiled       = "Compiled"
-	ReasonCompileError   = policyset.ReasonCompileError
-	ReasonTestsFailed    = policyset.ReasonTestsFailed
-	ReasonBundleError    = policyset.ReasonBundleError
-	ReasonPreviousActive = "PreviousRevisionActive"
-	ReasonNotActive      = "NeverAccepted"
-	ReasonRestored       = "Restored"
+	ReasonCompiled        = "Compiled"
+	ReasonCompileError    = policyset.ReasonCompileError
+	ReasonTestsFailed     = policyset.ReasonTestsFailed
+	ReasonBundleError     = policyset.ReasonBundleError
+	ReasonEvaluationError = policyset.ReasonEvaluationError
+	ReasonPreviousActive  = "PreviousRevisionActive"
+	ReasonNotActive       = "NeverAccepted"
+	ReasonRestored        = "Restored"
 )
 
 var (
@@ -85,11 +86,15 @@ func DefaultNodeDisruptionPolicy() *v1alpha1.NodeDisruptionPolicy {
 	return p
 }
 
-// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election: the Lease in ndp-system only (--leader-election-namespace
+// in manifests/deploy/ndp-controller.yaml), read, created and renewed, and
+// the "became leader" Event on it (a core/v1 Event, in ndp-system).
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=ndp-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=ndp-system,resources=events,verbs=create;patch
 
 // PolicyReconciler compiles each NodeDisruptionPolicy inside the sandbox
 // with the rest of the active set, runs its regoTests, and reports the
@@ -239,7 +244,11 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	candidate, reason, err := r.checker().Check(ctx, &ndp)
 	if err == nil {
 		err = r.Active.Put(ctx, candidate)
-		if err != nil {
+		var evalErr *policyset.EvaluationError
+		switch {
+		case errors.As(err, &evalErr):
+			reason = ReasonEvaluationError
+		case err != nil:
 			reason = ReasonCompileError
 			err = stripActiveSetPrefix(err)
 		}

@@ -100,7 +100,7 @@ const (
 	ConditionPoolNodeDegraded mcfgv1.MachineConfigPoolConditionType = mcfgv1.MachineConfigPoolNodeDegraded
 )
 
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=patch
 
 // PoolStatusReconciler writes each pool's status: node counts, the rollout
 // conditions (Updated, Updating, NodeDegraded, Degraded) derived from its

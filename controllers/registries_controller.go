@@ -23,11 +23,17 @@ import (
 	"github.com/ndp-dev/ndp/render"
 )
 
+// 99-<pool>-generated-registries is created or updated with the pool as its
+// controller. Under OwnerReferencesPermissionEnforcement (OpenShift) that
+// needs update on the pool's finalizers, and adopting an existing one (an
+// update that adds the owner reference) needs delete on it: this
+// controller deletes nothing itself.
+//
 // +kubebuilder:rbac:groups=config.openshift.io,resources=imagedigestmirrorsets;imagetagmirrorsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=imagecontentsourcepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/finalizers,verbs=update
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;update;delete
 
 // RegistriesReconciler renders ImageDigestMirrorSets, ImageTagMirrorSets
 // and ImageContentSourcePolicies into /etc/containers/registries.conf, as

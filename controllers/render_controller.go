@@ -22,8 +22,14 @@ import (
 	"github.com/ndp-dev/ndp/render"
 )
 
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/status,verbs=get;update;patch
+// The pool is patched (spec.configuration), never updated; its status is
+// the pool status controller's. A rendered config is created with the pool
+// as its controller (blockOwnerDeletion): where the API server enforces
+// OwnerReferencesPermissionEnforcement (OpenShift does), that needs update
+// on the pool's finalizers.
+//
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/finalizers,verbs=update
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create
 
 // RenderReconciler merges each pool's MachineConfigs into an immutable

@@ -13,16 +13,21 @@ import (
 )
 
 // The daemon's RBAC: its own Node (read, annotate, cordon), pods on it
-// (drain: list, evict, delete), DaemonSets (the drain checks DaemonSet
-// pods' owners), MachineConfigs (read plans) and its MachineConfigNode.
+// (drain: list, evict, wait for them to go), DaemonSets (the drain checks
+// DaemonSet pods' owners), MachineConfigs (read plans) and its
+// MachineConfigNode (server-side apply creates it). No update of nodes
+// (cordon is a patch) and no delete of pods (the drain deletes only where
+// the API server has no eviction subresource, which no supported
+// Kubernetes lacks). RBAC cannot say "its own node" or "pods on its node":
+// manifests/admission/daemon-own-node.yaml confines what it writes.
 //
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;create;patch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager reconciles the daemon's own Node: every change of it

@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -109,12 +111,17 @@ func BuildBundle(dir string, opts BundleOptions) (*bundle.Bundle, error) {
 	}
 	regoV1 := 1
 	b.Manifest.RegoVersion = &regoV1
-	// The policy must compile as the planner will compile it.
+	// The policy must compile as the planner will compile it, and
+	// evaluate the probe change set within the sandbox's limits.
 	pol, err := bundlePolicy(dir, b)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := NewEngine(context.Background(), []Policy{pol}, EngineOptions{}); err != nil {
+	e, err := NewEngine(context.Background(), []Policy{pol}, EngineOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := (&Planner{Engine: e}).Probe(context.Background(), pol.Name); err != nil {
 		return nil, err
 	}
 	if len(opts.SigningKey) > 0 {
@@ -148,7 +155,11 @@ func WriteBundle(w io.Writer, b *bundle.Bundle) error {
 // must match its signed digest. Its name and priority come from the manifest
 // metadata ("name", "priority"), else from its roots ndp/policy/<name>.
 func ReadBundle(origin string, r io.Reader, publicKey []byte) (Policy, error) {
-	reader := bundle.NewReader(io.LimitReader(r, MaxBundleBytes+1)).
+	data, err := readArchive(r)
+	if err != nil {
+		return Policy{}, &InputError{Object: origin, Err: fmt.Errorf("invalid OPA bundle: %w", err)}
+	}
+	reader := bundle.NewReader(bytes.NewReader(data)).
 		WithRegoVersion(ast.RegoV1).
 		WithCapabilities(sandboxCapabilities).
 		WithSizeLimitBytes(MaxBundleBytes)
@@ -237,11 +248,51 @@ func jsonInt(v any) (int64, error) {
 // BundleRoots returns the manifest roots of a bundle file's policy set, for
 // overlap checks between bundles.
 func BundleRoots(r io.Reader) ([]string, error) {
-	b, err := bundle.NewReader(io.LimitReader(r, MaxBundleBytes+1)).WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).Read()
+	data, err := readArchive(r)
+	if err != nil {
+		return nil, fmt.Errorf("invalid OPA bundle: %w", err)
+	}
+	b, err := bundle.NewReader(bytes.NewReader(data)).WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).WithSizeLimitBytes(MaxBundleBytes).Read()
 	if err != nil || b.Manifest.Roots == nil {
 		return nil, err
 	}
 	return *b.Manifest.Roots, nil
+}
+
+// readArchive reads a bundle, at most MaxBundleBytes, and checks that its
+// files, uncompressed, hold at most MaxBundleBytes in all, before OPA's
+// reader sees it: that reader allocates each file's buffer at the size its
+// tar header declares, so a 151-byte bundle declaring a 100 GiB file makes
+// the process fail to allocate and die, and a compressed bomb inflates in
+// full. The check streams the archive and keeps nothing.
+func readArchive(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBundleBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxBundleBytes {
+		return nil, fmt.Errorf("the bundle is more than %s", formatBytes(MaxBundleBytes))
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return data, nil // not gzip: OPA's reader says what it is not
+	}
+	tr := tar.NewReader(gz)
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return data, nil // the end, or a broken archive OPA reports
+		}
+		if h.Size > MaxBundleBytes-total {
+			return nil, fmt.Errorf("file %s is %s uncompressed, and the files of a bundle may hold %s in all", strings.TrimPrefix(h.Name, "/"), formatBytes(h.Size), formatBytes(MaxBundleBytes))
+		}
+		n, err := io.Copy(io.Discard, tr)
+		total += n
+		if err != nil {
+			return data, nil
+		}
+	}
 }
 
 // RootsOverlap reports a root of a that equals, contains or is contained

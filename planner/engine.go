@@ -10,10 +10,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -36,14 +38,49 @@ type EngineOptions struct {
 	CompileTimeout time.Duration
 	// EvalTimeout bounds one evaluation (default 5s).
 	EvalTimeout time.Duration
+	// EvalMemoryBytes bounds how far the Go heap may grow while one
+	// evaluation runs (default DefaultEvalMemoryBytes, 256 MiB): a
+	// watchdog samples the heap every few milliseconds and stops the
+	// evaluation past it. One builtin call may allocate at most a quarter
+	// of it (guards.go). The heap is the process's: evaluations running
+	// at the same time share the budget.
+	EvalMemoryBytes int64
 }
+
+func (o EngineOptions) withDefaults() EngineOptions {
+	if o.CompileTimeout <= 0 {
+		o.CompileTimeout = 30 * time.Second
+	}
+	if o.EvalTimeout <= 0 {
+		o.EvalTimeout = 5 * time.Second
+	}
+	if o.EvalMemoryBytes <= 0 {
+		o.EvalMemoryBytes = DefaultEvalMemoryBytes
+	}
+	return o
+}
+
+// Errors an evaluation the sandbox stopped wraps (errors.Is).
+var (
+	ErrEvalMemory  = errors.New("evaluation stopped by the sandbox's memory limit")
+	ErrEvalTimeout = errors.New("evaluation stopped by the sandbox's deadline")
+)
 
 // Engine is a compiled policy set: it turns a change set into claims.
 type Engine struct {
 	*sources
-	query       rego.PreparedEvalQuery
-	revision    string
-	evalTimeout time.Duration
+	query    rego.PreparedEvalQuery
+	revision string
+	opts     EngineOptions
+
+	// What it takes to evaluate one policy's claims alone, to name the
+	// policy when an evaluation is stopped.
+	compiler   *ast.Compiler
+	store      storage.Store
+	rootOrder  []string
+	rootOwners map[string]string // package root → policy
+	soloMu     sync.Mutex
+	solo       map[string]rego.PreparedEvalQuery
 }
 
 // PolicyError says why a policy cannot be used, naming the policy, where it
@@ -52,7 +89,12 @@ type PolicyError struct {
 	Policy   string
 	Origin   string
 	Messages []string
+	// Err, if set, is the kind of failure (ErrEvalMemory, ErrEvalTimeout).
+	Err error
 }
+
+// Unwrap returns the kind of failure, if known.
+func (e *PolicyError) Unwrap() error { return e.Err }
 
 func (e *PolicyError) Error() string {
 	msg := strings.Join(e.Messages, "; ")
@@ -74,17 +116,32 @@ type Claim struct {
 // NewEngine validates and compiles a policy set, library included, inside
 // the sandbox. Policy names must be unique.
 func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine, error) {
-	if opts.CompileTimeout <= 0 {
-		opts.CompileTimeout = 30 * time.Second
-	}
-	if opts.EvalTimeout <= 0 {
-		opts.EvalTimeout = 5 * time.Second
-	}
+	opts = opts.withDefaults()
 	// Policies are checked in the caller's order, so that when two claim the
 	// same package root the later one (a candidate added to an active set)
 	// is the one reported; everything derived from the set is sorted.
 	pols = append([]Policy(nil), pols...)
-	e := &Engine{sources: newSources(), evalTimeout: opts.EvalTimeout}
+	e := &Engine{sources: newSources(), opts: opts}
+	// Parsing and compiling cost a hundred times the Rego's size and more:
+	// the memory watchdog and the deadline stop them, between two modules
+	// or two compiler stages.
+	cctx, cancel := context.WithTimeout(ctx, opts.CompileTimeout)
+	defer cancel()
+	halt := newHaltFlag()
+	w := watchMemory(cctx, opts.EvalMemoryBytes, halt)
+	defer w.stop()
+	stopped := func() error {
+		if !halt.Cancelled() {
+			return nil
+		}
+		if w.tripped.Load() {
+			return e.compileOverBudget(pols)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("compiling policies took longer than %s", opts.CompileTimeout)
+	}
 
 	total := 0
 	roots := map[string]string{} // package root → policy
@@ -105,6 +162,9 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 		for j := range p.Modules {
 			m := &p.Modules[j]
 			total += len(m.Source)
+			if err := stopped(); err != nil {
+				return nil, err
+			}
 			mod, err := e.parse(p, m)
 			if err != nil {
 				return nil, err
@@ -140,13 +200,14 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 		return nil, err
 	}
 
-	compiler := ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(false)
-	if err := e.compile(ctx, compiler, opts.CompileTimeout); err != nil {
+	compiler := haltable(ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(false), halt)
+	if err := e.compile(cctx, compiler, halt); err != nil {
+		if serr := stopped(); serr != nil {
+			return nil, serr
+		}
 		return nil, err
 	}
 	store := inmem.NewFromObject(map[string]any{"ndp": map[string]any{"declarative": declarativeData(pols)}})
-	prepCtx, cancel := context.WithTimeout(ctx, opts.CompileTimeout)
-	defer cancel()
 	q, err := rego.New(
 		rego.Query(engineQuery),
 		rego.Compiler(compiler),
@@ -154,39 +215,69 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 		rego.Capabilities(sandboxCapabilities),
 		rego.StrictBuiltinErrors(true),
 		rego.EnablePrintStatements(false),
-	).PrepareForEval(prepCtx)
+	).PrepareForEval(cctx)
 	if err != nil {
+		if serr := stopped(); serr != nil {
+			return nil, serr
+		}
 		return nil, fmt.Errorf("preparing policies: %w", err)
 	}
 	e.query = q
+	e.compiler, e.store, e.rootOrder, e.rootOwners = compiler, store, rootOrder, roots
 	sorted := append([]Policy(nil), pols...) // e.policies points into pols
 	sortPolicies(sorted)
 	e.revision = revision(sorted, lib)
 	return e, nil
 }
 
-// compile runs the compiler with a deadline. The compiler cannot be
-// interrupted, so on timeout it is left to finish in the background and its
+// compile runs the compiler until ctx ends (the deadline) or halt is set
+// (the deadline or the memory watchdog). The compiler stops at the end of
+// its current stage; it is left to get there in the background and its
 // result is discarded.
-func (e *Engine) compile(ctx context.Context, c *ast.Compiler, timeout time.Duration) error {
+func (e *Engine) compile(ctx context.Context, c *ast.Compiler, halt *haltFlag) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c.Compile(e.parsed)
 	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	select {
 	case <-done:
-	case <-timer.C:
-		return fmt.Errorf("compiling policies took longer than %s", timeout)
 	case <-ctx.Done():
+		halt.Cancel()
 		return ctx.Err()
+	case <-halt.done:
+		return errHalted
+	}
+	if halt.Cancelled() {
+		return errHalted
 	}
 	if c.Failed() {
 		return e.regoError(c.Errors, nil)
 	}
 	return nil
+}
+
+// compileOverBudget is the error of a compilation the watchdog stopped. No
+// one policy is to blame for the size of a set, but the largest is named.
+func (e *Engine) compileOverBudget(pols []Policy) error {
+	total, largest, size := 0, -1, 0
+	for i := range pols {
+		n := 0
+		for _, m := range pols[i].Modules {
+			n += len(m.Source)
+		}
+		total += n
+		if n > size {
+			largest, size = i, n
+		}
+	}
+	msg := fmt.Sprintf("compiling policies used more than %s of memory: the sandbox stopped it (the set holds %s of Rego", formatBytes(e.opts.EvalMemoryBytes), formatBytes(int64(total)))
+	if largest < 0 {
+		return &limitError{msg: msg + ")", kind: ErrEvalMemory}
+	}
+	p := &pols[largest]
+	return &PolicyError{Policy: p.Name, Origin: p.Origin, Err: ErrEvalMemory,
+		Messages: []string{fmt.Sprintf("%s; the largest policy, %q, %s)", msg, p.Name, formatBytes(int64(size)))}}
 }
 
 // policyRoot is the first package segment under ndp.policy.
@@ -247,15 +338,20 @@ func (e *Engine) Policy(name string) (*Policy, bool) {
 // checked: it must name a change of the set, match it, and carry a valid
 // action list.
 func (e *Engine) Evaluate(ctx context.Context, cs *ChangeSet) ([]Claim, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.evalTimeout)
-	defer cancel()
+	return e.evaluate(ctx, cs, "")
+}
+
+// evaluate is Evaluate; when the sandbox stops the evaluation, the error
+// names suspect if given, else the policy whose claims alone exceed the
+// same limit, if one does.
+func (e *Engine) evaluate(ctx context.Context, cs *ChangeSet, suspect string) ([]Claim, error) {
 	input, err := ast.InterfaceToValue(cs.regoInput())
 	if err != nil {
 		return nil, fmt.Errorf("building policy input: %w", err)
 	}
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(input))
+	rs, err := e.run(ctx, e.query, input)
 	if err != nil {
-		return nil, e.evalError(err)
+		return nil, e.explain(ctx, err, input, suspect)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return nil, nil
@@ -287,6 +383,121 @@ func (e *Engine) Evaluate(ctx context.Context, cs *ChangeSet) ([]Claim, error) {
 	return claims, nil
 }
 
+// stoppedEval is an evaluation the sandbox stopped, by its deadline or its
+// memory watchdog.
+type stoppedEval struct {
+	err error // ErrEvalMemory or ErrEvalTimeout
+}
+
+func (s *stoppedEval) Error() string { return s.err.Error() }
+
+// limitError is a stop by the sandbox that names no policy.
+type limitError struct {
+	msg  string
+	kind error // ErrEvalMemory or ErrEvalTimeout
+}
+
+func (e *limitError) Error() string { return e.msg }
+func (e *limitError) Unwrap() error { return e.kind }
+
+// run evaluates a prepared query in the sandbox: under the deadline, with
+// the memory watchdog, and with the per-call limit the guarded builtins
+// read.
+func (e *Engine) run(parent context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+	ctx, cancel := context.WithTimeout(parent, e.opts.EvalTimeout)
+	defer cancel()
+	ctx = withCallLimit(ctx, e.opts.EvalMemoryBytes)
+	c := topdown.NewCancel()
+	w := watchMemory(ctx, e.opts.EvalMemoryBytes, c)
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(c))
+	tripped, _ := w.stop()
+	switch {
+	case err == nil:
+		return rs, nil
+	case tripped:
+		return nil, &stoppedEval{err: ErrEvalMemory}
+	case parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && topdown.IsCancel(err):
+		return nil, &stoppedEval{err: ErrEvalTimeout}
+	}
+	return nil, err
+}
+
+// explain turns an evaluation error into a message for the author. When
+// the sandbox stopped the evaluation, it names the policy responsible: the
+// suspect if given, else the first policy whose claims alone are stopped
+// too (their evaluation is repeated, one policy at a time, under the same
+// limits; it costs one more deadline at most, and only on failure).
+func (e *Engine) explain(ctx context.Context, err error, input ast.Value, suspect string) error {
+	var st *stoppedEval
+	if !errors.As(err, &st) {
+		return e.evalError(err)
+	}
+	msg := e.limitMessage(st.err)
+	if suspect == "" && ctx.Err() == nil {
+		suspect = e.culprit(ctx, input)
+	}
+	p := e.policies[suspect]
+	if p == nil {
+		return &limitError{msg: msg + ": the sandbox stopped the evaluation (no one policy exceeds the limit alone)", kind: st.err}
+	}
+	return &PolicyError{Policy: p.Name, Origin: p.Origin, Err: st.err,
+		Messages: []string{fmt.Sprintf("%s (policy %q: the sandbox stopped the evaluation)", msg, p.Name)}}
+}
+
+func (e *Engine) limitMessage(kind error) string {
+	if kind == ErrEvalMemory {
+		return fmt.Sprintf("evaluating policies used more than %s of memory", formatBytes(e.opts.EvalMemoryBytes))
+	}
+	return fmt.Sprintf("evaluating policies took longer than %s", e.opts.EvalTimeout)
+}
+
+// culprit evaluates each Rego policy's claims alone, in package order, and
+// returns the first that the sandbox stops or that fails, or "".
+func (e *Engine) culprit(ctx context.Context, input ast.Value) string {
+	pm, cancel := context.WithTimeout(ctx, e.opts.EvalTimeout)
+	defer cancel()
+	for _, root := range e.rootOrder {
+		q, err := e.soloQuery(pm, root)
+		if err != nil {
+			continue
+		}
+		// Any failure names the policy: the others take milliseconds, so
+		// one that runs out of the time left is the slow one.
+		if _, err := e.run(pm, q, input); err != nil {
+			if ctx.Err() != nil {
+				return ""
+			}
+			return e.rootOwners[root]
+		}
+	}
+	return ""
+}
+
+// soloQuery prepares, once, the query of one package root's claims.
+func (e *Engine) soloQuery(ctx context.Context, root string) (rego.PreparedEvalQuery, error) {
+	e.soloMu.Lock()
+	defer e.soloMu.Unlock()
+	if q, ok := e.solo[root]; ok {
+		return q, nil
+	}
+	q, err := rego.New(
+		rego.Query(fmt.Sprintf("data.%s[%s].claims", policyPackage, strconv.Quote(root))),
+		rego.Compiler(e.compiler),
+		rego.Store(e.store),
+		rego.Capabilities(sandboxCapabilities),
+		rego.StrictBuiltinErrors(true),
+		rego.EnablePrintStatements(false),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return q, err
+	}
+	if e.solo == nil {
+		e.solo = map[string]rego.PreparedEvalQuery{}
+	}
+	e.solo[root] = q
+	return q, nil
+}
+
 func (e *Engine) evalError(err error) error {
 	var te *topdown.Error
 	if errors.As(err, &te) {
@@ -300,9 +511,6 @@ func (e *Engine) evalError(err error) error {
 			}
 		}
 		return fmt.Errorf("evaluating policies: %s", msg)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("evaluating policies took longer than %s", e.evalTimeout)
 	}
 	return fmt.Errorf("evaluating policies: %w", err)
 }

@@ -4,12 +4,28 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
+
+// contextCancel is a topdown.Cancel that cancels a context.
+type contextCancel struct {
+	cancel context.CancelFunc
+	done   atomic.Bool
+}
+
+func (c *contextCancel) Cancel() {
+	c.done.Store(true)
+	c.cancel()
+}
+
+func (c *contextCancel) Cancelled() bool { return c.done.Load() }
 
 // TestOptions configure a Rego test run.
 type TestOptions struct {
@@ -19,6 +35,11 @@ type TestOptions struct {
 	Run string
 	// Timeout bounds each test (default 5s).
 	Timeout time.Duration
+	// MemoryBytes bounds how far the heap may grow during the run
+	// (default DefaultEvalMemoryBytes): past it the test running is
+	// stopped, and so is the run. Tests run one at a time, so that the
+	// test named is the one that used the memory.
+	MemoryBytes int64
 }
 
 // TestSummary counts a Rego test run.
@@ -30,9 +51,26 @@ type TestSummary struct {
 // regoTests and any extra test modules) in the same sandbox as planning,
 // with the library and the declarative entries loaded, and reports like
 // `opa test`.
-func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Writer, opts TestOptions) (TestSummary, error) {
+func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, out io.Writer, opts TestOptions) (TestSummary, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.MemoryBytes <= 0 {
+		opts.MemoryBytes = DefaultEvalMemoryBytes
+	}
+	// The memory watchdog covers the whole run, parsing and compiling
+	// included: it cancels the run's context, so the test running fails
+	// and the runner stops, and halts the compiler at its next stage.
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	stop := &contextCancel{cancel: cancelRun}
+	w := watchMemory(runCtx, opts.MemoryBytes, stop)
+	defer w.stop()
+	overBudget := func() error {
+		if !w.tripped.Load() {
+			return nil
+		}
+		return &limitError{kind: ErrEvalMemory, msg: fmt.Sprintf("compiling the Rego tests used more than %s of memory: the sandbox stopped it", formatBytes(opts.MemoryBytes))}
 	}
 	e := newSources()
 	for i := range pols {
@@ -49,6 +87,9 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 		p := &pols[i]
 		for _, list := range [][]Module{p.Modules, p.Tests} {
 			for j := range list {
+				if err := overBudget(); err != nil {
+					return TestSummary{}, err
+				}
 				if _, err := e.parse(p, &list[j]); err != nil {
 					return TestSummary{}, err
 				}
@@ -56,6 +97,9 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 		}
 	}
 	for i := range extra {
+		if err := overBudget(); err != nil {
+			return TestSummary{}, err
+		}
 		if _, err := e.parse(nil, &extra[i]); err != nil {
 			return TestSummary{}, err
 		}
@@ -68,22 +112,36 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 	}
 	defer store.Abort(ctx, txn)
 	runner := tester.NewRunner().
-		SetCompiler(ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(true)).
+		SetCompiler(haltable(ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(true), stop)).
 		SetStore(store).
 		SetModules(e.parsed).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(opts.Timeout).
+		SetParallel(1).
 		Filter(opts.Run)
-	ch, err := runner.RunTests(ctx, txn)
+	ch, err := runner.RunTests(withCallLimit(runCtx, opts.MemoryBytes), txn)
 	if err != nil {
+		if err := overBudget(); err != nil {
+			return TestSummary{}, err
+		}
 		return TestSummary{}, e.regoError(err, nil)
 	}
 	var sum TestSummary
+	var stoppedTests []string
 	counted := make(chan *tester.Result)
 	go func() {
 		defer close(counted)
 		for r := range ch {
+			if r.Error != nil && topdown.IsCancel(r.Error) {
+				switch {
+				case w.tripped.Load():
+					r.Error = fmt.Errorf("the test used more than %s of memory: the sandbox stopped it, and the tests after it", formatBytes(opts.MemoryBytes))
+					stoppedTests = append(stoppedTests, r.Package+"."+r.Name)
+				case ctx.Err() == nil:
+					r.Error = fmt.Errorf("the test took longer than %s: the sandbox stopped it", opts.Timeout)
+				}
+			}
 			switch {
 			case r.Skip:
 				sum.Skipped++
@@ -97,8 +155,11 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, w io.Write
 			counted <- r
 		}
 	}()
-	if err := (tester.PrettyReporter{Output: w, Verbose: opts.Verbose, FailureLine: true}).Report(counted); err != nil {
+	if err := (tester.PrettyReporter{Output: out, Verbose: opts.Verbose, FailureLine: true}).Report(counted); err != nil {
 		return sum, err
+	}
+	if len(stoppedTests) > 0 {
+		return sum, &limitError{kind: ErrEvalMemory, msg: fmt.Sprintf("Rego test %s used more than %s of memory: the sandbox stopped it and the tests after it", strings.Join(stoppedTests, ", "), formatBytes(opts.MemoryBytes))}
 	}
 	if sum.Passed+sum.Failed+sum.Errored+sum.Skipped == 0 {
 		return sum, fmt.Errorf("no Rego tests found")

@@ -16,8 +16,22 @@ var removedBuiltinPrefixes = []string{
 	"providers.aws.",
 }
 
-func isRemovedBuiltin(name string) bool {
-	for _, p := range removedBuiltinPrefixes {
+// unboundedBuiltinPrefixes are builtins one call of which can take
+// unbounded memory or time, out of reach of the evaluation's deadline and
+// memory watchdog (OPA cannot stop a builtin midway), and that no node
+// disruption policy needs: all paths of a graph (exponential), JSON patches
+// (each copy may double the document), Go templates (nested ranges), parsing
+// Rego, GraphQL or JSON schemas, signing JWTs (serialising any value), and
+// the regex variants that compile patterns past the sandbox's checks
+// (guards.go).
+var unboundedBuiltinPrefixes = []string{
+	"graph.reachable_paths", "json.patch", "strings.render_template",
+	"rego.parse_module", "graphql.", "json.match_schema", "json.verify_schema",
+	"io.jwt.encode_sign", "io.jwt.encode_sign_raw", "regex.template_match", "regex.globs_match",
+}
+
+func matchesPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
 		if strings.HasSuffix(p, ".") {
 			if strings.HasPrefix(name, p) {
 				return true
@@ -27,6 +41,10 @@ func isRemovedBuiltin(name string) bool {
 		}
 	}
 	return false
+}
+
+func isRemovedBuiltin(name string) bool {
+	return matchesPrefix(name, removedBuiltinPrefixes) || matchesPrefix(name, unboundedBuiltinPrefixes)
 }
 
 // sandboxCapabilities is this OPA version's capabilities without the
@@ -56,8 +74,11 @@ func explainRemovedBuiltin(msg string) string {
 	if j := strings.IndexAny(name, " ,:"); j >= 0 {
 		name = name[:j]
 	}
-	if !isRemovedBuiltin(name) {
-		return msg
+	switch {
+	case matchesPrefix(name, removedBuiltinPrefixes):
+		return msg[:i] + "builtin " + name + " is not allowed in ndp policies (no network, runtime, time or randomness: plans must be reproducible)"
+	case matchesPrefix(name, unboundedBuiltinPrefixes):
+		return msg[:i] + "builtin " + name + " is not allowed in ndp policies (one call can take unbounded memory or time, which the sandbox cannot stop)"
 	}
-	return msg[:i] + "builtin " + name + " is not allowed in ndp policies (no network, runtime, time or randomness: plans must be reproducible)"
+	return msg
 }

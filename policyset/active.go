@@ -1,6 +1,7 @@
 // Package policyset holds the active policy set every ndp-controller
 // replica keeps (the last revision of each NodeDisruptionPolicy that
-// compiled and passed its tests, compiled together) and the check a policy
+// compiled, passed its tests and evaluated a probe change set within the
+// sandbox's deadline and memory budget, compiled together) and the check a policy
 // generation must pass to join it. The policy controller and the admission
 // webhook share both, so that what the webhook admits the controller
 // accepts, and both plan with the same set.
@@ -23,6 +24,10 @@ import (
 // the last revision that compiled and passed its tests, compiled together
 // into the planner that the plan controller and the webhook use.
 type ActivePolicies struct {
+	// update serialises changes of the set; mu guards the fields, held
+	// only to read or swap them, so that compiling and probing a new set
+	// does not stall the planners reading the current one.
+	update   sync.Mutex
 	mu       sync.RWMutex
 	policies map[string]planner.Policy
 	planner  *planner.Planner
@@ -37,6 +42,20 @@ type ActivePolicies struct {
 func NewActivePolicies(opts planner.EngineOptions) *ActivePolicies {
 	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts, changes: make(chan event.GenericEvent, 1)}
 }
+
+// Options are the sandbox limits the set is compiled and evaluated with.
+func (a *ActivePolicies) Options() planner.EngineOptions { return a.opts }
+
+// EvaluationError is a policy set that compiles but fails when evaluated,
+// under the sandbox's limits, on the probe change set (planner.Probe): a
+// policy whose rules blow up on changes, even if its tests pass.
+type EvaluationError struct{ Err error }
+
+func (e *EvaluationError) Error() string {
+	return "evaluated before activation on a probe change set (one change of each kind and the paths and units its Rego names): " + e.Err.Error()
+}
+
+func (e *EvaluationError) Unwrap() error { return e.Err }
 
 // Planner returns the planner of the active set; nil before any policy is
 // active.
@@ -73,23 +92,30 @@ func (a *ActivePolicies) Others(name string) []planner.Policy {
 }
 
 // Put makes p the active revision of its policy, given that the whole set
-// with it compiles; the set is left unchanged otherwise.
+// with it compiles and passes the probe (an *EvaluationError otherwise);
+// the set is left unchanged otherwise.
 func (a *ActivePolicies) Put(ctx context.Context, p planner.Policy) error {
-	return a.update(ctx, p.Name, &p)
+	return a.change(ctx, p.Name, &p)
 }
 
 // Remove takes a deleted policy out of the set.
 func (a *ActivePolicies) Remove(ctx context.Context, name string) error {
-	return a.update(ctx, name, nil)
+	return a.change(ctx, name, nil)
 }
 
-func (a *ActivePolicies) update(ctx context.Context, name string, p *planner.Policy) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *ActivePolicies) change(ctx context.Context, name string, p *planner.Policy) error {
+	a.update.Lock()
+	defer a.update.Unlock()
+	a.mu.RLock()
 	next := make(map[string]planner.Policy, len(a.policies)+1)
 	for n, q := range a.policies {
 		next[n] = q
 	}
+	old := ""
+	if a.planner != nil {
+		old = a.planner.Engine.Revision()
+	}
+	a.mu.RUnlock()
 	if p == nil {
 		if _, ok := next[name]; !ok {
 			return nil
@@ -108,12 +134,15 @@ func (a *ActivePolicies) update(ctx context.Context, name string, p *planner.Pol
 		if pl, err = planner.New(ctx, set, a.opts); err != nil {
 			return fmt.Errorf("the active policy set would not compile: %w", err)
 		}
+		if p != nil {
+			if err := pl.Probe(ctx, name); err != nil {
+				return &EvaluationError{Err: err}
+			}
+		}
 	}
-	old := ""
-	if a.planner != nil {
-		old = a.planner.Engine.Revision()
-	}
+	a.mu.Lock()
 	a.policies, a.planner = next, pl
+	a.mu.Unlock()
 	if pl == nil || pl.Engine.Revision() != old {
 		select {
 		case a.changes <- event.GenericEvent{Object: &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "active-policy-set"}}}:

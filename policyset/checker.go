@@ -18,9 +18,10 @@ import (
 // Reasons a policy generation is rejected (Check), also the reasons of its
 // Accepted condition.
 const (
-	ReasonCompileError = "CompileError"
-	ReasonTestsFailed  = "TestsFailed"
-	ReasonBundleError  = "BundleError"
+	ReasonCompileError    = "CompileError"
+	ReasonTestsFailed     = "TestsFailed"
+	ReasonBundleError     = "BundleError"
+	ReasonEvaluationError = "EvaluationError"
 )
 
 // PolicyChecker decides whether a NodeDisruptionPolicy generation can be
@@ -36,8 +37,12 @@ type PolicyChecker struct {
 }
 
 // Check builds the policy of the given generation, with its bundle, and
-// checks it: it must compile alone and with the other active policies, and
-// its Rego tests must pass. The reason is one of the Reason* constants.
+// checks it: it must compile alone and with the other active policies, its
+// Rego tests must pass, and the set with it must evaluate the probe change
+// set (planner.Probe) within the sandbox's deadline and memory budget, so
+// that a policy whose rules blow up on changes is refused before it is
+// active. The limits are the active set's. The reason is one of the
+// Reason* constants.
 func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
 	pol := planner.PolicyFromAPI("", ndp, 0, 0)
 	if ref := ndp.Spec.BundleRef; ref != nil {
@@ -48,18 +53,23 @@ func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionP
 		pol.Modules = append(pol.Modules, b.Modules...)
 		pol.Tests = append(pol.Tests, b.Tests...)
 	}
-	if _, err := planner.NewEngine(ctx, append(c.Active.Others(ndp.Name), pol), planner.EngineOptions{}); err != nil {
+	opts := c.Active.Options()
+	pl, err := planner.New(ctx, append(c.Active.Others(ndp.Name), pol), opts)
+	if err != nil {
 		return pol, ReasonCompileError, err
 	}
 	if len(pol.Tests) > 0 {
 		var out bytes.Buffer
-		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: c.TestTimeout})
+		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: c.TestTimeout, MemoryBytes: opts.EvalMemoryBytes})
 		if err != nil {
 			return pol, ReasonTestsFailed, err
 		}
 		if sum.Failed+sum.Errored > 0 {
 			return pol, ReasonTestsFailed, fmt.Errorf("%d of %d Rego tests failed:\n%s", sum.Failed+sum.Errored, sum.Passed+sum.Failed+sum.Errored, failures(out.String()))
 		}
+	}
+	if err := pl.Probe(ctx, pol.Name); err != nil {
+		return pol, ReasonEvaluationError, &EvaluationError{Err: err}
 	}
 	return pol, "", nil
 }

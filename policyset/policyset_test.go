@@ -1,7 +1,9 @@
 package policyset
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -80,5 +82,68 @@ func TestPolicyChecker(t *testing.T) {
 	p.Spec.BundleRef = &v1alpha1.BundleReference{Namespace: "ns", Name: "missing"}
 	if _, reason, err := c.Check(ctx, p); reason != ReasonBundleError || err == nil {
 		t.Errorf("a missing bundle: %q %v", reason, err)
+	}
+}
+
+// A revision whose Rego tests pass but whose rules blow up on a change
+// (here, only on a change of the path it names) is refused by the probe,
+// under the sandbox's limits, with an error naming the policy; the last good
+// revision stays active and plans as before.
+func TestHostileRevisionKeepsTheLastGood(t *testing.T) {
+	ctx := context.Background()
+	active := NewActivePolicies(planner.EngineOptions{})
+	if err := active.Put(ctx, planner.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	const tests = "package ndp.policy.chrony_test\n\ntest_nothing_else if { count(data.ndp.policy.chrony.claims) == 0 with input as {\"changes\": []} }\n"
+	spec := func(body string) *v1alpha1.NodeDisruptionPolicy {
+		return &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "chrony", Generation: 2},
+			Spec: v1alpha1.NodeDisruptionPolicySpec{RegoTests: tests, Rego: "package ndp.policy.chrony\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"Restart\", \"restart\": {\"serviceName\": \"chronyd.service\"}}]} if {\n\tsome c in input.changes\n\tc.path == \"/etc/chrony.conf\"\n" + body + "}\n"}}
+	}
+	good := planner.PolicyFromAPI("", spec(""), 0, 0)
+	if err := active.Put(ctx, good); err != nil {
+		t.Fatalf("the good revision: %v", err)
+	}
+	hostileNDP := spec("\tcount([i | some i in numbers.range(1, 200000000)]) > 0\n")
+	hostile := planner.PolicyFromAPI("", hostileNDP, 0, 0)
+	var out bytes.Buffer
+	if sum, err := planner.RunRegoTests(ctx, []planner.Policy{hostile}, nil, &out, planner.TestOptions{}); err != nil || sum.Failed+sum.Errored > 0 {
+		t.Fatalf("the hostile revision's own tests must pass: %+v %v\n%s", sum, err, out.String())
+	}
+
+	checkRefusal := func(what string, err error) {
+		t.Helper()
+		var pe *planner.PolicyError
+		var ee *EvaluationError
+		switch {
+		case err == nil:
+			t.Fatalf("%s: the hostile revision is accepted", what)
+		case !errors.Is(err, planner.ErrEvalMemory) || !errors.As(err, &ee) || !errors.As(err, &pe) || pe.Policy != "chrony":
+			t.Errorf("%s: want an EvaluationError naming policy chrony, over the memory limit: %#v", what, err)
+		case !strings.Contains(err.Error(), `evaluating policies used more than 256 MiB of memory (policy "chrony"`):
+			t.Errorf("%s: unclear error: %v", what, err)
+		}
+		t.Logf("%s: %v", what, err)
+	}
+	// What the webhook and the policy controller run first.
+	c := &PolicyChecker{Client: fake.NewClientBuilder().WithScheme(scheme.New()).Build(), Active: active}
+	_, reason, err := c.Check(ctx, hostileNDP)
+	if reason != ReasonEvaluationError {
+		t.Errorf("Check's reason: %q", reason)
+	}
+	checkRefusal("Check", err)
+	// And the set itself refuses it.
+	checkRefusal("Put", active.Put(ctx, hostile))
+
+	if got, ok := active.Get("chrony"); !ok || got.Revision() != good.Revision() {
+		t.Fatalf("the active revision is %v, want the good one %s", got.Revision(), good.Revision())
+	}
+	cs := &planner.ChangeSet{From: "a", To: "b", Changes: []planner.Change{{ID: "file:/etc/chrony.conf", Kind: planner.KindFile, Op: planner.OpChanged, Path: "/etc/chrony.conf", Dirs: []string{"/etc/", "/"}, Fields: []string{"contents"}}}}
+	plan, err := active.Planner().PlanChanges(ctx, cs, nil)
+	if err != nil {
+		t.Fatalf("the active set no longer plans: %v", err)
+	}
+	if got := planner.FormatActions(plan.Actions); got != "Restart chronyd.service" || plan.Reasons[0].Policy != "chrony" {
+		t.Errorf("the active set plans %q by %q, want the good revision's Restart chronyd.service", got, plan.Reasons[0].Policy)
 	}
 }

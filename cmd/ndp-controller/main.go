@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -37,11 +38,19 @@ func main() {
 		certDir, selfSignedDir           string
 		namespace, service, webhookCfg   string
 		extraNames                       string
+		evalMemory                       string
+		leaseDuration, renewDeadline     time.Duration
+		retryPeriod                      time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that one replica acts at a time")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	// controller-runtime's defaults: a killed leader is replaced within
+	// the lease duration.
+	flag.DurationVar(&leaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease its holder stopped renewing")
+	flag.DurationVar(&renewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader retries renewing its lease before it gives up leading (and exits)")
+	flag.DurationVar(&retryPeriod, "leader-election-retry-period", 2*time.Second, "how often replicas try to acquire or renew the lease")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the admission webhook server (-1 disables it)")
 	flag.StringVar(&certDir, "webhook-cert-dir", "/etc/ndp/webhook-certs", "directory of the webhook's tls.crt and tls.key (from cert-manager or service-ca); when they are missing, a self-signed certificate is used")
 	flag.StringVar(&selfSignedDir, "webhook-self-signed-dir", filepath.Join(os.TempDir(), "ndp-webhook-certs"), "writable directory for the self-signed fallback certificate")
@@ -49,11 +58,19 @@ func main() {
 	flag.StringVar(&service, "webhook-service", "ndp-webhook", "name of the webhook Service, for the self-signed certificate's DNS names")
 	flag.StringVar(&webhookCfg, "webhook-configuration", "ndp-webhook", "ValidatingWebhookConfiguration that gets the self-signed CA bundle")
 	flag.StringVar(&extraNames, "webhook-cert-extra-names", "", "comma-separated DNS names or IPs the self-signed certificate also covers (when the API server calls the webhook by URL)")
+	flag.StringVar(&evalMemory, "policy-eval-memory", "256Mi", "how far the heap may grow while one evaluation of the policies, or a policy's Rego tests, runs (a quantity: 256Mi, 1Gi); past it the evaluation is stopped and the policy refused (Degraded). One builtin call may allocate a quarter of it")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setup := ctrl.Log.WithName("setup")
+
+	evalBytes, err := resource.ParseQuantity(evalMemory)
+	if err != nil || evalBytes.Value() < 16<<20 {
+		setup.Error(err, "--policy-eval-memory must be a quantity of at least 16Mi", "value", evalMemory)
+		os.Exit(2)
+	}
+	engineOpts := planner.EngineOptions{EvalMemoryBytes: evalBytes.Value()}
 
 	cfg := ctrl.GetConfigOrDie()
 	ctx := ctrl.SetupSignalHandler()
@@ -99,6 +116,9 @@ func main() {
 		LeaderElectionID:              controllers.LeaderElectionID,
 		LeaderElectionNamespace:       leaderNS,
 		LeaderElectionReleaseOnCancel: true, // a clean stop hands over at once
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 		Client:                        controllers.ClientOptions(),
 		// The server reloads the files on change (certwatcher).
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: webhookPort, CertDir: certDir}),
@@ -107,7 +127,7 @@ func main() {
 		setup.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	active, err := controllers.SetupWithManager(mgr, planner.EngineOptions{})
+	active, err := controllers.SetupWithManager(mgr, engineOpts)
 	if err != nil {
 		setup.Error(err, "setting up the controllers")
 		os.Exit(1)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
 )
 
@@ -81,9 +82,13 @@ func daemonToken(t *testing.T, pod *corev1.Pod) string {
 	return got.Status.Token
 }
 
+// daemonAnnotation is one of the node annotations the daemon writes (the
+// admission policy lets it change no other).
+const daemonAnnotation = ndpmcv1.ReasonAnnotation
+
 // annotateNode merge-patches one annotation of a node, as the daemon does.
 func annotateNode(c client.Client, name, value string) error {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"ndp.dev/test":%q}}}`, value)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, daemonAnnotation, value)
 	return c.Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
@@ -194,7 +199,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, &a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Annotations["ndp.dev/test"] != "mine" || !a.Spec.Unschedulable {
+	if a.Annotations[daemonAnnotation] != "mine" || !a.Spec.Unschedulable {
 		t.Errorf("node-a after the daemon's patches: annotations %v, unschedulable %v", a.Annotations, a.Spec.Unschedulable)
 	}
 

@@ -32,10 +32,11 @@ import (
 )
 
 // The Secret is read and written with an uncached client, so get/create/update
-// in its namespace is all it needs (no cluster-wide list/watch of Secrets).
+// in its namespace is all it needs (no cluster-wide list/watch of Secrets);
+// so are the webhook configurations, read and updated by name (get/update).
 //
 // +kubebuilder:rbac:groups="",namespace=ndp-system,resources=secrets,verbs=get;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update
 
 const (
 	// CertFile and KeyFile are the names controller-runtime's webhook server
