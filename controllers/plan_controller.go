@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -67,6 +68,16 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	if p == nil {
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil // no policy accepted yet
+	}
+	// A replica that just started (a new leader, a restart of the API
+	// server) must not plan before every policy is loaded: without them a
+	// change they claim would be planned as a reboot, and kept for the
+	// nodes already sent.
+	if pending, err := r.Active.Pending(ctx, r.Client); err != nil || len(pending) > 0 {
+		if err == nil {
+			log.FromContext(ctx).V(1).Info("waiting for policies to load", "policies", pending)
+		}
+		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 	view := render.NewPoolView(r.Client, &pool)
 	byConfig, err := view.NodesByConfig(ctx)

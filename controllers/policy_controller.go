@@ -240,6 +240,9 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 
+	// Once this generation is in the set, or refused with the last good
+	// revision restored, plans and previews may rely on the set for it.
+	defer r.Active.Seen(ndp.Name, ndp.Generation)
 	start := time.Now()
 	candidate, reason, err := r.checker().Check(ctx, &ndp)
 	if err == nil {

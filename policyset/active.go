@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -30,6 +31,9 @@ type ActivePolicies struct {
 	update   sync.Mutex
 	mu       sync.RWMutex
 	policies map[string]planner.Policy
+	// seen is the generation of each policy this replica's policy
+	// controller last reconciled, accepted or not: see Pending.
+	seen map[string]int64
 	planner  *planner.Planner
 	opts     planner.EngineOptions
 	// changes carries one event whenever the set's revision changes, so that
@@ -40,7 +44,7 @@ type ActivePolicies struct {
 // NewActivePolicies returns an empty set: no policy is in force until the
 // policy controller accepts one, so every change would need a reboot.
 func NewActivePolicies(opts planner.EngineOptions) *ActivePolicies {
-	return &ActivePolicies{policies: map[string]planner.Policy{}, opts: opts, changes: make(chan event.GenericEvent, 1)}
+	return &ActivePolicies{policies: map[string]planner.Policy{}, seen: map[string]int64{}, opts: opts, changes: make(chan event.GenericEvent, 1)}
 }
 
 // Options are the sandbox limits the set is compiled and evaluated with.
@@ -89,6 +93,38 @@ func (a *ActivePolicies) Others(name string) []planner.Policy {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Seen records that the policy controller has reconciled generation of
+// the named policy: accepted into the set, or refused with its last good
+// revision (if any) kept.
+func (a *ActivePolicies) Seen(name string, generation int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen[name] = generation
+}
+
+// Pending names the NodeDisruptionPolicies (read from c, the cache) whose
+// current generation the policy controller has not reconciled yet. A plan
+// or a preview made before they are is made without them: after a restart
+// of the replica, with none of the administrator's policies, every change
+// they would have made a restart or a reload is planned as a reboot.
+func (a *ActivePolicies) Pending(ctx context.Context, c client.Reader) ([]string, error) {
+	var list v1alpha1.NodeDisruptionPolicyList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var pending []string
+	for i := range list.Items {
+		p := &list.Items[i]
+		if g, ok := a.seen[p.Name]; (!ok || g < p.Generation) && p.DeletionTimestamp.IsZero() {
+			pending = append(pending, p.Name)
+		}
+	}
+	sort.Strings(pending)
+	return pending, nil
 }
 
 // Put makes p the active revision of its policy, given that the whole set

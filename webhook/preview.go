@@ -227,6 +227,11 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	if pl == nil {
 		return nil, fmt.Errorf("no NodeDisruptionPolicy is active yet")
 	}
+	if pending, err := p.Active.Pending(ctx, p.Client); err != nil {
+		return nil, err
+	} else if len(pending) > 0 {
+		return nil, fmt.Errorf("NodeDisruptionPolicies %s are still being loaded by this replica; try again in a moment", strings.Join(pending, ", "))
+	}
 	view := p.view(pool)
 	r, err := p.render(ctx, view, overrides)
 	if err != nil {
