@@ -245,6 +245,20 @@ func jsonInt(v any) (int64, error) {
 	return 0, errors.New("not a number")
 }
 
+// ReadUnverifiedBundle reads a bundle for signing: its files, unverified,
+// within the same size limits as ReadBundle.
+func ReadUnverifiedBundle(r io.Reader) (*bundle.Bundle, error) {
+	data, err := readArchive(r)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bundle.NewReader(bytes.NewReader(data)).WithSkipBundleVerification(true).WithRegoVersion(ast.RegoV1).WithSizeLimitBytes(MaxBundleBytes).Read()
+	if err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
 // BundleRoots returns the manifest roots of a bundle file's policy set, for
 // overlap checks between bundles.
 func BundleRoots(r io.Reader) ([]string, error) {

@@ -33,9 +33,9 @@ type ActivePolicies struct {
 	policies map[string]planner.Policy
 	// seen is the generation of each policy this replica's policy
 	// controller last reconciled, accepted or not: see Pending.
-	seen map[string]int64
-	planner  *planner.Planner
-	opts     planner.EngineOptions
+	seen    map[string]int64
+	planner *planner.Planner
+	opts    planner.EngineOptions
 	// changes carries one event whenever the set's revision changes, so that
 	// plans made with the previous revision are recomputed.
 	changes chan event.GenericEvent

@@ -90,21 +90,22 @@ func newBundleSignCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			data, err := os.ReadFile(args[0])
+			f, err := os.Open(args[0])
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], unwrapOSError(err))
 			}
-			b, err := bundle.NewReader(bytes.NewReader(data)).WithSkipBundleVerification(true).Read()
+			b, err := planner.ReadUnverifiedBundle(f)
+			_ = f.Close()
 			if err != nil {
 				return fmt.Errorf("%s: invalid OPA bundle: %w", args[0], err)
 			}
-			if err := planner.SignBundle(&b, key); err != nil {
+			if err := planner.SignBundle(b, key); err != nil {
 				return err
 			}
 			if out == "" {
 				out = args[0]
 			}
-			if err := writeBundleFile(out, &b); err != nil {
+			if err := writeBundleFile(out, b); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "signed %s\n", out)
