@@ -124,17 +124,23 @@ func TestFaultsHostilePolicies(t *testing.T) {
 		{name: "nested comprehension 20000 x 20000", pkg: "nested",
 			body: "\txs := [[i, j] | some i in numbers.range(1, 20000); some j in numbers.range(1, 20000)]\n\tcount(xs) > 1", want: "memory"},
 		{name: "set of 50M strings", pkg: "set_bomb",
-			body: "\txs := {sprintf(\"%d\", [i]) | some i in numbers.range(1, 50000000)}\n\tcount(xs) > 1", want: ""},
+			body: "\txs := {sprintf(\"%d\", [i]) | some i in numbers.range(1, 50000000)}\n\tcount(xs) > 1", want: "memory"},
 		{name: "deep recursion", pkg: "recursion",
 			rego: "package ndp.policy.recursion\n\nf(x) := y if {\n\ty := f(x)\n}\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tf(c) == 1\n}\n", want: "recursi"},
 		{name: "giant regular expression (1M alternatives)", pkg: "regex",
-			body: "\tpat := concat(\"|\", [sprintf(\"a%d\", [i]) | some i in numbers.range(1, 1000000)])\n\tregex.match(pat, c.path)", want: ""},
+			body: "\tpat := concat(\"|\", [sprintf(\"a%d\", [i]) | some i in numbers.range(1, 1000000)])\n\tregex.match(pat, c.path)", want: "regex"},
 		{name: "walk over a 3M-element document", pkg: "walk",
-			body: "\tbig := [{\"k\": i} | some i in numbers.range(1, 3000000)]\n\tn := count([p | walk(big, [p, _])])\n\tn > 1", want: ""},
-		{name: "sprintf of a 1 GB string", pkg: "sprintf",
-			body: "\ts := sprintf(\"%0999999999d\", [1])\n\tcount(s) > 1", want: ""},
+			body: "\tbig := [{\"k\": i} | some i in numbers.range(1, 3000000)]\n\tn := count([p | walk(big, [p, _])])\n\tn > 1", want: "memory"},
+		{name: "replace with an empty needle: 1 MiB x 1 MiB in one builtin call", pkg: "replace",
+			body: "\tmib := concat(\"\", [concat(\"\", [\"x\" | some _ in numbers.range(1, 1024)]) | some _ in numbers.range(1, 1024)])\n\ts := replace(mib, \"\", mib)\n\tcount(s) > 1", want: "replace"},
+		{name: "json.marshal of 1,000 references to a 1 MiB string (1 GiB of JSON)", pkg: "marshal",
+			body: "\tmib := concat(\"\", [concat(\"\", [\"x\" | some _ in numbers.range(1, 1024)]) | some _ in numbers.range(1, 1024)])\n\ts := json.marshal([mib | some _ in numbers.range(1, 1000)])\n\tcount(s) > 1", want: "json.marshal"},
 		{name: "concat of 200M strings", pkg: "concat",
-			body: "\ts := concat(\"\", [\"xxxxxxxxxx\" | some _ in numbers.range(1, 200000000)])\n\tcount(s) > 1", want: ""},
+			body: "\ts := concat(\"\", [\"xxxxxxxxxx\" | some _ in numbers.range(1, 200000000)])\n\tcount(s) > 1", want: "memory"},
+		{name: "rules in the default policy's package", pkg: "foreign_package",
+			rego: "package ndp.policy.defaults\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n}\n", want: "already owned"},
+		{name: "claims through a directory the change is not under", pkg: "foreign_match",
+			rego: "package ndp.policy.foreign_match\n\nclaims contains {\"change\": c.id, \"match\": \"/var/lib/other/\", \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tc.kind == \"file\"\n}\n", want: "match"},
 		{name: "module over 256 KiB", pkg: "oversized",
 			rego: "package ndp.policy.oversized\n\n#" + strings.Repeat("x", 300<<10) + "\n", apiRefuses: "Too long"},
 		{name: "bundle that inflates to 200 MiB (gzip bomb)", pkg: "bomb", bundle: gzipBomb(t, 200<<20), want: "bundle"},
@@ -181,7 +187,7 @@ func TestFaultsHostilePolicies(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), row.apiRefuses) {
 					tt.Fatalf("the API server took it: %v", err)
 				}
-				return fmt.Sprintf("refused by the API server: %s", truncateText(err.Error(), 160))
+				return fmt.Sprintf("%s: refused by the API server: %s", row.name, truncateText(err.Error(), 120))
 			}
 			if err != nil {
 				tt.Fatal(err)
@@ -213,8 +219,12 @@ func TestFaultsHostilePolicies(t *testing.T) {
 			if peak > peakLimitMiB {
 				tt.Errorf("ndp-controller peaked at %.0f MiB resident", peak)
 			}
-			return fmt.Sprintf("refused in %.1fs: %s [%s]; revision %s still in force; ndp-controller peak RSS %.0f MiB (%.0f MiB before)",
-				took.Seconds(), degraded.Reason, truncateText(degraded.Message, 200), short(goodRevision), peak, before)
+			msg := degraded.Message
+			if i := strings.Index(msg, "): "); strings.HasPrefix(msg, "evaluated before activation") && i > 0 {
+				msg = msg[i+3:] // the probe's explanation, in the status, not here
+			}
+			return fmt.Sprintf("%s: refused in %.1fs: %s [%s]; revision %s still in force; ndp-controller peak RSS %.0f MiB (%.0f MiB before)",
+				row.name, took.Seconds(), degraded.Reason, truncateText(msg, 220), short(goodRevision), peak, before)
 		})
 	}
 }
