@@ -320,6 +320,11 @@ type faultRollout struct {
 
 func newFaultRollout(t *testing.T, pool string) *faultRollout {
 	r := newRollout(t, pool, 3, intstr.FromInt(1))
+	// Each node's chronyd restart takes 2s: a rollout lasts long enough
+	// for a fault to land in the middle of it.
+	for _, h := range r.hosts {
+		h.traceUnit("chronyd.service", "/bin/sleep 2")
+	}
 	superviseHosts(t, r.hosts)
 	return &faultRollout{rollout: r, budget: watchBudget(t, pool)}
 }
@@ -425,14 +430,15 @@ func (f *faultRollout) check(t *testing.T, old, target string, starts map[string
 }
 
 // waitProgress waits for a random point of a rollout: until a random
-// number of its nodes (none to all but one) are done, then up to 0.7s more.
+// number of its nodes (none to all but one) are done, then up to 1.5s more
+// (a node's update takes a little over 2s).
 func (f *faultRollout) waitProgress(t *testing.T, target string, rng *rand.Rand) {
 	k := rng.IntN(len(f.hosts))
 	eventually(t, 5*time.Minute, func() (bool, string) {
 		done, _ := f.counts(target)
 		return done >= k, fmt.Sprintf("%d of %d nodes done on %s", done, k, target)
 	})
-	time.Sleep(time.Duration(rng.IntN(700)) * time.Millisecond)
+	time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 }
 
 // counts is how many nodes are done on the target, and which are
@@ -554,8 +560,7 @@ func TestFaultsDaemonPartition(t *testing.T) {
 	f := newFaultRollout(t, "faults-partition")
 	// The last node in rollout order talks to the API server through a
 	// proxy that cuts it off for a minute: once right after it is sent to
-	// the target, once in the middle of its update (its chronyd restart
-	// made to take 3s).
+	// the target, once in the middle of its update.
 	h := f.hosts[len(f.hosts)-1]
 	proxy := startProxy(t, restConfig.Host)
 	h.kubeconfig = proxy.kubeconfig(t)
@@ -563,10 +568,6 @@ func TestFaultsDaemonPartition(t *testing.T) {
 	defer func() { h.kubeconfig = ""; h.stop() }()
 	for _, mode := range []string{"sent", "working"} {
 		trial(t, "daemon-partition", "cut-when-"+mode, func(tt *testing.T) string {
-			if mode == "working" {
-				h.t = tt
-				h.traceUnit("chronyd.service", "/bin/sleep 3")
-			}
 			old, target, starts := f.change(tt)
 			var at string
 			eventually(tt, 3*time.Minute, func() (bool, string) {
