@@ -508,8 +508,11 @@ func TestFaultsControllerRestarts(t *testing.T) {
 				f.waitProgress(tt, target, rng)
 				victim, role := cs.leader(), "leader"
 				if victim == nil || rng.IntN(4) == 0 {
-					victim, role = cs.replicas[rng.IntN(len(cs.replicas))], "a replica"
-					if l := cs.leader(); l != nil && l != victim {
+					victim, role = cs.replicas[rng.IntN(len(cs.replicas))], "no leader yet"
+					switch l := cs.leader(); {
+					case l == victim:
+						role = "leader"
+					case l != nil:
 						role = "the standby"
 					}
 				}

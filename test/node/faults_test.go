@@ -80,15 +80,24 @@ func printTally() int {
 	return 0
 }
 
-// seed makes a campaign repeatable: NDP_FAULTS_SEED=<n> replays it.
-func seed(t *testing.T) uint64 {
+// campaignSeed is the seed of the whole run: NDP_FAULTS_SEED=<n> replays
+// it.
+var campaignSeed = sync.OnceValues(func() (uint64, error) {
 	s := uint64(time.Now().UnixNano())
 	if v := os.Getenv("NDP_FAULTS_SEED"); v != "" {
 		if _, err := fmt.Sscan(v, &s); err != nil {
-			t.Fatalf("NDP_FAULTS_SEED: %v", err)
+			return 0, fmt.Errorf("NDP_FAULTS_SEED: %v", err)
 		}
 	}
-	t.Logf("seed %d (NDP_FAULTS_SEED=%d replays this run)", s, s)
+	fmt.Printf("faults: seed %d (NDP_FAULTS_SEED=%d replays this run)\n", s, s)
+	return s, nil
+})
+
+func seed(t *testing.T) uint64 {
+	s, err := campaignSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
