@@ -9,11 +9,13 @@ CONTROLLER_GEN ?= $(BIN)/controller-gen
 GO_TEST_FLAGS ?=
 
 FUZZTIME ?= 15s
+FUZZTIME_LONG ?= 5m
+FUZZMINIMIZETIME ?= 100x
 RUNS ?= 3
 BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
-.PHONY: all build test test-go test-rego test-fuzz faults test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
+.PHONY: all build test test-go test-rego test-fuzz fuzz faults test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
 
@@ -45,6 +47,19 @@ test-rego: build
 test-fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME) ./planner/
 
+## fuzz: every fuzz target for FUZZTIME_LONG each, one after another: MachineConfig/Ignition diffing and planning,
+## registries.conf parsing, NodeDisruptionPolicy decoding, the daemon's plan and journal decoding (its Sync on a
+## temporary host root), Ignition parsing and the differential test. Seeds and kept crashers are in <pkg>/testdata/fuzz
+## (plain `go test` replays them); what a run finds is kept in the Go cache. FUZZMINIMIZETIME bounds the minimizing
+## of each new input (the daemon's target is slow: at Go's default of 60s, minimizing would take most of the run)
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
+	$(GO) test -run '^$$' -fuzz '^FuzzRegistriesConf$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/registries/
+	$(GO) test -run '^$$' -fuzz '^FuzzNodeDisruptionPolicy$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
+	$(GO) test -run '^$$' -fuzz '^FuzzDaemonPlan$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./daemon/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/machineconfig/
+	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
+
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio, and vs the floor (a
 ## plain encoding/json decode of both documents into the Ignition types), with plan ÷ floor; plan and compile
 ## time with 1, 100 and 1,000 declarative and Rego policies, with their ratios; the time for the
@@ -64,7 +79,7 @@ bench: control-plane
 ## and "N passed, M failed"; the whole log is in bin/faults.log. NDP_FAULTS_SEED=<n> replays a run.
 faults: control-plane
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -tags faults -run '^TestFaults' -v -count 1 -timeout 90m ./test/node/ 2>&1 | tee $(BIN)/faults.log | \
-		grep -E '^(faults:|    [a-z_]+_test\.go:[0-9]+:|--- FAIL|FAIL|ok)'
+		grep --line-buffered -E '^(faults:|    [a-z_]+_test\.go:[0-9]+:|--- FAIL|FAIL|ok)'
 
 ## test-under-load: make test three times in a row (RUNS=n) while busy loops keep every core busy
 test-under-load: control-plane

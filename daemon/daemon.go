@@ -296,6 +296,9 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 	if err := j.Plan.Verify(j.To); err != nil {
 		return d.PollInterval, d.refuse(ctx, node, j.Plan.From, j.To, j.Pool, "JournalCorrupt", fmt.Errorf("the journal's plan: %w", err))
 	}
+	if err := j.checkSteps(); err != nil {
+		return d.PollInterval, d.refuse(ctx, node, j.Plan.From, j.To, j.Pool, "JournalCorrupt", fmt.Errorf("the journal: %w", err))
+	}
 	if first {
 		why := "a restart of the daemon"
 		if boot != j.BootID {

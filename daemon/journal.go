@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -142,6 +145,22 @@ func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string,
 	}
 	j.InheritedCordon = inheritCordon
 	return j
+}
+
+// checkSteps verifies that the journal's steps are the ones newJournal laid
+// out for its plan, which Verify checked: the steps are not part of the
+// planHash, and a corrupt journal must not make the daemon run an action,
+// a drain or a reboot its plan does not have, nor skip one it has.
+func (j *Journal) checkSteps() error {
+	for _, osChange := range []bool{false, true} {
+		want := newJournal(j.To, &j.Plan, j.Pool, j.BootID, osChange, j.InheritedCordon)
+		if slices.EqualFunc(want.Steps, j.Steps, func(a, b Step) bool {
+			return a.Name == b.Name && a.Number == b.Number && reflect.DeepEqual(a.Action, b.Action)
+		}) {
+			return nil
+		}
+	}
+	return errors.New("its steps are not the steps of its plan")
 }
 
 // StoredConfig is the config the node runs, as the daemon records it.

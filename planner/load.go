@@ -12,6 +12,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	yamlv3 "go.yaml.in/yaml/v3"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
@@ -199,6 +200,12 @@ func decodePolicyNode(file string, doc int, node *yamlv3.Node) (Policy, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ndp); err != nil {
 		return Policy{}, &InputError{Object: object, Err: fmt.Errorf("not a valid NodeDisruptionPolicy: %s", strings.TrimPrefix(err.Error(), "json: "))}
+	}
+	// encoding/json matches field names case-insensitively; the API server
+	// does not, and drops (or refuses) "Priority" where it wants "priority".
+	// A document the cluster reads otherwise is refused, naming the field.
+	if strictErrs, err := kjson.UnmarshalStrict(raw, &v1alpha1.NodeDisruptionPolicy{}, kjson.DisallowUnknownFields); err == nil && len(strictErrs) > 0 {
+		return Policy{}, &InputError{Object: object, Err: fmt.Errorf("not a valid NodeDisruptionPolicy: %v (field names are case-sensitive)", strictErrs[0])}
 	}
 	if ndp.Kind != v1alpha1.Kind || ndp.APIVersion != v1alpha1.GroupVersion.String() {
 		return Policy{}, &InputError{Object: object, Field: "kind", Err: fmt.Errorf("is %s %s, expected %s %s", ndp.APIVersion, ndp.Kind, v1alpha1.GroupVersion, v1alpha1.Kind)}

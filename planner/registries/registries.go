@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -137,12 +138,16 @@ func Parse(data []byte) (*Config, error) {
 		return nil, syntaxError(err, data)
 	}
 	var raw map[string]any
-	if len(md.Undecoded()) > 0 {
-		// Second pass only when something was not modelled (rare), to keep the values.
+	if len(md.Undecoded()) > 0 || caseVariantKeys(md) {
+		// Second pass only when something was not modelled, or a modelled
+		// key is spelled in another case (rare), to keep the values.
 		if _, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
 			return nil, syntaxError(err, data)
 		}
 		if err := checkV1Mix(raw, cfg); err != nil {
+			return nil, err
+		}
+		if err := checkFoldedKeys(raw); err != nil {
 			return nil, err
 		}
 	}
@@ -156,6 +161,56 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// caseVariantKeys reports whether a key of the file is a modelled key
+// spelled in another case ("Location"), which BurntSushi/toml also decodes
+// into the field.
+func caseVariantKeys(md toml.MetaData) bool {
+	for _, k := range md.Keys() {
+		for _, seg := range k {
+			if l := strings.ToLower(seg); l != seg && (topLevelKeys[l] || registryKeys[l] || mirrorKeys[l]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkFoldedKeys rejects a table where two keys differing only in case
+// set the same setting ("location" and "Location"): BurntSushi/toml (and
+// so containers/image) keeps whichever it meets last in Go's random map
+// order, so the file has no single meaning.
+func checkFoldedKeys(raw map[string]any) error {
+	check := func(where string, t map[string]any, modelled map[string]bool) error {
+		first := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			l := strings.ToLower(k)
+			if !modelled[l] {
+				continue
+			}
+			if prev, dup := first[l]; dup {
+				return invalid("%s: keys %q and %q both set %s", where, prev, k, l)
+			}
+			first[l] = k
+		}
+		return nil
+	}
+	if err := check("top level", raw, topLevelKeys); err != nil {
+		return err
+	}
+	for i, rt := range tables(lookupFold(raw, "registry")) {
+		where := fmt.Sprintf("[[registry]] #%d", i+1)
+		if err := check(where, rt, registryKeys); err != nil {
+			return err
+		}
+		for j, mt := range tables(lookupFold(rt, "mirror")) {
+			if err := check(fmt.Sprintf("%s: mirror #%d", where, j+1), mt, mirrorKeys); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // lineRe matches the plain errors BurntSushi returns for type mismatches.
 var lineRe = regexp.MustCompile(`^toml: line (\d+)(?: \(last key (".*?")\))?: `)
 
@@ -165,8 +220,9 @@ func syntaxError(err error, data []byte) error {
 	if errors.As(err, &pe) {
 		line := pe.Position.Line
 		// BurntSushi counts an offending end-of-line as the next line;
-		// the byte offset names the line the user has to fix.
-		if pe.Position.Len > 0 && pe.Position.Start < len(data) {
+		// the byte offset names the line the user has to fix. It is -1
+		// for some errors on the very first byte.
+		if pe.Position.Len > 0 && pe.Position.Start >= 0 && pe.Position.Start < len(data) {
 			line = 1 + bytes.Count(data[:pe.Position.Start], []byte("\n"))
 		}
 		return &SyntaxError{Line: line, Msg: withKey(pe.Message, pe.LastKey), err: err}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -170,22 +169,22 @@ func Marshal(c *Config) []byte {
 	list := func(xs []string) string {
 		q := make([]string, len(xs))
 		for i, x := range xs {
-			q[i] = strconv.Quote(x)
+			q[i] = tomlString(x)
 		}
 		return "[" + strings.Join(q, ", ") + "]"
 	}
 	fmt.Fprintf(&b, "unqualified-search-registries = %s\n", list(c.UnqualifiedSearchRegistries))
 	if c.ShortNameMode != "" {
-		fmt.Fprintf(&b, "short-name-mode = %s\n", strconv.Quote(c.ShortNameMode))
+		fmt.Fprintf(&b, "short-name-mode = %s\n", tomlString(c.ShortNameMode))
 	}
 	if len(c.CredentialHelpers) > 0 {
 		fmt.Fprintf(&b, "credential-helpers = %s\n", list(c.CredentialHelpers))
 	}
 	for _, r := range c.Registries {
 		b.WriteString("\n[[registry]]\n")
-		fmt.Fprintf(&b, "  prefix = %s\n", strconv.Quote(r.Prefix))
+		fmt.Fprintf(&b, "  prefix = %s\n", tomlString(r.Prefix))
 		if r.Location != "" {
-			fmt.Fprintf(&b, "  location = %s\n", strconv.Quote(r.Location))
+			fmt.Fprintf(&b, "  location = %s\n", tomlString(r.Location))
 		}
 		if r.Insecure {
 			b.WriteString("  insecure = true\n")
@@ -198,12 +197,12 @@ func Marshal(c *Config) []byte {
 		}
 		for _, m := range r.Mirrors {
 			b.WriteString("\n  [[registry.mirror]]\n")
-			fmt.Fprintf(&b, "    location = %s\n", strconv.Quote(m.Location))
+			fmt.Fprintf(&b, "    location = %s\n", tomlString(m.Location))
 			if m.Insecure {
 				b.WriteString("    insecure = true\n")
 			}
 			if m.PullFromMirror != "" {
-				fmt.Fprintf(&b, "    pull-from-mirror = %s\n", strconv.Quote(m.PullFromMirror))
+				fmt.Fprintf(&b, "    pull-from-mirror = %s\n", tomlString(m.PullFromMirror))
 			}
 		}
 	}
@@ -215,8 +214,44 @@ func Marshal(c *Config) []byte {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "  %s = %s\n", strconv.Quote(k), strconv.Quote(c.Aliases[k]))
+			fmt.Fprintf(&b, "  %s = %s\n", tomlString(k), tomlString(c.Aliases[k]))
 		}
 	}
 	return b.Bytes()
+}
+
+// tomlString writes s as a TOML 1.0 basic string. strconv.Quote is not
+// TOML: its \a and \v escapes are in no TOML version and its \x escapes
+// only in TOML 1.1, so a control character in a setting made the rendered
+// file unreadable (CRI-O's parser, containers/image, reads TOML 1.0).
+func tomlString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			} else {
+				b.WriteRune(r) // TOML takes any other character as is
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
