@@ -188,7 +188,7 @@ func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 	}
 	_ = stored
 	// Conditions became True in the order of the steps.
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually(t, 2*time.Minute, func() (bool, string) {
 		o := strings.Join(w.order(), " ")
 		return strings.Contains(o, "UpdatePrepared AppliedFiles AppliedFilesAndOS UpdatePostActionComplete UpdateExecuted UpdateComplete Updated"), "conditions became True in the order: " + o
 	})
@@ -217,7 +217,7 @@ func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 
 func assertEvent(t *testing.T, node, reason string) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually(t, 2*time.Minute, func() (bool, string) {
 		var list corev1.EventList
 		if err := k8s.List(context.Background(), &list, client.InNamespace("default")); err != nil {
 			return false, err.Error()
