@@ -1,17 +1,12 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ndp-dev/ndp/internal/bundletest"
 )
 
 // `ndp bundle sign` reads a bundle within the limits `ndp plan` does: a
@@ -20,25 +15,13 @@ import (
 // process.
 func TestBundleSignRefusesALyingBundle(t *testing.T) {
 	dir := t.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, _ := bundletest.Keys(t, "rsa")
 	keyFile := filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	if err := tw.WriteHeader(&tar.Header{Name: "/data.json", Mode: 0o644, Size: 100 << 30, Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil { // the archive ends after the header
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bomb := filepath.Join(dir, "bomb.tar.gz")
-	if err := os.WriteFile(bomb, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(bomb, bundletest.Lying(t, "data.json", 100<<30), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut := ndp(t, "bundle", "sign", "--signing-key", keyFile, bomb)

@@ -127,3 +127,49 @@ func AlterFile(tarball []byte, name string) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
+
+// Lying is a bundle tarball of one tar header that declares a file of size
+// bytes and no contents: a reader that allocates what headers declare
+// (OPA's does) tries to allocate size bytes at once.
+func Lying(t testing.TB, name string, size int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: "/" + name, Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil { // the archive ends after the header
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Bomb is a bundle tarball of a few hundred KiB that inflates to size
+// bytes: one Rego file, package ndp.policy.bomb, mostly a comment.
+func Bomb(t testing.TB, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	head := "package ndp.policy.bomb\n\n#"
+	if err := tw.WriteHeader(&tar.Header{Name: "/bomb.rego", Mode: 0o644, Size: int64(size), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
+	for left := size - len(head); left > 0; left -= len(chunk) {
+		if _, err := tw.Write(chunk[:min(left, len(chunk))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}

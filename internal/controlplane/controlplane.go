@@ -4,12 +4,15 @@
 package controlplane
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -72,4 +75,22 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Kubelet stands in for node's kubelet, which envtest has none of, in the
+// one way the drain needs: pods on node that an eviction left Terminating
+// are deleted at once, as the kubelet does once their containers stopped.
+// It runs until ctx ends.
+func Kubelet(ctx context.Context, c client.Client, node string) {
+	for ctx.Err() == nil {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err == nil {
+			for i := range pods.Items {
+				if pods.Items[i].DeletionTimestamp != nil {
+					_ = c.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

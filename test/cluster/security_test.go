@@ -547,19 +547,7 @@ func (noUnits) StartUnitIrreversibly(context.Context, string) error   { return n
 func finishEvicted(t *testing.T, node string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go func() {
-		for ctx.Err() == nil {
-			var pods corev1.PodList
-			if err := k8s.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err == nil {
-				for i := range pods.Items {
-					if pods.Items[i].DeletionTimestamp != nil {
-						_ = k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
-					}
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
+	go controlplane.Kubelet(ctx, k8s, node)
 }
 
 // The daemon's own code, with nothing but its pod-bound token, the shipped

@@ -23,6 +23,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/planner"
 )
 
@@ -240,19 +241,7 @@ func assertEvent(t *testing.T, node, reason string) {
 func kubelet(t *testing.T, node string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go func() {
-		for ctx.Err() == nil {
-			var pods corev1.PodList
-			if err := k8s.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err == nil {
-				for i := range pods.Items {
-					if pods.Items[i].DeletionTimestamp != nil {
-						_ = k8s.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
-					}
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	go controlplane.Kubelet(ctx, k8s, node)
 }
 
 func runningPod(t *testing.T, ns, name, node string, labels map[string]string, owner *metav1.OwnerReference) *corev1.Pod {

@@ -3,9 +3,6 @@
 package node
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -19,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/bundletest"
 )
 
 // hostileRule is a policy whose claims rule does what rule says for every
@@ -58,35 +56,6 @@ test_claims_its_file if {
 	claim.actions[0].type == "Restart"
 }
 `, pkg)
-}
-
-// gzipBomb is an OPA bundle of a few hundred KiB that inflates to size
-// bytes: one Rego file, mostly a comment.
-func gzipBomb(t *testing.T, size int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	head := "package ndp.policy.bomb\n\n#"
-	if err := tw.WriteHeader(&tar.Header{Name: "/bomb.rego", Mode: 0o644, Size: int64(size)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write([]byte(head)); err != nil {
-		t.Fatal(err)
-	}
-	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
-	for left := size - len(head); left > 0; left -= len(chunk) {
-		if _, err := tw.Write(chunk[:min(left, len(chunk))]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // peakRSS is a process's peak resident set (VmHWM), in MiB.
@@ -143,7 +112,7 @@ func TestFaultsHostilePolicies(t *testing.T) {
 			rego: "package ndp.policy.foreign_match\n\nclaims contains {\"change\": c.id, \"match\": \"/var/lib/other/\", \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tc.kind == \"file\"\n}\n", want: "match"},
 		{name: "module over 256 KiB", pkg: "oversized",
 			rego: "package ndp.policy.oversized\n\n#" + strings.Repeat("x", 300<<10) + "\n", apiRefuses: "Too long"},
-		{name: "bundle that inflates to 200 MiB (gzip bomb)", pkg: "bomb", bundle: gzipBomb(t, 200<<20), want: "bundle"},
+		{name: "bundle that inflates to 200 MiB (gzip bomb)", pkg: "bomb", bundle: bundletest.Bomb(t, 200<<20), want: "bundle"},
 	}
 	for _, row := range rows {
 		trial(t, "hostile-policies", row.pkg, func(tt *testing.T) string {
