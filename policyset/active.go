@@ -111,7 +111,8 @@ func (a *ActivePolicies) Seen(name string, generation int64) {
 // they would have made a restart or a reload is planned as a reboot.
 func (a *ActivePolicies) Pending(ctx context.Context, c client.Reader) ([]string, error) {
 	var list v1alpha1.NodeDisruptionPolicyList
-	if err := c.List(ctx, &list); err != nil {
+	// Read only, on every plan and preview: no copy of the cache's objects.
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	a.mu.RLock()

@@ -49,6 +49,22 @@ func ensureNamespace(t *testing.T, name string) {
 	}
 }
 
+// applyDaemonManifests applies the daemon's shipped RBAC, DaemonSet and
+// admission policies in ndp-system, as an administrator does, with the real
+// kubectl, and deletes them when the test ends.
+func applyDaemonManifests(t *testing.T) {
+	t.Helper()
+	ensureNamespace(t, "ndp-system")
+	if out, err := kubectl(t, "apply", "-f", daemonRole, "-f", daemonDeploy, "-f", daemonAdmission); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := kubectl(t, "delete", "--ignore-not-found", "--wait=false", "-f", daemonAdmission, "-f", daemonDeploy, "-f", daemonRole); err != nil {
+			t.Logf("kubectl delete: %v\n%s", err, out)
+		}
+	})
+}
+
 // asDaemon returns a client that authenticates with token, as a daemon's
 // pod does with its projected service-account token.
 func asDaemon(t *testing.T, token string) client.Client {
@@ -152,16 +168,7 @@ func untilRefused(t *testing.T, what, want string, try func(attempt int) error) 
 // refuses the rest, whatever the ClusterRole allows.
 func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	ctx := context.Background()
-	ensureNamespace(t, "ndp-system")
-	// Applied as an administrator applies them, with the real kubectl.
-	if out, err := kubectl(t, "apply", "-f", daemonRole, "-f", daemonDeploy, "-f", daemonAdmission); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := kubectl(t, "delete", "--ignore-not-found", "--wait=false", "-f", daemonAdmission, "-f", daemonDeploy, "-f", daemonRole); err != nil {
-			t.Logf("kubectl delete: %v\n%s", err, out)
-		}
-	})
+	applyDaemonManifests(t)
 	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
 	create(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}})
 

@@ -56,14 +56,7 @@ test_slow if {
 	waitCondition(t, "fresh-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 
 	// No controller runs while the change lands; then a fresh replica.
-	restore := withoutPolicyWebhook(t)
-	stopReplica()
-	defer func() {
-		if err := startReplica(); err != nil {
-			t.Fatal(err)
-		}
-		restore()
-	}()
+	withoutSuiteReplica(t)
 	// Two changes: one the default policy claims (None), one fresh-chrony
 	// claims (Restart). Whichever of the two the fresh replica loads first,
 	// a plan made before it has both is a reboot.

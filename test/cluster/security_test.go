@@ -210,15 +210,7 @@ func workloadPod(t *testing.T, ns, name, node string) *corev1.Pod {
 func confinedDaemon(t *testing.T, own, other string) (*corev1.Pod, client.Client) {
 	t.Helper()
 	ctx := context.Background()
-	ensureNamespace(t, "ndp-system")
-	if out, err := kubectl(t, "apply", "-f", daemonRole, "-f", daemonDeploy, "-f", daemonAdmission); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := kubectl(t, "delete", "--ignore-not-found", "--wait=false", "-f", daemonAdmission, "-f", daemonDeploy, "-f", daemonRole); err != nil {
-			t.Logf("kubectl delete: %v\n%s", err, out)
-		}
-	})
+	applyDaemonManifests(t)
 	for _, n := range []string{own, other} {
 		create(t, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n,

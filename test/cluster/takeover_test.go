@@ -60,19 +60,27 @@ func takeoverReplica(t *testing.T) (manager.Manager, *policyset.ActivePolicies, 
 	return mgr, set, stop
 }
 
+// withoutSuiteReplica stops the suite's replica (and, with it, the policy
+// webhook it serves) until the test ends, so that only the test's own
+// replicas act meanwhile.
+func withoutSuiteReplica(t *testing.T) {
+	t.Helper()
+	restore := withoutPolicyWebhook(t)
+	stopReplica()
+	t.Cleanup(func() {
+		if err := startReplica(); err != nil {
+			t.Error(err)
+		}
+		restore()
+	})
+}
+
 // A standby replica computes policies for its own webhook but writes
 // nothing; when the leader dies, it takes over and writes the statuses it
 // computed while standing by.
 func TestStandbyTakesOverAndWritesStatuses(t *testing.T) {
 	// Only this test's replicas may write statuses meanwhile.
-	restore := withoutPolicyWebhook(t)
-	stopReplica()
-	defer func() {
-		if err := startReplica(); err != nil {
-			t.Fatal(err)
-		}
-		restore()
-	}()
+	withoutSuiteReplica(t)
 
 	leader, _, stopLeader := takeoverReplica(t)
 	<-leader.Elected()

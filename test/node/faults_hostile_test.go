@@ -193,7 +193,7 @@ func TestFaultsHostilePolicies(t *testing.T) {
 				msg = msg[i+3:] // the probe's explanation, in the status, not here
 			}
 			return fmt.Sprintf("%s: refused in %.1fs: %s [%s]; revision %s still in force; ndp-controller peak RSS %.0f MiB (%.0f MiB before)",
-				row.name, took.Seconds(), degraded.Reason, truncateText(msg, 220), short(goodRevision), peak, before)
+				row.name, took.Seconds(), degraded.Reason, truncateText(msg, 220), truncateText(goodRevision, 24), peak, before)
 		})
 	}
 }

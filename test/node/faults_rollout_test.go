@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -199,79 +198,6 @@ func (r *replica) kill() {
 	}
 }
 
-// budgetWatch records the most nodes of a pool unavailable at once, from
-// a watch that is re-established whenever it ends (the API server
-// restarts), each time from a fresh list.
-type budgetWatch struct {
-	mu    sync.Mutex
-	nodes map[string]bool
-	max   int
-	who   string
-}
-
-func watchBudget(t *testing.T, pool string) *budgetWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	b := &budgetWatch{nodes: map[string]bool{}}
-	go func() {
-		for ctx.Err() == nil {
-			var list corev1.NodeList
-			if err := k8s.List(ctx, &list, client.MatchingLabels{poolLabel: pool}); err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			for i := range list.Items {
-				b.observe(&list.Items[i])
-			}
-			w, err := k8s.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{poolLabel: pool}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted {
-					b.observe(n)
-				}
-			}
-		}
-	}()
-	return b
-}
-
-func (b *budgetWatch) observe(n *corev1.Node) {
-	a := n.Annotations
-	ready := false
-	for _, c := range n.Status.Conditions {
-		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
-	}
-	out := a[ndpmcv1.DesiredConfigAnnotation] != a[ndpmcv1.CurrentConfigAnnotation] || a[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone || !ready || n.Spec.Unschedulable
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.nodes[n.Name] = out
-	var outs []string
-	for name, o := range b.nodes {
-		if o {
-			outs = append(outs, name)
-		}
-	}
-	if len(outs) > b.max {
-		b.max, b.who = len(outs), strings.Join(outs, ", ")
-	}
-}
-
-// peak is the most nodes out at once since the last reset, and which.
-func (b *budgetWatch) peak() (int, string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.max, b.who
-}
-
-func (b *budgetWatch) reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.max, b.who = 0, ""
-}
-
 // superviseHosts restarts a pool's daemons when they exit, as their
 // DaemonSet would, and reboots a node that asks for it (a rollout's plans
 // should not: the trials count reboots).
@@ -312,7 +238,7 @@ func superviseHosts(t *testing.T, hosts []*host) {
 // at a time, each change a chrony edit under a restart policy.
 type faultRollout struct {
 	*rollout
-	budget  *budgetWatch
+	budget  *unavailability
 	plans   *planRecord
 	reboots map[string]int
 	n       int
@@ -326,7 +252,7 @@ func newFaultRollout(t *testing.T, pool string) *faultRollout {
 		h.traceUnit("chronyd.service", "/bin/sleep 2")
 	}
 	superviseHosts(t, r.hosts)
-	return &faultRollout{rollout: r, budget: watchBudget(t, pool)}
+	return &faultRollout{rollout: r, budget: watchUnavailable(t, pool)}
 }
 
 // change starts the next rollout and returns the old and the new target.
@@ -426,7 +352,7 @@ func (f *faultRollout) check(t *testing.T, old, target string, starts map[string
 			t.Errorf("%s is still cordoned", h.name)
 		}
 	}
-	return fmt.Sprintf("rollout done, peak %d out, chronyd once per node, all ran the stored plan %s", peak, short(strings.Join(stored, ",")))
+	return fmt.Sprintf("rollout done, peak %d out, chronyd once per node, all ran the stored plan %s", peak, truncateText(strings.Join(stored, ","), 24))
 }
 
 // waitProgress waits for a random point of a rollout: until a random
@@ -474,21 +400,13 @@ func (f *faultRollout) progress(target string) string {
 	return fmt.Sprintf("%d/%d nodes done, %s", done, len(f.hosts), u)
 }
 
-func short(s string) string {
-	if len(s) > 24 {
-		return s[:24] + "…"
-	}
-	return s
-}
-
-// Part 2: two ndp-controller replicas electing a leader; in each of 20
-// trials a rollout is started and the leader (or, one time in four, the
-// standby) is SIGKILLed at a random moment, some trials twice; the
-// replica comes back as a Deployment's would. Then the API server is
-// restarted mid-rollout (etcd keeps the data), three times; then one
-// node's daemon is cut off from the API server for a minute mid-update.
-// Each rollout must complete within the budget, running each node's
-// stored plan once.
+// Part 2, controller restarts: two ndp-controller replicas electing a
+// leader; in each of 20 trials a rollout is started and the leader (or, one
+// time in four, a replica picked at random) is SIGKILLed at a random point
+// of it, one trial in four twice; the replica comes back as a Deployment's
+// would. Each rollout must complete within the budget, every node running
+// its stored plan once. TestFaultsAPIServerRestarts and
+// TestFaultsDaemonPartition check the same of other faults.
 func TestFaultsControllerRestarts(t *testing.T) {
 	base := seed(t)
 	cs := startControllers(t, 2)

@@ -26,6 +26,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/planner"
 )
 
 func init() {
@@ -329,7 +330,7 @@ func crashWorker(t *testing.T, w int, base uint64, n int) {
 				kills = append(kills, fmt.Sprintf("%s (%s)", c, steps[i]))
 			}
 			return fmt.Sprintf("plan [%s] drain %t, %d files changed; killed at %s of %d steps; %s",
-				describe(p), p.Drain, len(pols), strings.Join(kills, " then "), len(steps), describeRuns(want))
+				planner.FormatActions(ndpmcv1.NodeDisruptionPolicyActions(p.Actions)), p.Drain, len(pols), strings.Join(kills, " then "), len(steps), describeRuns(want))
 		})
 		if !passed {
 			// The node is in an unknown state: the next trials would
@@ -444,14 +445,6 @@ func describeRuns(runs map[string][2]int) string {
 		return "no unit touched"
 	}
 	return "each exactly once: " + strings.Join(out, ", ")
-}
-
-func describe(p ndpmcv1.PostConfigActions) string {
-	var acts []string
-	for _, a := range p.Actions {
-		acts = append(acts, a.String())
-	}
-	return strings.Join(acts, ", ")
 }
 
 // osLines are the OS changes the node's OS updater recorded, each without

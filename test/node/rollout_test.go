@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -200,12 +201,15 @@ func (h *host) setReady(ready bool) {
 	}
 }
 
-// unavailability watches the pool's nodes and records the most that were
-// unavailable at once (updating, not Ready, cordoned or degraded).
+// unavailability watches a pool's nodes and records the most that were
+// unavailable at once (updating, not Ready, cordoned or degraded), and
+// which. The watch is re-established whenever it ends (as it does when the
+// API server restarts), each time from a fresh list.
 type unavailability struct {
 	mu    sync.Mutex
 	nodes map[string]bool
 	max   int
+	who   string
 }
 
 func watchUnavailable(t *testing.T, pool string) *unavailability {
@@ -213,48 +217,78 @@ func watchUnavailable(t *testing.T, pool string) *unavailability {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	u := &unavailability{nodes: map[string]bool{}}
-	w, err := k8s.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{poolLabel: pool})
+	w, err := u.listAndWatch(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			a := n.Annotations
-			ready := false
-			for _, c := range n.Status.Conditions {
-				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
-			}
-			out := a[ndpmcv1.DesiredConfigAnnotation] != a[ndpmcv1.CurrentConfigAnnotation] || a[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone ||
-				!ready || n.Spec.Unschedulable
-			u.mu.Lock()
-			u.nodes[n.Name] = out
-			count := 0
-			for _, o := range u.nodes {
-				if o {
-					count++
+		for {
+			for ev := range w.ResultChan() {
+				if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted {
+					u.observe(n)
 				}
 			}
-			u.max = max(u.max, count)
-			u.mu.Unlock()
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				if w, err = u.listAndWatch(ctx, pool); err == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 		}
 	}()
 	return u
 }
 
-func (u *unavailability) peak() int {
+// listAndWatch observes every node of the pool as listed, then watches
+// from there.
+func (u *unavailability) listAndWatch(ctx context.Context, pool string) (watch.Interface, error) {
+	var list corev1.NodeList
+	if err := k8s.List(ctx, &list, client.MatchingLabels{poolLabel: pool}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		u.observe(&list.Items[i])
+	}
+	return k8s.Watch(ctx, &corev1.NodeList{}, client.MatchingLabels{poolLabel: pool}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+}
+
+func (u *unavailability) observe(n *corev1.Node) {
+	a := n.Annotations
+	ready := false
+	for _, c := range n.Status.Conditions {
+		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+	}
+	out := a[ndpmcv1.DesiredConfigAnnotation] != a[ndpmcv1.CurrentConfigAnnotation] || a[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone ||
+		!ready || n.Spec.Unschedulable
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.max
+	u.nodes[n.Name] = out
+	var outs []string
+	for name, o := range u.nodes {
+		if o {
+			outs = append(outs, name)
+		}
+	}
+	if len(outs) > u.max {
+		sort.Strings(outs)
+		u.max, u.who = len(outs), strings.Join(outs, ", ")
+	}
+}
+
+// peak is the most nodes out at once since the last reset, and which.
+func (u *unavailability) peak() (int, string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.max, u.who
 }
 
 func (u *unavailability) reset() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.max = 0
+	u.max, u.who = 0, ""
 }
 
 // A 3-node pool and a chrony change under a restart policy: every node
@@ -276,7 +310,7 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 		return c.Status == configv1.ConditionTrue && strings.Contains(c.Message, "pool "+r.pool) || len(r.sentTo(b)) == 3, fmt.Sprintf("ClusterOperator Progressing %+v", c)
 	})
 	r.waitDone(b, 3*time.Minute)
-	if p := u.peak(); p != 1 {
+	if p, _ := u.peak(); p != 1 {
 		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (want exactly 1)", p)
 	}
 	for _, h := range r.hosts {
@@ -308,7 +342,7 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 	r.changeChrony("pool 2.example.com\n")
 	c := r.newTarget(b)
 	r.waitDone(c, 3*time.Minute)
-	if p := u.peak(); p != 2 {
+	if p, _ := u.peak(); p != 2 {
 		t.Errorf("maxUnavailable 2: at most %d nodes were out at once (want exactly 2)", p)
 	}
 }
