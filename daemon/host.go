@@ -15,11 +15,14 @@ import (
 	"syscall"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 )
 
 // StateDir holds the daemon's own files on the host: the journal, the
-// current config, the backup of what an update overwrites.
-const StateDir = "/etc/ndp"
+// current config, the backup of what an update overwrites. The planner
+// refuses any MachineConfig that writes there.
+const StateDir = ndpmcv1.DaemonStateDir
 
 // Host is the node's file system under a root directory (/ in production).
 // Every path goes through an os.Root, so that no path, symlink or ".."

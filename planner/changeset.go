@@ -16,9 +16,16 @@ const (
 	KindSSHKey   = "sshkey"
 	KindPassword = "password"
 	KindOS       = "os"
+	// KindStorage is a storage section Ignition applies only when a node
+	// is provisioned, but that running nodes may accept (storage.luks).
+	KindStorage = "storage"
 )
 
-var kindRank = map[string]int{KindFile: 0, KindUnit: 1, KindSSHKey: 2, KindPassword: 3, KindOS: 4}
+var kindRank = map[string]int{KindFile: 0, KindUnit: 1, KindSSHKey: 2, KindPassword: 3, KindOS: 4, KindStorage: 5}
+
+// StorageLUKS names the storage.luks change (LUKS volumes, Tang/TPM
+// clevis bindings).
+const StorageLUKS = "luks"
 
 // Change operations.
 const (
@@ -43,7 +50,8 @@ const RegistriesConfPath = "/etc/containers/registries.conf"
 // Rego input of one element of input.changes.
 type Change struct {
 	// ID is unique within a change set: "file:/etc/chrony.conf",
-	// "unit:foo.service", "sshkey", "password", "os:osImageURL".
+	// "unit:foo.service", "sshkey", "password", "os:osImageURL",
+	// "storage:luks".
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	Op   string `json:"op"`
@@ -52,7 +60,7 @@ type Change struct {
 	// looking one of them up, instead of scanning its rules.
 	Path string   `json:"path,omitempty"`
 	Dirs []string `json:"dirs,omitempty"`
-	// Name of a unit, or of the OS field.
+	// Name of a unit, of the OS field or of the storage section.
 	Name string `json:"name,omitempty"`
 	// Fields that differ: contents, mode, user, group, overwrite (files);
 	// contents, enabled, mask, dropins (units).
@@ -67,7 +75,7 @@ type Change struct {
 	// Old and New values of an OS field.
 	Old any `json:"old,omitempty"`
 	New any `json:"new,omitempty"`
-	// Added and Removed SSH keys or kernel arguments.
+	// Added and Removed SSH keys, kernel arguments or LUKS volume names.
 	Added   []string `json:"added,omitempty"`
 	Removed []string `json:"removed,omitempty"`
 }
@@ -84,6 +92,8 @@ func (c *Change) Describe() string {
 		subject = "ssh keys"
 	case KindPassword:
 		subject = "password hash"
+	case KindStorage:
+		subject = "storage." + c.Name
 	default:
 		subject = c.Name
 	}

@@ -11,14 +11,15 @@ import (
 	"strings"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ndp-dev/ndp/planner/machineconfig"
 	"github.com/ndp-dev/ndp/planner/registries"
 )
 
 // Diff computes the change set from one rendered config to another: files,
-// units, the core user's SSH keys and password hash, the OS fields, the
-// semantic diff of registries.conf and what cannot be reconciled.
+// units, the core user's SSH keys and password hash, the OS fields, LUKS,
+// the semantic diff of registries.conf and what cannot be reconciled.
 func Diff(from, to *Config) (*ChangeSet, error) {
 	cs := &ChangeSet{From: from.Name, To: to.Name}
 	cs.Unreconcilable = unreconcilable(from, to)
@@ -28,6 +29,7 @@ func Diff(from, to *Config) (*ChangeSet, error) {
 	diffUnits(cs, from, to)
 	diffPasswd(cs, from, to)
 	diffOS(cs, from, to)
+	diffLUKS(cs, from, to)
 	if err := diffRegistries(cs, from, to); err != nil {
 		return nil, err
 	}
@@ -348,6 +350,43 @@ func setDiff(a, b []string) (added, removed []string) {
 	sort.Strings(added)
 	sort.Strings(removed)
 	return slices.Compact(added), slices.Compact(removed)
+}
+
+// diffLUKS reports a change of storage.luks as one change naming the
+// volumes added, removed or changed. Like the MCO, ndp accepts it: Ignition
+// only sets LUKS up (and binds Tang/TPM) when a node is provisioned, so the
+// default policy plans it as None.
+func diffLUKS(cs *ChangeSet, from, to *Config) {
+	o, n := from.Ignition.Storage.Luks, to.Ignition.Storage.Luks
+	if cmp.Equal(o, n, equateEmpty) {
+		return
+	}
+	old := make(map[string]int, len(o))
+	for i, l := range o {
+		old[l.Name] = i
+	}
+	c := Change{ID: KindStorage + ":" + StorageLUKS, Kind: KindStorage, Op: OpChanged, Name: StorageLUKS}
+	switch {
+	case len(o) == 0:
+		c.Op = OpAdded
+	case len(n) == 0:
+		c.Op = OpRemoved
+	}
+	seen := make(map[string]bool, len(n))
+	for _, l := range n {
+		seen[l.Name] = true
+		if i, ok := old[l.Name]; !ok || !cmp.Equal(o[i], l, equateEmpty) {
+			c.Added = append(c.Added, l.Name)
+		}
+	}
+	for _, l := range o {
+		if !seen[l.Name] {
+			c.Removed = append(c.Removed, l.Name)
+		}
+	}
+	sort.Strings(c.Added)
+	sort.Strings(c.Removed)
+	cs.add(c, from, to)
 }
 
 func diffOS(cs *ChangeSet, from, to *Config) {

@@ -546,7 +546,7 @@ func decodeClaim(v any, changes map[string]*Change) (Claim, error) {
 	if !ok {
 		return Claim{}, fmt.Errorf("claim %s: change %q is not in the change set", brief(v), c.Change)
 	}
-	if c.Match != "" && c.Match != change.Path && c.Match != change.Name && !containsString(change.Dirs, c.Match) {
+	if c.Match != "" && c.Match != change.Name && (change.Path == "" || !Covers(c.Match, change.Path)) {
 		return Claim{}, fmt.Errorf("claim on %s: match %q is neither the change's path or name nor one of its directories", c.Change, c.Match)
 	}
 	actions, err := decodeActions(obj["actions"])
@@ -607,15 +607,6 @@ func brief(v any) string {
 		return string(b[:117]) + "..."
 	}
 	return string(b)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func fieldMessages(errs field.ErrorList) []string {

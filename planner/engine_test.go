@@ -53,6 +53,41 @@ func TestSpecificityAndPriority(t *testing.T) {
 			filePolicy("b", 100, "/etc/x", planner.RestartAction("b.service")),
 			filePolicy("a", 100, "/etc/x", planner.RestartAction("a.service"))},
 			"/etc/x", `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Restart","restart":{"serviceName":"b.service"}}]`, []string{"a", "b"}},
+		// The MCO's FindClosestFilePolicyPathMatch: a path covers itself and
+		// everything beneath it, with or without a final "/".
+		{"a path without a final / claims what is beneath it", []planner.Policy{filePolicy("app", 100, "/etc/app", planner.ReloadAction("app.service"))},
+			"/etc/app/conf.d/x.conf", `[{"type":"Reload","reload":{"serviceName":"app.service"}}]`, []string{"app"}},
+		{"a path with a final / claims the path itself", []planner.Policy{filePolicy("app", 100, "/etc/app/", planner.ReloadAction("app.service"))},
+			"/etc/app", `[{"type":"Reload","reload":{"serviceName":"app.service"}}]`, []string{"app"}},
+		{"a path without / never claims a sibling", []planner.Policy{filePolicy("app", 100, "/etc/app", none)},
+			"/etc/app2/x", `[{"type":"Reboot"}]`, []string{planner.NoPolicy}},
+		{"a nested path is more specific than its parent, whatever the priorities", []planner.Policy{
+			filePolicy("app", 900, "/etc/app", reboot), filePolicy("confd", 100, "/etc/app/conf.d", none)},
+			"/etc/app/conf.d/x.conf", `[{"type":"None"}]`, []string{"confd"}},
+		{"the nested path with / against the parent without", []planner.Policy{
+			filePolicy("app", 100, "/etc/app", none), filePolicy("confd", 100, "/etc/app/conf.d/", planner.RestartAction("app.service"))},
+			"/etc/app/conf.d/x.conf", `[{"type":"Restart","restart":{"serviceName":"app.service"}}]`, []string{"confd"}},
+		{"the parent still claims files beside the nested path", []planner.Policy{
+			filePolicy("app", 100, "/etc/app", none), filePolicy("confd", 100, "/etc/app/conf.d", reboot)},
+			"/etc/app/main.conf", `[{"type":"None"}]`, []string{"app"}},
+		{"with and without / tie, and the tie goes to the higher priority", []planner.Policy{
+			filePolicy("slash", 100, "/etc/app/", planner.RestartAction("a.service")), filePolicy("plain", 200, "/etc/app", planner.RestartAction("b.service"))},
+			"/etc/app/x", `[{"type":"Restart","restart":{"serviceName":"b.service"}}]`, []string{"plain"}},
+		{"with and without / at equal priority both apply", []planner.Policy{
+			filePolicy("slash", 100, "/etc/app/", planner.RestartAction("a.service")), filePolicy("plain", 100, "/etc/app", planner.RestartAction("b.service"))},
+			"/etc/app/x", `[{"type":"Restart","restart":{"serviceName":"b.service"}},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, []string{"plain", "slash"}},
+		{"a default directory written with / also claims its own path", nil,
+			"/etc/nmstate/openshift", `[{"type":"None"}]`, []string{"default"}},
+		{"a Rego match without / is a directory claim", []planner.Policy{regoPolicy("app", 100, `package ndp.policy.app
+
+import data.ndp.lib
+
+claims contains {"change": c.id, "match": "/etc/app", "actions": [lib.reload("app.service")]} if {
+	some c in lib.file_changes
+	startswith(c.path, "/etc/app/")
+}
+`), filePolicy("etc", 100, "/etc", none), filePolicy("confd", 100, "/etc/app/conf.d", reboot)},
+			"/etc/app/x.conf", `[{"type":"Reload","reload":{"serviceName":"app.service"}}]`, []string{"app"}},
 		{"a Rego claim competes like a declarative one", []planner.Policy{regoPolicy("etc", 300, `package ndp.policy.etc
 
 import data.ndp.lib
@@ -158,6 +193,9 @@ func TestPolicyCompileErrors(t *testing.T) {
 		{"package owned by another policy", regoPolicy("p", 100, "package ndp.policy.defaults\n\nx := 1\n"), []string{"already owned by policy \"default\""}},
 		{"invalid declarative action", filePolicy("f", 100, "/etc/x", reboot, none), []string{"f.yaml", "spec.files[0].actions[0].type", "standalone"}},
 		{"relative declarative path", filePolicy("f", 100, "etc/x", none), []string{"spec.files[0].path", "absolute"}},
+		{"one path with and without a final /", planner.Policy{Name: "f", Origin: "f.yaml", Files: []operatorv1.NodeDisruptionPolicySpecFile{
+			{Path: "/etc/app", Actions: []planner.Action{none}}, {Path: "/etc/app/", Actions: []planner.Action{reboot}}}},
+			[]string{"spec.files[1].path", `names the same path as "/etc/app"`}},
 		{"too many actions", filePolicy("f", 100, "/etc/x", dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload), []string{"spec.files[0].actions", "must have at most 10"}},
 		{"duplicate policy name", filePolicy("default", 100, "/etc/x", none), []string{"already defined"}},
 	} {
@@ -200,6 +238,14 @@ func TestInvalidClaimsAreErrors(t *testing.T) {
 	p = defaultPlanner(t, regoPolicy("bad", 100, "package ndp.policy.bad\n\nclaims contains {\"change\": c.id, \"match\": \"/var/\", \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n}\n"))
 	if _, err := p.Plan(context.Background(), planner.Request{From: old, To: new}); err == nil || !strings.Contains(err.Error(), "match") {
 		t.Errorf("claim with a foreign match: %v", err)
+	}
+	// A prefix that is not on a path boundary names no directory of the file.
+	for match, ok := range map[string]bool{"/etc/x": true, "/etc/x/": true, "/etc": true, "/etc/": true, "/": true, "/et": false, "/etc/x/y": false} {
+		p = defaultPlanner(t, regoPolicy("m", 100, "package ndp.policy.m\n\nclaims contains {\"change\": c.id, \"match\": \""+match+"\", \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n}\n"))
+		_, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
+		if (err == nil) != ok {
+			t.Errorf("match %q on /etc/x: error %v, want accepted=%v", match, err, ok)
+		}
 	}
 }
 
@@ -268,8 +314,8 @@ func TestEmbeddedRegoTests(t *testing.T) {
 
 func TestRuleCountAndRevision(t *testing.T) {
 	def := planner.DefaultPolicy()
-	if n := def.RuleCount(); n != 4 {
-		t.Errorf("the default policy has %d claims rules, want 4", n)
+	if n := def.RuleCount(); n != 5 {
+		t.Errorf("the default policy has %d claims rules, want 5 (files, OS fields, users, LUKS, registries.conf)", n)
 	}
 	p := filePolicy("f", 100, "/etc/x", none)
 	p.Units = []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "a.service", Actions: []planner.Action{none}}}

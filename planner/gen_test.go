@@ -478,9 +478,18 @@ func (g *pairGen) mutate(old *genConfig) *genConfig {
 		c.Reg, c.RegBroken = g.regConf(), false
 		c.Files[i].Data = g.renderReg(c.Reg)
 	}
+	// Taking the core user's last key and password hash away is refused
+	// (it would lock administrators out), not planned: keep one key.
+	if genLogin(old) && !genLogin(c) {
+		c.Core, c.Keys = true, []string{genPick(g, genSSHKeys)}
+	}
 	// Every file is rendered afresh, so encodings change too.
 	c.NoConfig = len(c.Files) == 0 && len(c.Units) == 0 && !c.Core && g.chance(0.5)
 	return c
+}
+
+func genLogin(c *genConfig) bool {
+	return c.Core && (len(c.Keys) > 0 || c.Hash != nil && *c.Hash != "")
 }
 
 func (g *pairGen) mutateMany(c *genConfig) {

@@ -180,12 +180,32 @@ func Resolve(cs *ChangeSet, claims []Claim, priority func(policy string) int32) 
 const exactMatch = 1 << 30
 
 // specificity: a claim without match, or matching the change's own path or
-// name, is exact; a directory claim counts its length.
+// name, is exact; a directory claim counts its length without the final
+// "/", so that /etc/app and /etc/app/ are equally specific.
 func specificity(c *Change, cl *Claim) int {
-	if cl.Match == "" || cl.Match == c.Path || cl.Match == c.Name {
+	m := PathKey(cl.Match)
+	if cl.Match == "" || m == c.Path || cl.Match == c.Name {
 		return exactMatch
 	}
-	return len(cl.Match)
+	return len(m)
+}
+
+// PathKey is the path a declarative entry or a claim's match names: written
+// with or without a final "/", /etc/app and /etc/app/ are the same key.
+func PathKey(p string) string {
+	if len(p) > 1 {
+		return strings.TrimSuffix(p, "/")
+	}
+	return p
+}
+
+// Covers reports whether a policy path claims a file, as the MCO's
+// FindClosestFilePolicyPathMatch does: the path itself and everything
+// beneath it, with or without a final "/" (/etc/app covers
+// /etc/app/conf.d/x.conf, never /etc/app2/x).
+func Covers(policyPath, file string) bool {
+	k := PathKey(policyPath)
+	return k == file || k == "/" && strings.HasPrefix(file, "/") || strings.HasPrefix(file, k+"/")
 }
 
 func actionsKey(actions []Action) string {

@@ -202,28 +202,35 @@ func (p *Policy) Validate() field.ErrorList {
 	if _, err := p.poolSelector(); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("poolSelector"), p.PoolSelector, err.Error()))
 	}
-	seen := map[string]bool{}
+	// A path covers itself and everything beneath it, written with or
+	// without a final "/": /etc/app and /etc/app/ are one entry twice.
+	seen := map[string]string{}
 	for i, f := range p.Files {
 		fp := spec.Child("files").Index(i)
+		first, dup := seen[PathKey(f.Path)]
 		switch {
 		case !strings.HasPrefix(f.Path, "/"):
 			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must be an absolute path"))
 		case path.Clean(f.Path) != strings.TrimSuffix(f.Path, "/") && f.Path != "/":
-			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must be a clean path (a directory ends in a single \"/\")"))
-		case seen[f.Path]:
+			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must be a clean path (at most one final \"/\")"))
+		case dup && first == f.Path:
 			errs = append(errs, field.Duplicate(fp.Child("path"), f.Path))
+		case dup:
+			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, fmt.Sprintf("names the same path as %q (with or without a final \"/\", a path covers itself and everything beneath it)", first)))
 		}
-		seen[f.Path] = true
+		if !dup {
+			seen[PathKey(f.Path)] = f.Path
+		}
 		errs = append(errs, ValidateActions(fp.Child("actions"), f.Actions)...)
 	}
-	seen = map[string]bool{}
+	seenUnits := map[string]bool{}
 	for i, u := range p.Units {
 		up := spec.Child("units").Index(i)
 		errs = append(errs, validateServiceName(up.Child("name"), string(u.Name))...)
-		if seen[string(u.Name)] {
+		if seenUnits[string(u.Name)] {
 			errs = append(errs, field.Duplicate(up.Child("name"), u.Name))
 		}
-		seen[string(u.Name)] = true
+		seenUnits[string(u.Name)] = true
 		errs = append(errs, ValidateActions(up.Child("actions"), u.Actions)...)
 	}
 	if p.SSHKey != nil {

@@ -17,7 +17,7 @@ import (
 // probe evaluates a policy set, before it becomes active, on a synthetic
 // change set under the same sandbox limits as planning. The change set has
 // one change of every kind (a file added, changed and removed, a unit, the
-// SSH keys, the password hash, every OS field, a registries.conf change
+// SSH keys, the password hash, every OS field, storage.luks, a registries.conf change
 // with a semantic diff), plus a changed file for every absolute path, and a
 // changed unit for every unit name, that the candidate policies' Rego
 // mentions (at most maxProbeLiterals of each), so that rules keyed on one
@@ -153,7 +153,7 @@ func probeConfigs() (from, to map[string]any) {
 		file("/etc/ndp-probe/changed.conf", "new", 0o600),
 		file("/etc/ndp-probe/added.conf", "new", 0o644),
 		file(RegistriesConfPath, probeRegistriesNew, 0o644),
-	}}
+	}, "luks": []any{map[string]any{"name": "ndp-probe", "device": "/dev/disk/by-partlabel/ndp-probe"}}}
 	toIgn["systemd"] = map[string]any{"units": []any{unit("[Unit]\nDescription=new\n", "[Service]\nEnvironment=NDP=probe\n")}}
 	from = mc("rendered-ndp-probe-old", fromIgn, map[string]any{
 		"osImageURL": "quay.io/ndp/probe@sha256:" + strings.Repeat("a", 64), "kernelArguments": []any{"ndp.probe=old"},

@@ -7,14 +7,19 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 )
 
 var equateEmpty = cmpopts.EquateEmpty()
 
-// unreconcilable lists the changes a running node cannot apply: what
-// Ignition only does on first boot (disks, filesystems, RAID, LUKS,
+// unreconcilable lists the changes a running node cannot or must not apply:
+// what Ignition only does on first boot (disks, filesystems, RAID,
 // directories, links, groups, users other than core, its own
-// kernelArguments section, appended files) and FIPS mode.
+// kernelArguments section, appended files), FIPS mode, the node daemon's
+// own control files, and a core user left without any way to log in.
+// (LUKS is also applied only on first boot, but the MCO accepts it: it is a
+// change, planned None by the defaults.)
 func unreconcilable(from, to *Config) []Unreconcilable {
 	var out []Unreconcilable
 	report := func(field, format string, args ...any) {
@@ -30,7 +35,6 @@ func unreconcilable(from, to *Config) []Unreconcilable {
 		{"spec.config.storage.disks", o.Storage.Disks, n.Storage.Disks},
 		{"spec.config.storage.filesystems", o.Storage.Filesystems, n.Storage.Filesystems},
 		{"spec.config.storage.raid", o.Storage.Raid, n.Storage.Raid},
-		{"spec.config.storage.luks", o.Storage.Luks, n.Storage.Luks},
 		{"spec.config.storage.directories", o.Storage.Directories, n.Storage.Directories},
 	}
 	for _, s := range sections {
@@ -96,9 +100,36 @@ func unreconcilable(from, to *Config) []Unreconcilable {
 		report(fmt.Sprintf("spec.config.storage.files[path=%s].append", f.Path), "appending to files is not supported after first boot")
 	}
 
+	// The daemon's journal and state, and the MCO's force file: a config
+	// writing them would forge the daemon's state; one dropping them would
+	// have the daemon delete its own journal.
+	for _, f := range n.Storage.Files {
+		if ndpmcv1.DaemonControlPath(f.Path) {
+			report(fmt.Sprintf("spec.config.storage.files[path=%s]", f.Path), "is a control file of the node daemon (%s, %s/): no MachineConfig may write it", ndpmcv1.MCOForceFile, ndpmcv1.DaemonStateDir)
+		}
+	}
+	newFiles := fileIndex(n.Storage.Files)
+	for _, f := range o.Storage.Files {
+		if _, kept := newFiles[f.Path]; !kept && ndpmcv1.DaemonControlPath(f.Path) {
+			report(fmt.Sprintf("spec.config.storage.files[path=%s]", f.Path), "is a control file of the node daemon: removing it from the config would delete the daemon's state")
+		}
+	}
+
+	// As the MCO: removing the core user's last SSH key and its password
+	// hash would lock administrators out of the node.
+	if hadLogin, hasLogin := coreLogin(from), coreLogin(to); hadLogin && !hasLogin {
+		report("spec.config.passwd.users[name=core]", "would be left with no SSH key and no password hash: nobody could log in to the node; keep a key or a password hash")
+	}
+
 	if from.Spec.FIPS != to.Spec.FIPS {
 		report("spec.fips", "FIPS mode is only set at installation (from %t to %t)", from.Spec.FIPS, to.Spec.FIPS)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
+}
+
+// coreLogin: the config gives the core user an SSH key or a password hash.
+func coreLogin(cfg *Config) bool {
+	u := coreUser(cfg)
+	return u != nil && (len(sshKeys(u)) > 0 || deref(u.PasswordHash) != "")
 }

@@ -1,6 +1,7 @@
 package planner_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,6 +28,22 @@ func TestUnreconcilable(t *testing.T) {
 		{name: "user added", new: users(map[string]any{"name": "alice"}), wantField: []string{"spec.config.passwd.users[name=alice]"}},
 		{name: "core shell changed", old: users(map[string]any{"name": "core"}), new: users(map[string]any{"name": "core", "shell": "/bin/zsh"}), wantField: []string{"spec.config.passwd.users[name=core]"}},
 		{name: "core keys changed", old: users(map[string]any{"name": "core"}), new: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k"}})},
+		// The node daemon's own control files, as the MCO refuses its own.
+		{name: "MCO force file", new: files(file("/run/machine-config-daemon-force", "")), wantField: []string{"spec.config.storage.files[path=/run/machine-config-daemon-force]"}},
+		{name: "ndp journal", new: files(file("/etc/ndp/journal.json", "{}")), wantField: []string{"spec.config.storage.files[path=/etc/ndp/journal.json]"}},
+		{name: "ndp state dir", new: files(file("/etc/ndp/x/y", "")), wantField: []string{"spec.config.storage.files[path=/etc/ndp/x/y]"}},
+		{name: "control file dropped", old: files(file("/etc/ndp/currentconfig.json", "{}")), wantField: []string{"spec.config.storage.files[path=/etc/ndp/currentconfig.json]"}},
+		{name: "a sibling of the state dir is an ordinary file", new: files(file("/etc/ndp2/x", ""), file("/run/machine-config-daemon-force2", ""))},
+		// The core user left with no way to log in.
+		{name: "core loses its last key", old: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k"}}), new: users(map[string]any{"name": "core"}),
+			wantField: []string{"spec.config.passwd.users[name=core]"}},
+		{name: "core dropped with its keys", old: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k"}}),
+			wantField: []string{"spec.config.passwd.users[name=core]"}},
+		{name: "core loses its password hash, the last credential", old: users(map[string]any{"name": "core", "passwordHash": "$6$x"}), new: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{}}),
+			wantField: []string{"spec.config.passwd.users[name=core]"}},
+		{name: "core trades its keys for a password hash", old: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k"}}), new: users(map[string]any{"name": "core", "passwordHash": "$6$x"})},
+		{name: "core keeps one key of two", old: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k", "ssh-ed25519 BBBB l"}}), new: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 BBBB l"}})},
+		{name: "core never had a way in: nothing is taken away", new: users(map[string]any{"name": "core"})},
 		{name: "Ignition kernel arguments", new: map[string]any{"kernelArguments": map[string]any{"shouldExist": []any{"nosmt"}}}, wantField: []string{"spec.config.kernelArguments"}},
 		{name: "fips", newSpec: map[string]any{"fips": true}, wantField: []string{"spec.fips"}},
 	} {
@@ -45,6 +62,46 @@ func TestUnreconcilable(t *testing.T) {
 			p := plan(t, defaultPlanner(t), mc(t, "old", tc.old, tc.oldSpec), mc(t, "new", tc.new, tc.newSpec))
 			if (len(p.Unreconcilable) > 0) != (len(tc.wantField) > 0) || (len(tc.wantField) > 0 && len(p.Actions) != 0) {
 				t.Errorf("plan of an unreconcilable change must have no actions: %+v", p)
+			}
+		})
+	}
+}
+
+// LUKS (and its Tang/TPM bindings) only takes effect when a node is
+// provisioned; the MCO accepts the change and does nothing, and so does the
+// default policy, saying why.
+func TestLUKSIsPlannedNone(t *testing.T) {
+	luks := func(volumes ...any) map[string]any {
+		return map[string]any{"storage": map[string]any{"luks": volumes}}
+	}
+	root := map[string]any{"name": "root", "device": "/dev/disk/by-partlabel/root", "clevis": map[string]any{"tang": []any{map[string]any{"url": "http://tang.example.com", "thumbprint": "abc"}}}}
+	root2 := map[string]any{"name": "root", "device": "/dev/disk/by-partlabel/root", "clevis": map[string]any{"tang": []any{map[string]any{"url": "http://tang2.example.com", "thumbprint": "def"}}}}
+	data := map[string]any{"name": "data", "device": "/dev/vdb"}
+	for _, tc := range []struct {
+		name               string
+		old, new           map[string]any
+		op, added, removed string
+	}{
+		{"added", nil, luks(root), "added", "root", ""},
+		{"Tang server changed, a volume added", luks(root), luks(root2, data), "changed", "data,root", ""},
+		{"a volume removed", luks(root, data), luks(root), "changed", "", "data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from, to := mc(t, "old", tc.old, nil), mc(t, "new", tc.new, nil)
+			cs := diff(t, from, to)
+			if len(cs.Unreconcilable) != 0 || len(cs.Changes) != 1 {
+				t.Fatalf("want one change, nothing unreconcilable: %+v", cs)
+			}
+			c := cs.Changes[0]
+			if c.ID != "storage:luks" || c.Kind != "storage" || c.Op != tc.op || strings.Join(c.Added, ",") != tc.added || strings.Join(c.Removed, ",") != tc.removed {
+				t.Errorf("change = %+v", c)
+			}
+			p := plan(t, defaultPlanner(t), from, to)
+			if s := actionsString(p.Actions); s != `[{"type":"None"}]` || p.Drain || p.Reboot {
+				t.Errorf("plan = %s drain %t reboot %t, want None", s, p.Drain, p.Reboot)
+			}
+			if len(p.Reasons) != 1 || p.Reasons[0].Policy != "default" || !strings.Contains(p.Reasons[0].Detail, "provisioned") || p.Reasons[0].Change != "storage.luks: "+tc.op {
+				t.Errorf("reasons = %+v", p.Reasons)
 			}
 		})
 	}

@@ -6,7 +6,7 @@
 package oracle
 
 import (
-	"strings"
+	"path/filepath"
 
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/registries"
@@ -23,6 +23,7 @@ type Decision struct {
 const (
 	RuleOS         = "os field"
 	RuleUser       = "ssh keys / password hash"
+	RuleLUKS       = "storage.luks"
 	RuleUnclaimed  = "unclaimed"
 	RuleRegistries = "registries.conf: " // + a verdict
 	rulePath       = "path "
@@ -40,8 +41,8 @@ var (
 	none   = []planner.Action{{Type: planner.ActionNone}}
 )
 
-// fileRules is the files part of the defaults table. A key ending in "/" is
-// a directory covering every path below it.
+// fileRules is the files part of the defaults table. A key covers its own
+// path and every path below it; a final "/" only says it is a directory.
 var fileRules = map[string][]planner.Action{
 	"/var/lib/kubelet/config.json":                            none,
 	"/etc/nmstate/openshift/":                                 none,
@@ -103,6 +104,10 @@ func decide(cs *planner.ChangeSet, c *planner.Change) (string, []planner.Action)
 		}
 	case planner.KindSSHKey, planner.KindPassword:
 		return RuleUser, none
+	case planner.KindStorage:
+		if c.Name == planner.StorageLUKS {
+			return RuleLUKS, none
+		}
 	case planner.KindFile:
 		if c.Path == planner.RegistriesConfPath {
 			verdict, actions := Registries(cs.Registries)
@@ -115,18 +120,21 @@ func decide(cs *planner.ChangeSet, c *planner.Change) (string, []planner.Action)
 	return RuleUnclaimed, reboot
 }
 
-// fileRule finds the most specific entry of the files table for a path: the
-// path itself, else the longest directory containing it.
+// fileRule finds the most specific entry of the files table for a path, as
+// the MCO's FindClosestFilePolicyPathMatch does: walk up from the path
+// itself, one directory at a time, and take the first entry found, whether
+// its key is written with a final "/" or not.
 func fileRule(path string) (key string, actions []planner.Action, ok bool) {
-	if a, found := fileRules[path]; found {
-		return path, a, true
-	}
-	for k, a := range fileRules {
-		if strings.HasSuffix(k, "/") && strings.HasPrefix(path, k) && len(k) > len(key) {
-			key, actions, ok = k, a, true
+	for p := path; ; p = filepath.Dir(p) {
+		for _, k := range []string{p, p + "/"} {
+			if a, found := fileRules[k]; found {
+				return k, a, true
+			}
+		}
+		if p == "/" {
+			return "", nil, false
 		}
 	}
-	return key, actions, ok
 }
 
 // Registries decides a registries.conf change from its semantic diff: None

@@ -19,12 +19,14 @@ func TestFileRule(t *testing.T) {
 		"/var/lib/kubelet/config.json.bak":                    reboot,
 		"/etc/nmstate/openshift/a/b":                          none,
 		"/etc/nmstate/openshift-other":                        reboot,
-		"/etc/nmstate/openshift":                              reboot,
+		"/etc/nmstate/openshift":                              none, // the entry's own path, as in the MCO
+		"/etc/nmstate":                                        reboot,
 		"/etc/crio/policies/x.json":                           crio,
 		"/etc/crio/policiesX":                                 reboot,
 		"/etc/containers/registries.d/x.yaml":                 crio,
 		"/etc/containers/policy.json":                         crio,
-		"/etc/containers/policy.json/x":                       reboot,
+		"/etc/containers/policy.json/x":                       crio, // beneath an entry without "/", as in the MCO
+		"/etc/containers/policy.jsonx":                        reboot,
 		"/etc/machine-config-daemon/no-reboot/other":          reboot,
 		"/etc/kubernetes/credential-providers/ecr.yaml":       {planner.RestartAction("kubelet.service")},
 		"/etc/kubernetes/credential-providers-extra/a.yaml":   reboot,

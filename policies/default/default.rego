@@ -45,6 +45,16 @@ claims contains {"change": change.id, "actions": lib.none} if {
 	change.kind in {"sshkey", "password"}
 }
 
+# LUKS and its Tang/TPM bindings are set up by Ignition only when a node is
+# provisioned: running nodes keep their encryption, new ones get the new
+# settings. The MCO accepts such a change without doing anything; so do we,
+# and the plan says why.
+claims contains {"change": change.id, "actions": lib.none, "reason": "storage.luks only takes effect when a node is provisioned: running nodes keep their disk encryption"} if {
+	some change in input.changes
+	change.kind == "storage"
+	change.name == "luks"
+}
+
 # registries.conf: CRI-O picks the new file up on reload. Nodes are drained
 # first unless the change is safe for the images already running, that is,
 # it only adds ways to pull by digest.

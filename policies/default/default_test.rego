@@ -25,6 +25,12 @@ test_directory_rule_stops_at_path_boundary if {
 	count(claims) == 0
 }
 
+test_directory_rule_covers_its_own_path if {
+	c := file_change("/etc/nmstate/openshift", ["/etc/nmstate/", "/etc/", "/"])
+	claims := defaults.claims with input.changes as [c]
+	claims == {{"change": c.id, "match": "/etc/nmstate/openshift/", "actions": [{"type": "None"}]}}
+}
+
 test_gpg_key_reloads_crio_but_not_its_directory if {
 	key := file_change("/etc/machine-config-daemon/no-reboot/containers-gpg.pub", ["/etc/machine-config-daemon/no-reboot/", "/etc/machine-config-daemon/", "/etc/", "/"])
 	other := file_change("/etc/machine-config-daemon/no-reboot/other", ["/etc/machine-config-daemon/no-reboot/", "/etc/machine-config-daemon/", "/etc/", "/"])
@@ -84,6 +90,14 @@ test_os_fields_reboot if {
 	every c in claims {
 		c.actions == [{"type": "Reboot"}]
 	}
+}
+
+test_luks_needs_nothing_and_says_why if {
+	c := {"id": "storage:luks", "kind": "storage", "op": "changed", "name": "luks", "added": ["root"]}
+	some claim in defaults.claims with input.changes as [c]
+	claim.change == c.id
+	claim.actions == [{"type": "None"}]
+	contains(claim.reason, "provisioned")
 }
 
 test_ssh_keys_and_password_need_nothing if {

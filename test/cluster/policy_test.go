@@ -219,7 +219,7 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 func TestDefaultPolicyIsRestored(t *testing.T) {
 	ctx := context.Background()
 	def := waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
-	if def.Spec.Priority == nil || *def.Spec.Priority != 0 || def.Status.Rules != 4 {
+	if def.Spec.Priority == nil || *def.Spec.Priority != 0 || def.Status.Rules != 5 {
 		t.Errorf("default policy: priority %v, rules %d", def.Spec.Priority, def.Status.Rules)
 	}
 	want := controllers.DefaultNodeDisruptionPolicy().Spec

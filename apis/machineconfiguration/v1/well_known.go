@@ -1,5 +1,10 @@
 package v1
 
+import (
+	"path"
+	"strings"
+)
+
 // Node annotations, with the MCO's names so that existing tooling reads
 // ndp's nodes. The rollout controller writes desiredConfig; the node
 // daemon writes currentConfig, state and reason.
@@ -60,3 +65,21 @@ const (
 // PlanPendingReason is the reason of the MachineConfigNode condition
 // UpdatePrepared while the target has no plan for the node's config yet.
 const PlanPendingReason = "PlanPending"
+
+// Host paths the node daemon itself owns. No MachineConfig may write or
+// remove them: the planner refuses such a config (it is never planned),
+// as the MCO refuses one that writes its own control files.
+const (
+	// DaemonStateDir holds ndp-daemon's journal, current config and backup.
+	DaemonStateDir = "/etc/ndp"
+	// MCOForceFile makes the MCO's daemon skip its checks; a config that
+	// writes it is refused, whichever daemon runs.
+	MCOForceFile = "/run/machine-config-daemon-force"
+)
+
+// DaemonControlPath reports whether a host path is one of the node daemon's
+// control files: MCOForceFile, DaemonStateDir or anything beneath it.
+func DaemonControlPath(p string) bool {
+	p = path.Clean(p)
+	return p == MCOForceFile || p == DaemonStateDir || strings.HasPrefix(p, DaemonStateDir+"/")
+}
