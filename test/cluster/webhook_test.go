@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ndp-dev/ndp/controllers"
+
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -222,6 +224,47 @@ spec:
 	if err == nil || !strings.Contains(out, `MachineConfig "60-disks-old": spec.config.ignition.version: unsupported config version "2.2.0"`) {
 		t.Errorf("kubectl apply of an Ignition 2.2.0 MachineConfig (%v):\n%s", err, out)
 	}
+}
+
+// As the MCO: a config writing the daemon's control files or locking the
+// core user out is refused, naming the field; a LUKS change is accepted and
+// planned None, saying why.
+func TestMCOParityRefusalsAndLUKS(t *testing.T) {
+	previewPool(t, "parity", 2)
+	eventually(t, "the default policy is active", func() bool { _, ok := active.Get(controllers.DefaultPolicyName); return ok })
+	mc := func(name, config string) string {
+		return "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: " + name +
+			"\n  labels: {machineconfiguration.openshift.io/role: parity}\nspec:\n  config:\n    ignition: {version: 3.4.0}\n" + config
+	}
+	force := mc("60-parity-force", "    storage:\n      files: [{path: /run/machine-config-daemon-force, contents: {source: 'data:,'}}]\n")
+	out, err := kubectlFile(t, force, "apply", "--dry-run=server")
+	if err == nil || !strings.Contains(out, `MachineConfig "60-parity-force" cannot be applied in place`) ||
+		!strings.Contains(out, "spec.config.storage.files[path=/run/machine-config-daemon-force]: is a control file of the node daemon") {
+		t.Errorf("a MachineConfig writing the MCO's force file (%v):\n%s", err, out)
+	}
+	journal := mc("60-parity-journal", "    storage:\n      files: [{path: /etc/ndp/journal.json, contents: {source: 'data:,x'}}]\n")
+	out, err = kubectlFile(t, journal, "apply", "--dry-run=server")
+	if err == nil || !strings.Contains(out, "spec.config.storage.files[path=/etc/ndp/journal.json]: is a control file of the node daemon") {
+		t.Errorf("a MachineConfig writing ndp's journal (%v):\n%s", err, out)
+	}
+
+	// Keys in place, then a MachineConfig whose removal would leave core
+	// with none: deleting it is refused, replacing the key is not.
+	keys := mc("70-parity-ssh", "    passwd:\n      users: [{name: core, sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIParity admin@example']}]\n")
+	if out, err := kubectlFile(t, keys, "apply"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	waitPool(t, "parity", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 })
+	out, err = kubectl(t, "delete", "--dry-run=server", "machineconfig", "70-parity-ssh")
+	if err == nil || !strings.Contains(out, "spec.config.passwd.users[name=core]: would be left with no SSH key and no password hash") {
+		t.Errorf("deleting the only SSH key (%v):\n%s", err, out)
+	}
+	out, err = kubectlFile(t, strings.ReplaceAll(keys, "IParity", "IRotated"), "apply", "--dry-run=server")
+	printed(t, "rotating the key", "Warning: pool parity, 2 nodes: no action, no drain, no reboot (policy default)", out, err)
+
+	luks := mc("60-parity-luks", "    storage:\n      luks: [{name: root, device: /dev/disk/by-partlabel/root, clevis: {tang: [{url: 'http://tang.example.com', thumbprint: abc}]}}]\n")
+	out, err = kubectlFile(t, luks, "apply", "--dry-run=server")
+	printed(t, "a LUKS/Tang MachineConfig", "Warning: pool parity, 2 nodes: no action, no drain, no reboot (policy default)", out, err)
 }
 
 // Broken policies are refused at the door, with the line or the builtin.
