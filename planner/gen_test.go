@@ -70,6 +70,7 @@ func (s *genByteSource) Uint64() uint64 {
 // directories, near-misses on path boundaries and ordinary files.
 var (
 	genTablePaths = []string{
+		"/etc/mco/internal-registry-pull-secret.json",
 		"/var/lib/kubelet/config.json",
 		"/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
 		"/etc/containers/policy.json",
@@ -134,7 +135,9 @@ var (
 	genKernelTypes = []string{"", "default", "realtime", "64k-pages"}
 	genIgnVersions = []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0"}
 
-	genSearch = []string{"registry.access.redhat.com", "docker.io", "quay.io", "registry.example.com:5000", "[fd00::1]:5000"}
+	// No IPv6 literal: containers/image (CRI-O) refuses "[fd00::1]:5000"
+	// as a search registry (its docker/reference DomainRegexp has no IPv6).
+	genSearch = []string{"registry.access.redhat.com", "docker.io", "quay.io", "registry.example.com:5000", "registry.example.net:5000"}
 	genScopes = []string{
 		"quay.io/openshift-release-dev/ocp-release",
 		"quay.io/openshift-release-dev/ocp-v4.0-art-dev",
@@ -654,7 +657,7 @@ func (g *pairGen) mutateRegistries(c *genConfig) {
 }
 
 // genSafeRegOps are the operations of mutateRegConf that keep a change safe.
-var genSafeRegOps = []int{0, 5, 11, 15, 16, 17, 19}
+var genSafeRegOps = []int{0, 5, 11, 14, 15, 16, 17, 19}
 
 func (g *pairGen) mutateRegConf(rc *genRegConf, safeOnly bool) {
 	reg := func() *genRegistry {
@@ -741,7 +744,11 @@ func (g *pairGen) mutateRegConf(rc *genRegConf, safeOnly bool) {
 	case 14: // change one's pull-from-mirror or insecure
 		if r := reg(); r != nil && len(r.Mirrors) > 0 {
 			m := &r.Mirrors[g.r.IntN(len(r.Mirrors))]
-			if g.chance(0.5) && !r.MBDO {
+			if safeOnly { // make it digest-only, where allowed
+				if !r.MBDO {
+					m.Pull = "digest-only"
+				}
+			} else if g.chance(0.5) && !r.MBDO {
 				m.Pull = genPick(g, genPulls)
 			} else {
 				m.Insecure = !m.Insecure
@@ -1220,7 +1227,8 @@ func genRegistriesVerdict(old, nw *genConfig, of, nf *genFile) string {
 			continue
 		}
 		for loc, am := range a.byLoc {
-			if bm, ok := b.byLoc[loc]; !ok || am != bm {
+			// An existing mirror made digest-only is safe (as in the MCO).
+			if bm, ok := b.byLoc[loc]; !ok || am.insecure != bm.insecure || am.pull != bm.pull && bm.pull != "digest-only" {
 				unsafe = true
 			}
 		}

@@ -95,6 +95,17 @@ func (a *ActivePolicies) Others(name string) []planner.Policy {
 	return out
 }
 
+// Without compiles the active set without the named policy, with the
+// set's limits: the set the policy controller puts in force when the
+// policy is deleted. It returns nil when no policy would be left.
+func (a *ActivePolicies) Without(ctx context.Context, name string) (*planner.Planner, error) {
+	others := a.Others(name)
+	if len(others) == 0 {
+		return nil, nil
+	}
+	return planner.New(ctx, others, a.opts)
+}
+
 // Seen records that the policy controller has reconciled generation of
 // the named policy: accepted into the set, or refused with its last good
 // revision (if any) kept.

@@ -44,11 +44,21 @@ type PolicyChecker struct {
 // active. The limits are the active set's. The reason is one of the
 // Reason* constants.
 func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
+	pol, _, reason, err := c.CheckSet(ctx, ndp)
+	return pol, reason, err
+}
+
+// CheckSet is Check, and also returns the planner of the set the policy
+// would join: the other active policies and this one, compiled with the
+// active set's limits, as the policy controller would put it in force
+// (nil when the check fails). The admission webhook's what-if preview plans
+// with it, so that the set is compiled once.
+func (c *PolicyChecker) CheckSet(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, *planner.Planner, string, error) {
 	pol := planner.PolicyFromAPI("", ndp, 0, 0)
 	if ref := ndp.Spec.BundleRef; ref != nil {
 		b, err := c.bundle(ctx, ndp)
 		if err != nil {
-			return pol, ReasonBundleError, err
+			return pol, nil, ReasonBundleError, err
 		}
 		pol.Modules = append(pol.Modules, b.Modules...)
 		pol.Tests = append(pol.Tests, b.Tests...)
@@ -56,22 +66,22 @@ func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionP
 	opts := c.Active.Options()
 	pl, err := planner.New(ctx, append(c.Active.Others(ndp.Name), pol), opts)
 	if err != nil {
-		return pol, ReasonCompileError, err
+		return pol, nil, ReasonCompileError, err
 	}
 	if len(pol.Tests) > 0 {
 		var out bytes.Buffer
 		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: c.TestTimeout, MemoryBytes: opts.EvalMemoryBytes})
 		if err != nil {
-			return pol, ReasonTestsFailed, err
+			return pol, nil, ReasonTestsFailed, err
 		}
 		if sum.Failed+sum.Errored > 0 {
-			return pol, ReasonTestsFailed, fmt.Errorf("%d of %d Rego tests failed:\n%s", sum.Failed+sum.Errored, sum.Passed+sum.Failed+sum.Errored, failures(out.String()))
+			return pol, nil, ReasonTestsFailed, fmt.Errorf("%d of %d Rego tests failed:\n%s", sum.Failed+sum.Errored, sum.Passed+sum.Failed+sum.Errored, failures(out.String()))
 		}
 	}
 	if err := pl.Probe(ctx, pol.Name); err != nil {
-		return pol, ReasonEvaluationError, &EvaluationError{Err: err}
+		return pol, nil, ReasonEvaluationError, &EvaluationError{Err: err}
 	}
-	return pol, "", nil
+	return pol, pl, "", nil
 }
 
 // bundle reads and verifies the policy's bundle, and checks that its roots

@@ -2,14 +2,18 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policies"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -21,15 +25,31 @@ import (
 // active set, runs its regoTests, and resolves and verifies its bundle,
 // with the policy controller's own checker (policyset). The denial names
 // the policy and the line and column, or the forbidden builtin.
+//
+// On a server dry-run of a create, an update or a delete, it also warns
+// which plans waiting in MachineConfig status would change, and how (the
+// what-if preview, Previewer.WhatIf). The what-if only informs: whatever
+// happens to it, it never turns an allowed request into a denial.
 type PolicyValidation struct {
 	Checker *policyset.PolicyChecker
 	Decoder admission.Decoder
+	// Previewer, when set, makes the what-if preview of dry-runs.
+	Previewer *Previewer
 }
 
 // Handle implements admission.Handler.
 func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) admission.Response {
 	ctx, cancel := context.WithTimeout(ctx, ValidationDeadline)
 	defer cancel()
+	whatIf := h.Previewer != nil && req.DryRun != nil && *req.DryRun
+	if req.Operation == admissionv1.Delete {
+		// A deletion is never refused (the webhook configuration calls
+		// this handler for dry-run deletes only, failing open).
+		if !whatIf {
+			return admission.Allowed("")
+		}
+		return admission.Allowed("").WithWarnings(h.whatIfDelete(ctx, req.Name)...)
+	}
 	var ndp v1alpha1.NodeDisruptionPolicy
 	if err := h.Decoder.Decode(req, &ndp); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding NodeDisruptionPolicy %q: %w", req.Name, err))
@@ -39,10 +59,14 @@ func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) ad
 		// even on a policy that got in unchecked, while the spec is fixed.
 		var old v1alpha1.NodeDisruptionPolicy
 		if err := h.Decoder.DecodeRaw(req.OldObject, &old); err == nil && equality.Semantic.DeepEqual(old.Spec, ndp.Spec) {
-			return admission.Allowed("spec unchanged")
+			resp := admission.Allowed("spec unchanged")
+			if whatIf {
+				resp = resp.WithWarnings(NoPendingPlanChanges + ": the spec is unchanged")
+			}
+			return resp
 		}
 	}
-	pol, reason, err := h.Checker.Check(ctx, &ndp)
+	pol, set, reason, err := h.Checker.CheckSet(ctx, &ndp)
 	if err != nil {
 		msg := err.Error()
 		if named := fmt.Sprintf("NodeDisruptionPolicy %q", ndp.Name); !strings.Contains(msg, named) {
@@ -50,5 +74,56 @@ func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) ad
 		}
 		return admission.Denied(fmt.Sprintf("%s (%s)", msg, reason))
 	}
-	return admission.Allowed(fmt.Sprintf("revision %s, %d rules", pol.Revision(), pol.RuleCount()))
+	resp := admission.Allowed(fmt.Sprintf("revision %s, %d rules", pol.Revision(), pol.RuleCount()))
+	if whatIf {
+		resp = resp.WithWarnings(h.whatIfPut(ctx, ndp.Name, set)...)
+	}
+	return resp
+}
+
+// whatIfPut previews the set with the policy added or replaced.
+func (h *PolicyValidation) whatIfPut(ctx context.Context, name string, set *planner.Planner) []string {
+	if name == policies.DefaultPolicyName {
+		return []string{fmt.Sprintf("%s: NodeDisruptionPolicy %s is managed by ndp-controller, which restores its shipped spec (override a default with a policy of your own at a higher priority)", NoPendingPlanChanges, name)}
+	}
+	return h.whatIf(ctx, func(context.Context) (*planner.Planner, error) { return set, nil })
+}
+
+// whatIfDelete previews the set without the policy.
+func (h *PolicyValidation) whatIfDelete(ctx context.Context, name string) []string {
+	if name == policies.DefaultPolicyName {
+		return []string{fmt.Sprintf("NodeDisruptionPolicy %s cannot be deleted: ndp-controller restores it at once and plans with it again (override a default with a policy of your own at a higher priority)", name)}
+	}
+	active := h.Checker.Active
+	if _, ok := active.Get(name); !ok {
+		return []string{fmt.Sprintf("%s: NodeDisruptionPolicy %s is not in the active set (never accepted)", NoPendingPlanChanges, name)}
+	}
+	return h.whatIf(ctx, func(ctx context.Context) (*planner.Planner, error) {
+		set, err := active.Without(ctx, name)
+		if err == nil && set == nil {
+			err = errors.New("no NodeDisruptionPolicy would be left active")
+		}
+		return set, err
+	})
+}
+
+// whatIf runs the preview with the edited set; any failure (a set that
+// does not compile, a deadline, an unreadable cluster) is one warning, and
+// the request is allowed all the same.
+func (h *PolicyValidation) whatIf(ctx context.Context, edited func(context.Context) (*planner.Planner, error)) (warnings []string) {
+	defer func() {
+		// The policy webhook fails closed: nothing here may fail the request.
+		if r := recover(); r != nil {
+			warnings = []string{noWhatIf(fmt.Errorf("internal error: %v", r))}
+		}
+	}()
+	set, err := edited(ctx)
+	if err != nil {
+		return []string{noWhatIf(err)}
+	}
+	w, err := h.Previewer.WhatIf(ctx, set)
+	if err != nil {
+		return []string{noWhatIf(err)}
+	}
+	return w.Warnings()
 }

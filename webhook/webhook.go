@@ -7,7 +7,9 @@
 //
 // Failure policies are deliberate (manifests/webhook): a preview never
 // blocks a MachineConfig when the webhook is down (Ignore), while policy
-// validation fails closed (Fail).
+// validation fails closed (Fail). The what-if preview of a policy delete,
+// served by the validation handler, is called on dry-runs only and fails
+// open (Ignore): a policy can always be deleted.
 package webhook
 
 import (
@@ -61,8 +63,9 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	srv.Register(MachineConfigPath, &admission.Webhook{Handler: NewMachineConfigPreview(previewer, decoder)})
 	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base}})
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
-		Checker: &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
-		Decoder: decoder,
+		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
+		Decoder:   decoder,
+		Previewer: previewer,
 	}})
 	// Every replica serves, so every replica watches (not leader-elected).
 	if err := mgr.Add(inputsWatch{previewer, mgr.GetCache()}); err != nil {

@@ -22,6 +22,8 @@ type planOptions struct {
 	pool       string
 	poolLabels map[string]string
 	output     string
+	// comparePolicies: plan again with these policies added (--compare-policy).
+	comparePolicies []string
 }
 
 func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
@@ -34,6 +36,7 @@ func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
 	f.StringVar(&o.pool, "pool", "", "MachineConfigPool name passed to policies as input.pool")
 	f.StringToStringVar(&o.poolLabels, "pool-labels", nil, "the pool's labels (k=v,...): policies with a poolSelector apply only when it matches them")
 	f.StringVarP(&o.output, "output", "o", defaultOutput, "output format: text, json or yaml")
+	f.StringArrayVar(&o.comparePolicies, "compare-policy", nil, "plan again with the policies at PATH added (a policy of the same name replaced) and print how the plan would change (repeatable)")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
 }
@@ -41,9 +44,13 @@ func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
 func newPlanCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan --from OLD.yaml --to NEW.yaml [--policy PATH]... [-o text|json|yaml]",
+		Use:   "plan --from OLD.yaml --to NEW.yaml [--policy PATH]... [--compare-policy PATH]... [-o text|json|yaml]",
 		Short: "Compute the plan a node follows to move from one rendered MachineConfig to another",
 		Long: `Compute the plan a node follows to move from one rendered MachineConfig to another.
+
+With --compare-policy, the plan is computed twice, with the policies as given and again with the
+policies at PATH added (each in place of a policy of the same name), and the output says how the
+plan would change ("Reboot → Restart chronyd.service (no drain)") or that it would not.
 
 Exit codes: 0 plan computed; 3 unreconcilable (the plan is printed with "unreconcilable" filled);
 1 invalid input or policy; 2 usage.`,
@@ -91,13 +98,16 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	p, err := planner.New(cmd.Context(), pols, planner.EngineOptions{})
-	if err != nil {
-		return err
-	}
 	req := planner.Request{From: from, To: to, Pool: o.pool, SingleNode: o.singleNode}
 	if cmd.Flags().Changed("pool-labels") {
 		req.PoolLabels = o.poolLabels
+	}
+	if len(o.comparePolicies) > 0 {
+		return o.compare(cmd, pols, req)
+	}
+	p, err := planner.New(cmd.Context(), pols, planner.EngineOptions{})
+	if err != nil {
+		return err
 	}
 	plan, err := p.Plan(cmd.Context(), req)
 	if err != nil {

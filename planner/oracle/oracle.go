@@ -7,6 +7,7 @@ package oracle
 
 import (
 	"path/filepath"
+	"slices"
 
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/registries"
@@ -44,6 +45,7 @@ var (
 // fileRules is the files part of the defaults table. A key covers its own
 // path and every path below it; a final "/" only says it is a directory.
 var fileRules = map[string][]planner.Action{
+	"/etc/mco/internal-registry-pull-secret.json":             none,
 	"/var/lib/kubelet/config.json":                            none,
 	"/etc/nmstate/openshift/":                                 none,
 	"/etc/machine-config-daemon/no-reboot/containers-gpg.pub": {planner.ReloadAction("crio.service")},
@@ -162,19 +164,28 @@ func semanticChange(d registries.ConfigDiff) bool {
 		len(d.OtherChanged) > 0
 }
 
-// safe is the DESIGN §5 rule: the change only appends search registries
-// and adds digest-only ways to pull. Reordering mirrors is safe.
+// safe is the DESIGN §5 rule: the change only appends search registries,
+// adds digest-only ways to pull, or makes existing mirrors digest-only.
+// Reordering mirrors is safe.
 func safe(d registries.ConfigDiff) bool {
 	if d.SearchChanged && !d.SearchAppendedOnly {
 		return false
 	}
 	if len(d.RegistriesRemoved) > 0 || len(d.RegistriesChanged) > 0 ||
-		len(d.MirrorsRemoved) > 0 || len(d.MirrorsChanged) > 0 || len(d.OtherChanged) > 0 {
+		len(d.MirrorsRemoved) > 0 || len(d.OtherChanged) > 0 {
 		return false
 	}
+	for _, m := range d.MirrorsChanged {
+		// As the MCO: an existing mirror made digest-only is only used
+		// for less; any other change of a mirror is not safe.
+		if !slices.Equal(m.Fields, []string{"pullFromMirror"}) || m.PullFromMirror != registries.PullFromMirrorDigestOnly {
+			return false
+		}
+	}
 	for _, r := range d.RegistriesAdded {
-		// A location other than the scope redirects every pull, tags too.
-		if len(r.Mirrors) == 0 || r.Blocked || r.Insecure || (r.Location != "" && r.Location != r.Scope) {
+		// A location other than the scope, or a namespace proxy, redirects
+		// every pull, tags too.
+		if len(r.Mirrors) == 0 || r.Blocked || r.Insecure || (r.Location != "" && r.Location != r.Scope) || r.NamespaceProxy != "" {
 			return false
 		}
 		for _, m := range r.Mirrors {

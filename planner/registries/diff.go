@@ -1,36 +1,43 @@
 package registries
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"reflect"
 	"slices"
 	"sort"
 	"time"
+
+	"go.podman.io/image/v5/pkg/sysregistriesv2"
 )
 
 // MirrorState is a mirror as CRI-O uses it.
 type MirrorState struct {
 	Location string `json:"location"`
-	// PullFromMirror is the effective value (see Registry.EffectivePullFromMirror).
+	// PullFromMirror is the effective value (see EffectivePullFromMirror).
 	PullFromMirror string `json:"pullFromMirror"`
 	Insecure       bool   `json:"insecure"`
+	// NamespaceProxy is the mirror's namespace-proxy ("ns" query parameter).
+	NamespaceProxy string `json:"namespaceProxy,omitempty"`
 }
 
 // RegistryState is a registry as CRI-O uses it. Mirrors keep their file
 // order, which is the order CRI-O tries them in.
 type RegistryState struct {
-	Scope    string        `json:"scope"`
-	Prefix   string        `json:"prefix"`
-	Location string        `json:"location"`
-	Blocked  bool          `json:"blocked"`
-	Insecure bool          `json:"insecure"`
-	Mirrors  []MirrorState `json:"mirrors,omitempty"`
+	Scope    string `json:"scope"`
+	Prefix   string `json:"prefix"`
+	Location string `json:"location"`
+	Blocked  bool   `json:"blocked"`
+	Insecure bool   `json:"insecure"`
+	// NamespaceProxy is the registry's own namespace-proxy.
+	NamespaceProxy string        `json:"namespaceProxy,omitempty"`
+	Mirrors        []MirrorState `json:"mirrors,omitempty"`
 }
 
 // RegistryChange is a registry present in both configs whose own endpoint or
-// flags differ. Fields is a sorted subset of prefix, location, blocked,
-// insecure; Old and New give the values so policies can tell direction (e.g.
+// flags differ. Fields is a sorted subset of blocked, insecure, location,
+// namespaceProxy, prefix; Old and New give the values so policies can tell direction (e.g.
 // blocked false→true). Mirror changes are reported separately.
 type RegistryChange struct {
 	Scope  string        `json:"scope"`
@@ -43,13 +50,16 @@ type RegistryChange struct {
 // exists in both configs (mirrors of added/removed registries are in their
 // RegistryState). Location, PullFromMirror (effective) and Insecure are the
 // new values, or the old ones for a removed mirror. For a changed mirror,
-// Fields is a sorted subset of pullFromMirror, insecure and Old holds the
-// previous state.
+// Fields is a sorted subset of insecure, namespaceProxy, pullFromMirror and
+// Old holds the previous state, so a policy can tell the direction of a
+// change (e.g. pullFromMirror "all" → "digest-only", which only narrows
+// what the mirror is used for).
 type MirrorChange struct {
 	Scope          string       `json:"scope"`
 	Location       string       `json:"location"`
 	PullFromMirror string       `json:"pullFromMirror"`
 	Insecure       bool         `json:"insecure"`
+	NamespaceProxy string       `json:"namespaceProxy,omitempty"`
 	Fields         []string     `json:"fields,omitempty"`
 	Old            *MirrorState `json:"old,omitempty"`
 }
@@ -83,7 +93,8 @@ type ConfigDiff struct {
 	MirrorsReordered []string `json:"mirrorsReordered,omitempty"`
 
 	// OtherChanged names other settings that changed: short-name-mode,
-	// credential-helpers, aliases and any unmodelled key (see Config.Other).
+	// credential-helpers, aliases, additional-layer-store-auth-helper and
+	// any key containers/image does not model (see Config.Other).
 	OtherChanged []string `json:"otherChanged,omitempty"`
 }
 
@@ -96,17 +107,19 @@ func (d ConfigDiff) Empty() bool {
 		len(d.MirrorsReordered) == 0 && len(d.OtherChanged) == 0
 }
 
-// State returns the registry as CRI-O uses it, with effective pull-from-mirror.
-func (r *Registry) State() RegistryState {
+// State returns the registry as CRI-O uses it, with effective
+// pull-from-mirror; its prefix is its scope (as containers/image sets it).
+func State(r *Registry) RegistryState {
 	s := RegistryState{
-		Scope:    r.Scope(),
-		Prefix:   r.Prefix,
-		Location: r.Location,
-		Blocked:  r.Blocked,
-		Insecure: r.Insecure,
+		Scope:          Scope(r),
+		Prefix:         Scope(r),
+		Location:       r.Location,
+		Blocked:        r.Blocked,
+		Insecure:       r.Insecure,
+		NamespaceProxy: r.NamespaceProxy,
 	}
 	for _, m := range r.Mirrors {
-		s.Mirrors = append(s.Mirrors, MirrorState{Location: m.Location, PullFromMirror: r.EffectivePullFromMirror(m), Insecure: m.Insecure})
+		s.Mirrors = append(s.Mirrors, MirrorState{Location: m.Location, PullFromMirror: EffectivePullFromMirror(r, m), Insecure: m.Insecure, NamespaceProxy: m.NamespaceProxy})
 	}
 	return s
 }
@@ -128,22 +141,25 @@ func Diff(old, new *Config) ConfigDiff {
 		o, n := oldRegs[scope], newRegs[scope]
 		switch {
 		case o == nil:
-			d.RegistriesAdded = append(d.RegistriesAdded, n.State())
+			d.RegistriesAdded = append(d.RegistriesAdded, State(n))
 		case n == nil:
-			d.RegistriesRemoved = append(d.RegistriesRemoved, o.State())
+			d.RegistriesRemoved = append(d.RegistriesRemoved, State(o))
 		default:
-			d.diffRegistry(scope, o.State(), n.State())
+			d.diffRegistry(scope, State(o), State(n))
 		}
 	}
 
 	if old.ShortNameMode != new.ShortNameMode {
 		d.OtherChanged = append(d.OtherChanged, "short-name-mode")
 	}
-	if !slices.Equal(old.CredentialHelpers, new.CredentialHelpers) {
+	if !slices.Equal(credentialHelpers(old), credentialHelpers(new)) {
 		d.OtherChanged = append(d.OtherChanged, "credential-helpers")
 	}
-	if !maps.Equal(old.Aliases, new.Aliases) {
+	if !maps.Equal(aliases(old), aliases(new)) {
 		d.OtherChanged = append(d.OtherChanged, "aliases")
+	}
+	if old.AdditionalLayerStoreAuthHelper != new.AdditionalLayerStoreAuthHelper {
+		d.OtherChanged = append(d.OtherChanged, "additional-layer-store-auth-helper")
 	}
 	for _, k := range sortedKeys(old.Other, new.Other) {
 		ov, ook := old.Other[k]
@@ -154,6 +170,27 @@ func Diff(old, new *Config) ConfigDiff {
 	}
 	sort.Strings(d.OtherChanged)
 	return d
+}
+
+// credentialHelpers is the list containers/image uses: an empty list is
+// ["containers-auth.json"].
+func credentialHelpers(c *Config) []string {
+	if len(c.CredentialHelpers) == 0 {
+		return []string{sysregistriesv2.AuthenticationFileHelper}
+	}
+	return c.CredentialHelpers
+}
+
+// aliases are the short-name aliases in effect: an empty value only resets
+// an alias (of an earlier file), which one file alone does not have.
+func aliases(c *Config) map[string]string {
+	out := make(map[string]string, len(c.Aliases))
+	for k, v := range c.Aliases {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (d *ConfigDiff) diffSearch(old, new []string) {
@@ -189,6 +226,9 @@ func (d *ConfigDiff) diffRegistry(scope string, o, n RegistryState) {
 	if o.Location != n.Location {
 		fields = append(fields, "location")
 	}
+	if o.NamespaceProxy != n.NamespaceProxy {
+		fields = append(fields, "namespaceProxy")
+	}
 	if o.Prefix != n.Prefix {
 		fields = append(fields, "prefix")
 	}
@@ -196,30 +236,34 @@ func (d *ConfigDiff) diffRegistry(scope string, o, n RegistryState) {
 		d.RegistriesChanged = append(d.RegistriesChanged, RegistryChange{Scope: scope, Fields: fields, Old: o, New: n})
 	}
 
-	oldM, newM := mirrorByLocation(o.Mirrors), mirrorByLocation(n.Mirrors)
-	for _, loc := range sortedKeys(oldM, newM) {
-		om, ook := oldM[loc]
-		nm, nok := newM[loc]
+	oldKeys, newKeys := mirrorIDs(o.Mirrors), mirrorIDs(n.Mirrors)
+	oldM, newM := mirrorByKey(o.Mirrors, oldKeys), mirrorByKey(n.Mirrors, newKeys)
+	for _, key := range sortedKeys(oldM, newM) {
+		om, ook := oldM[key]
+		nm, nok := newM[key]
 		switch {
 		case !ook:
-			d.MirrorsAdded = append(d.MirrorsAdded, MirrorChange{Scope: scope, Location: loc, PullFromMirror: nm.PullFromMirror, Insecure: nm.Insecure})
+			d.MirrorsAdded = append(d.MirrorsAdded, MirrorChange{Scope: scope, Location: nm.Location, PullFromMirror: nm.PullFromMirror, Insecure: nm.Insecure, NamespaceProxy: nm.NamespaceProxy})
 		case !nok:
-			d.MirrorsRemoved = append(d.MirrorsRemoved, MirrorChange{Scope: scope, Location: loc, PullFromMirror: om.PullFromMirror, Insecure: om.Insecure})
+			d.MirrorsRemoved = append(d.MirrorsRemoved, MirrorChange{Scope: scope, Location: om.Location, PullFromMirror: om.PullFromMirror, Insecure: om.Insecure, NamespaceProxy: om.NamespaceProxy})
 		default:
 			var mf []string
 			if om.Insecure != nm.Insecure {
 				mf = append(mf, "insecure")
+			}
+			if om.NamespaceProxy != nm.NamespaceProxy {
+				mf = append(mf, "namespaceProxy")
 			}
 			if om.PullFromMirror != nm.PullFromMirror {
 				mf = append(mf, "pullFromMirror")
 			}
 			if len(mf) > 0 {
 				prev := om
-				d.MirrorsChanged = append(d.MirrorsChanged, MirrorChange{Scope: scope, Location: loc, PullFromMirror: nm.PullFromMirror, Insecure: nm.Insecure, Fields: mf, Old: &prev})
+				d.MirrorsChanged = append(d.MirrorsChanged, MirrorChange{Scope: scope, Location: nm.Location, PullFromMirror: nm.PullFromMirror, Insecure: nm.Insecure, NamespaceProxy: nm.NamespaceProxy, Fields: mf, Old: &prev})
 			}
 		}
 	}
-	if reordered(locations(o.Mirrors), locations(n.Mirrors)) {
+	if reordered(oldKeys, newKeys) {
 		d.MirrorsReordered = append(d.MirrorsReordered, scope)
 	}
 }
@@ -251,20 +295,28 @@ func stringSet(list []string) map[string]bool {
 	return m
 }
 
-func mirrorByLocation(ms []MirrorState) map[string]MirrorState {
-	m := make(map[string]MirrorState, len(ms))
-	for _, x := range ms {
-		m[x.Location] = x
-	}
-	return m
-}
-
-func locations(ms []MirrorState) []string {
+// mirrorIDs identifies a registry's mirrors: by location, and for a
+// location listed more than once (containers/image accepts that and tries
+// each entry in turn) by location and occurrence.
+func mirrorIDs(ms []MirrorState) []string {
+	seen := make(map[string]int, len(ms))
 	out := make([]string, len(ms))
 	for i, m := range ms {
+		seen[m.Location]++
 		out[i] = m.Location
+		if n := seen[m.Location]; n > 1 {
+			out[i] = fmt.Sprintf("%s\x00%d", m.Location, n)
+		}
 	}
 	return out
+}
+
+func mirrorByKey(ms []MirrorState, keys []string) map[string]MirrorState {
+	m := make(map[string]MirrorState, len(ms))
+	for i, x := range ms {
+		m[keys[i]] = x
+	}
+	return m
 }
 
 // valueEqual compares raw TOML values; unlike reflect.DeepEqual it treats

@@ -1,15 +1,17 @@
-// Package registries parses /etc/containers/registries.conf (v2 schema, see
-// containers-registries.conf(5)) and computes a semantic diff between two
-// versions of it.
+// Package registries reads /etc/containers/registries.conf with the parser
+// and validator CRI-O itself runs, containers/image's sysregistriesv2
+// (go.podman.io/image/v5/pkg/sysregistriesv2), and computes a semantic diff
+// between two versions of it.
 //
 // The planner feeds the result of Diff to Rego policies that decide whether a change can
 // be applied with a CRI-O reload instead of a drain, so the diff ignores
 // everything that has no effect on image pulls (comments, key order, order of
-// [[registry]] tables) and reports everything else, including keys this
-// package does not model.
+// [[registry]] tables) and reports everything else, including keys
+// sysregistriesv2 does not model.
 //
-// Parse mirrors the validation of containers/image's sysregistriesv2 so that a
-// file CRI-O would refuse to load is never judged as a harmless change.
+// Parse accepts exactly the files CRI-O accepts (plus one refusal of its own,
+// see checkFoldedKeys), so a file CRI-O would refuse to load is never judged
+// as a harmless change.
 package registries
 
 import (
@@ -17,20 +19,22 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"go.podman.io/image/v5/pkg/sysregistriesv2"
+	"go.podman.io/image/v5/types"
 )
 
 // Values of pull-from-mirror; the empty string means "not set".
 const (
-	PullFromMirrorAll        = "all"
-	PullFromMirrorDigestOnly = "digest-only"
-	PullFromMirrorTagOnly    = "tag-only"
+	PullFromMirrorAll        = sysregistriesv2.MirrorAll
+	PullFromMirrorDigestOnly = sysregistriesv2.MirrorByDigestOnly
+	PullFromMirrorTagOnly    = sysregistriesv2.MirrorByTagOnly
 )
 
 // ErrInvalid is wrapped by every semantic validation error returned by Parse,
@@ -50,58 +54,51 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line,
 // Unwrap exposes the underlying BurntSushi/toml error.
 func (e *SyntaxError) Unwrap() error { return e.err }
 
-// Config is the v2 schema of registries.conf.
+// Config is a registries.conf as containers/image reads it: its
+// V2RegistriesConf, with the registries and the search list as the library
+// normalises them (a registry's Prefix is its scope, trailing slashes are
+// removed, registries are sorted by prefix and a later table with the same
+// prefix is dropped, as CRI-O does), and the other settings as written
+// (ShortNameMode, Aliases and CredentialHelpers, which the library validates
+// but does not hand back).
 type Config struct {
-	UnqualifiedSearchRegistries []string          `toml:"unqualified-search-registries" json:"unqualifiedSearchRegistries,omitempty"`
-	Registries                  []Registry        `toml:"registry" json:"registries,omitempty"`
-	ShortNameMode               string            `toml:"short-name-mode" json:"shortNameMode,omitempty"`
-	CredentialHelpers           []string          `toml:"credential-helpers" json:"credentialHelpers,omitempty"`
-	Aliases                     map[string]string `toml:"aliases" json:"aliases,omitempty"`
+	sysregistriesv2.V2RegistriesConf
 
-	// Other holds the raw values of keys this package does not model, so that
-	// a change in them is reported rather than silently ignored. Top-level
-	// keys are stored under their name (e.g. "additional-layer-store-auth-helper",
-	// or "registries" for a v1 table); unknown keys inside a [[registry]] or
-	// [[registry.mirror]] table under a path naming the registry scope and
-	// mirror location, e.g. `registry[quay.io].foo` or
+	// Other holds the raw values of keys sysregistriesv2 does not model, so
+	// that a change in them is reported rather than silently ignored.
+	// Top-level keys are stored under their name; unknown keys inside a
+	// [[registry]] or [[registry.mirror]] table under a path naming the
+	// registry scope and mirror location, e.g. `registry[quay.io].foo` or
 	// `registry[quay.io].mirror[mirror.example.com].foo`, so that the path
-	// does not depend on table order.
+	// does not depend on table order (a second table or mirror with the same
+	// scope or location gets a `#2` suffix).
 	Other map[string]any `toml:"-" json:"other,omitempty"`
 }
 
-// Endpoint is a registry's own location or one of its mirrors.
-type Endpoint struct {
-	Location string `toml:"location" json:"location,omitempty"`
-	Insecure bool   `toml:"insecure" json:"insecure"`
-	// PullFromMirror is only valid on mirrors; Parse rejects it on a registry.
-	PullFromMirror string `toml:"pull-from-mirror" json:"pullFromMirror,omitempty"`
-}
+// Registry is one [[registry]] table, containers/image's own type: its
+// Endpoint is embedded (inline in TOML), so location and insecure sit at
+// registry level.
+type Registry = sysregistriesv2.Registry
 
-// Registry is one [[registry]] table. The Endpoint is embedded (inline in
-// TOML), as in containers/image, so location/insecure sit at registry level.
-type Registry struct {
-	// Prefix is normalised by Parse: it is the registry's scope (the prefix
-	// as written, or the location when the prefix is empty).
-	Prefix string `toml:"prefix" json:"prefix"`
-	Endpoint
-	Blocked            bool       `toml:"blocked" json:"blocked"`
-	MirrorByDigestOnly bool       `toml:"mirror-by-digest-only" json:"mirrorByDigestOnly"`
-	Mirrors            []Endpoint `toml:"mirror" json:"mirrors,omitempty"`
-}
+// Endpoint is a registry's own location or one of its mirrors.
+type Endpoint = sysregistriesv2.Endpoint
 
 // Scope is the key identifying a registry: its prefix, or its location when
-// no prefix is set. containers/image keeps a single registry per scope.
-func (r *Registry) Scope() string {
+// no prefix is set (Parse always sets the prefix; Render leaves it empty for
+// the registries it adds, as the MCO writes them). containers/image keeps a
+// single registry per prefix.
+func Scope(r *Registry) string {
 	if r.Prefix != "" {
 		return r.Prefix
 	}
 	return r.Location
 }
 
-// EffectivePullFromMirror is how a mirror is really used: its own setting,
-// else "digest-only" when the registry has mirror-by-digest-only, else "all".
+// EffectivePullFromMirror is how a mirror of r is really used: its own
+// setting, else "digest-only" when the registry has mirror-by-digest-only,
+// else "all" (containers/image's Registry.PullSourcesFromReference).
 // Diffing effective values makes equivalent spellings compare equal.
-func (r *Registry) EffectivePullFromMirror(m Endpoint) string {
+func EffectivePullFromMirror(r *Registry, m Endpoint) string {
 	switch {
 	case m.PullFromMirror != "":
 		return m.PullFromMirror
@@ -112,12 +109,16 @@ func (r *Registry) EffectivePullFromMirror(m Endpoint) string {
 	}
 }
 
-// Modelled keys, compared case-insensitively because BurntSushi/toml (and so
-// containers/image) falls back to case-insensitive field matching.
+// The keys sysregistriesv2 decodes (its toml tags), compared
+// case-insensitively because BurntSushi/toml (and so containers/image)
+// falls back to case-insensitive field matching. Any other key is kept in
+// Config.Other. TestKnownKeysAreTheLibrarys holds these to the library's
+// types, so that a field a new library version adds is not silently
+// ignored by the diff.
 var (
-	topLevelKeys = keySet("unqualified-search-registries", "registry", "short-name-mode", "credential-helpers", "aliases")
-	registryKeys = keySet("prefix", "location", "insecure", "pull-from-mirror", "blocked", "mirror-by-digest-only", "mirror")
-	mirrorKeys   = keySet("location", "insecure", "pull-from-mirror")
+	topLevelKeys = keySet("unqualified-search-registries", "registry", "short-name-mode", "credential-helpers", "aliases", "additional-layer-store-auth-helper")
+	registryKeys = keySet("prefix", "location", "insecure", "pull-from-mirror", "namespace-proxy", "blocked", "mirror-by-digest-only", "mirror")
+	mirrorKeys   = keySet("location", "insecure", "pull-from-mirror", "namespace-proxy")
 )
 
 func keySet(keys ...string) map[string]bool {
@@ -128,13 +129,41 @@ func keySet(keys ...string) map[string]bool {
 	return m
 }
 
-// Parse decodes, validates and normalises a registries.conf. Empty data (or
-// only comments and whitespace) is a valid empty config. Registries are
-// returned sorted by scope because their order in the file has no meaning.
+// Parse decodes and validates a registries.conf with containers/image, and
+// collects the keys the library ignores. Empty data (or only comments and
+// whitespace) is a valid empty config. Registries are returned sorted by
+// scope because their order in the file has no meaning.
+//
+// Refused files give a *SyntaxError (TOML syntax or type errors, with a
+// line) or an error wrapping ErrInvalid (the library's validation, with the
+// [[registry]] table and mirror where the library's message does not name
+// them). Any other error means the library could not be run (e.g. no
+// writable temporary directory), not that the file is wrong.
 func Parse(data []byte) (*Config, error) {
-	cfg := &Config{}
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(cfg)
+	lib, tmp, libErr := load(data)
+	if libErr != nil && !contentError(libErr, tmp) {
+		return nil, fmt.Errorf("registries.conf: cannot run containers/image's parser: %w", libErr)
+	}
+	var inner error
+	if libErr != nil {
+		inner = errors.Unwrap(libErr)
+		if inner == nil {
+			inner = libErr
+		}
+		if se := asSyntaxError(inner, data); se != nil {
+			return nil, se
+		}
+	}
+
+	// The file as written, in file order, for the settings the library
+	// does not hand back, for naming the table an error is in, and for the
+	// keys the library ignores.
+	var file sysregistriesv2.V2RegistriesConf
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&file)
 	if err != nil {
+		if inner != nil {
+			return nil, invalidFromLibrary(inner, tmp, &file)
+		}
 		return nil, syntaxError(err, data)
 	}
 	var raw map[string]any
@@ -144,21 +173,166 @@ func Parse(data []byte) (*Config, error) {
 		if _, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
 			return nil, syntaxError(err, data)
 		}
-		if err := checkV1Mix(raw, cfg); err != nil {
-			return nil, err
-		}
 		if err := checkFoldedKeys(raw); err != nil {
 			return nil, err
 		}
 	}
-	if err := cfg.normalise(); err != nil {
-		return nil, err
+	if inner != nil {
+		return nil, invalidFromLibrary(inner, tmp, &file)
+	}
+
+	cfg := &Config{}
+	cfg.Registries = nilIfEmpty(lib.Registries)
+	for i := range cfg.Registries {
+		if cfg.Registries[i].Prefix == "" {
+			// A prefix of only slashes, which the library trims to ""
+			// but does not then set to the location: such a registry
+			// matches no image at all. Keep it as "/" (which parses to
+			// the same) so that it is not taken for the registry of
+			// its location.
+			cfg.Registries[i].Prefix = "/"
+		}
+	}
+	cfg.UnqualifiedSearchRegistries = nilIfEmpty(lib.UnqualifiedSearchRegistries)
+	cfg.AdditionalLayerStoreAuthHelper = lib.AdditionalLayerStoreAuthHelper
+	// The library defaults an empty list to ["containers-auth.json"];
+	// keep what the file says (Diff compares the effective lists).
+	cfg.CredentialHelpers = nilIfEmpty(file.CredentialHelpers)
+	cfg.ShortNameMode = file.ShortNameMode
+	if len(file.Aliases) > 0 {
+		cfg.Aliases = file.Aliases
 	}
 	if raw != nil {
-		cfg.collectOther(raw)
+		cfg.collectOther(raw, file.Registries)
 	}
-	sort.Slice(cfg.Registries, func(i, j int) bool { return cfg.Registries[i].Prefix < cfg.Registries[j].Prefix })
 	return cfg, nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// load runs containers/image's own loading of a registries.conf on data.
+// The library validates only what it reads from a file (its parsing and
+// postProcessRegistries are unexported), so data goes to a temporary file
+// named as the SystemContext's registries.conf, with a drop-in directory
+// that does not exist: nothing else is read (not /etc/containers, not the
+// user's files, not $CONTAINERS_REGISTRIES_CONF). TryUpdatingCache loads
+// without looking at the library's cache but stores the result in it, keyed
+// by the path: InvalidateCache drops it again, so the cache does not grow
+// with every file parsed (nothing else in ndp uses that cache).
+func load(data []byte) (*sysregistriesv2.V2RegistriesConf, string, error) {
+	f, err := os.CreateTemp("", "ndp-registries-*.conf")
+	if err != nil {
+		return nil, "", err
+	}
+	name := f.Name()
+	defer os.Remove(name)
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, name, err
+	}
+	conf, err := sysregistriesv2.TryUpdatingCache(&types.SystemContext{
+		SystemRegistriesConfPath:    name,
+		SystemRegistriesConfDirPath: name + ".d", // never created: no drop-ins
+	})
+	sysregistriesv2.InvalidateCache()
+	return conf, name, err
+}
+
+// contentError reports whether an error of load is about the file's
+// contents: the library wraps those as `loading registries configuration
+// "<file>": ...`; anything else is about running it.
+func contentError(err error, tmp string) bool {
+	return tmp != "" && strings.HasPrefix(err.Error(), fmt.Sprintf("loading registries configuration %q: ", tmp))
+}
+
+// invalidFromLibrary turns the library's validation error into an
+// ErrInvalid error without the temporary file's name, naming the
+// [[registry]] table (and mirror) it is about.
+func invalidFromLibrary(err error, tmp string, file *sysregistriesv2.V2RegistriesConf) error {
+	msg := libraryMessage(err, tmp)
+	if where := locate(msg, tmp, file); where != "" {
+		msg = where + ": " + msg
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, msg)
+}
+
+// libraryMessage is the library's message with the temporary file's name
+// replaced; a list of errors (short-name aliases, reported from a map) is
+// sorted so that one file always gives one message.
+func libraryMessage(err error, tmp string) string {
+	msg := err.Error()
+	if tmp != "" {
+		msg = strings.ReplaceAll(msg, tmp, "registries.conf")
+	}
+	if lines := strings.Split(msg, "\n"); len(lines) > 1 {
+		// "validating short-name aliases: " + one error a line.
+		prefix := ""
+		if i := strings.Index(lines[0], ": "); strings.HasPrefix(lines[0], "validating ") && i > 0 {
+			prefix, lines[0] = lines[0][:i+2], lines[0][i+2:]
+		}
+		slices.Sort(lines)
+		msg = prefix + strings.Join(slices.Compact(lines), "; ")
+	}
+	return msg
+}
+
+// locate names the [[registry]] table, and within it the mirror, that the
+// library refuses on its own with the message msg; "" when no single table
+// is (the error is about the search list, short names, or two registries
+// together). The library checks registries in file order and stops at the
+// first bad one, so the first table refused alone is the one the message
+// is about. It runs only for a refused file.
+func locate(msg, tmp string, file *sysregistriesv2.V2RegistriesConf) string {
+	if file == nil {
+		return ""
+	}
+	refusedAlone := func(r Registry) bool {
+		data, err := encodeRegistries([]Registry{r})
+		if err != nil {
+			return false
+		}
+		_, name, err := load(data)
+		return err != nil && contentError(err, name) && libraryMessage(errors.Unwrap(err), name) == msg
+	}
+	for i, r := range file.Registries {
+		if i == 256 {
+			break // bound the work on a huge file; the message stands alone
+		}
+		if !refusedAlone(r) {
+			continue
+		}
+		where := fmt.Sprintf("[[registry]] #%d", i+1)
+		own := r
+		own.Mirrors = nil
+		if refusedAlone(own) {
+			return where
+		}
+		for j, m := range r.Mirrors {
+			one := r
+			one.Mirrors = []Endpoint{m}
+			if refusedAlone(one) {
+				return fmt.Sprintf("%s, [[registry.mirror]] #%d", where, j+1)
+			}
+		}
+		return where
+	}
+	return ""
+}
+
+func encodeRegistries(regs []Registry) ([]byte, error) {
+	var b bytes.Buffer
+	err := toml.NewEncoder(&b).Encode(struct {
+		Registries []Registry `toml:"registry"`
+	}{regs})
+	return b.Bytes(), err
 }
 
 // caseVariantKeys reports whether a key of the file is a modelled key
@@ -176,9 +350,11 @@ func caseVariantKeys(md toml.MetaData) bool {
 }
 
 // checkFoldedKeys rejects a table where two keys differing only in case
-// set the same setting ("location" and "Location"): BurntSushi/toml (and
-// so containers/image) keeps whichever it meets last in Go's random map
-// order, so the file has no single meaning.
+// set the same setting ("location" and "Location"). containers/image
+// accepts such a file, but BurntSushi/toml keeps whichever key it meets last
+// in Go's random map order, so the file has no single meaning: CRI-O may
+// read it one way on one node and the other way on the next. This is the
+// one refusal ndp adds to the library's.
 func checkFoldedKeys(raw map[string]any) error {
 	check := func(where string, t map[string]any, modelled map[string]bool) error {
 		first := map[string]string{}
@@ -188,7 +364,7 @@ func checkFoldedKeys(raw map[string]any) error {
 				continue
 			}
 			if prev, dup := first[l]; dup {
-				return invalid("%s: keys %q and %q both set %s", where, prev, k, l)
+				return fmt.Errorf("%w: %s: keys %q and %q both set %s (containers/image would read either at random)", ErrInvalid, where, prev, k, l)
 			}
 			first[l] = k
 		}
@@ -203,7 +379,7 @@ func checkFoldedKeys(raw map[string]any) error {
 			return err
 		}
 		for j, mt := range tables(lookupFold(rt, "mirror")) {
-			if err := check(fmt.Sprintf("%s: mirror #%d", where, j+1), mt, mirrorKeys); err != nil {
+			if err := check(fmt.Sprintf("%s, [[registry.mirror]] #%d", where, j+1), mt, mirrorKeys); err != nil {
 				return err
 			}
 		}
@@ -214,8 +390,9 @@ func checkFoldedKeys(raw map[string]any) error {
 // lineRe matches the plain errors BurntSushi returns for type mismatches.
 var lineRe = regexp.MustCompile(`^toml: line (\d+)(?: \(last key (".*?")\))?: `)
 
-// syntaxError turns BurntSushi errors into "line N: ..." errors.
-func syntaxError(err error, data []byte) error {
+// asSyntaxError is the *SyntaxError for a TOML error of BurntSushi/toml,
+// nil for any other error.
+func asSyntaxError(err error, data []byte) *SyntaxError {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		line := pe.Position.Line
@@ -239,6 +416,14 @@ func syntaxError(err error, data []byte) error {
 		}
 		return &SyntaxError{Line: line, Msg: withKey(s[m[1]:], key), err: err}
 	}
+	return nil
+}
+
+// syntaxError turns BurntSushi errors into "line N: ..." errors.
+func syntaxError(err error, data []byte) error {
+	if se := asSyntaxError(err, data); se != nil {
+		return se
+	}
 	return fmt.Errorf("registries.conf: %w", err)
 }
 
@@ -249,150 +434,10 @@ func withKey(msg, key string) string {
 	return fmt.Sprintf("%s (key %q)", msg, key)
 }
 
-// checkV1Mix rejects a v1 [registries.*] table next to v2 settings, as
-// containers/image does ("mixing sysregistry v1/v2 is not supported"). A
-// pure v1 file is kept as the unmodelled key "registries".
-func checkV1Mix(raw map[string]any, cfg *Config) error {
-	v1, _ := raw["registries"].(map[string]any)
-	nonEmptyV1 := false
-	for _, k := range []string{"search", "insecure", "block"} {
-		if t, ok := v1[k].(map[string]any); ok {
-			if l, ok := t["registries"].([]any); ok && len(l) > 0 {
-				nonEmptyV1 = true
-			}
-		}
-	}
-	if !nonEmptyV1 {
-		return nil
-	}
-	_, alsHelper := raw["additional-layer-store-auth-helper"]
-	if len(cfg.Registries) > 0 || len(cfg.UnqualifiedSearchRegistries) > 0 || len(cfg.CredentialHelpers) > 0 ||
-		cfg.ShortNameMode != "" || len(cfg.Aliases) > 0 || alsHelper {
-		return fmt.Errorf("%w: mixing the v1 [registries.*] tables with v2 settings is not supported", ErrInvalid)
-	}
-	return nil
-}
-
-// cleanLocation applies containers/image's parseLocation: strip trailing
-// slashes, reject URI schemes.
-func cleanLocation(s string) (string, error) {
-	t := strings.TrimRight(s, "/")
-	if strings.HasPrefix(t, "http://") || strings.HasPrefix(t, "https://") {
-		return "", fmt.Errorf("invalid location %q: URI schemes are not supported", s)
-	}
-	return t, nil
-}
-
-// anchoredDomainRe is docker/reference's DomainRegexp: host[:port], which
-// containers/image requires for unqualified-search-registries entries.
-var anchoredDomainRe = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?$`)
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
-
-// normalise validates the decoded config the way containers/image does and
-// rewrites it into canonical form (scope in Prefix, trailing slashes removed).
-func (c *Config) normalise() error {
-	switch c.ShortNameMode {
-	case "", "disabled", "enforcing", "permissive":
-	default:
-		return invalid("short-name-mode %q: must be one of disabled, enforcing, permissive", c.ShortNameMode)
-	}
-	for i, s := range c.UnqualifiedSearchRegistries {
-		t, err := cleanLocation(s)
-		if err != nil {
-			return invalid("unqualified-search-registries: %v", err)
-		}
-		if !anchoredDomainRe.MatchString(t) {
-			return invalid("unqualified-search-registries entry %q is not a host[:port]", s)
-		}
-		c.UnqualifiedSearchRegistries[i] = t
-	}
-
-	scopes := make(map[string]int, len(c.Registries))
-	for i := range c.Registries {
-		r := &c.Registries[i]
-		name := fmt.Sprintf("[[registry]] #%d", i+1)
-		var err error
-		if r.Location, err = cleanLocation(r.Location); err != nil {
-			return invalid("%s: %v", name, err)
-		}
-		if r.Prefix, err = cleanLocation(r.Prefix); err != nil {
-			return invalid("%s: prefix: %v", name, err)
-		}
-		if r.Prefix == "" {
-			if r.Location == "" {
-				return invalid("%s: neither prefix nor location is set", name)
-			}
-			r.Prefix = r.Location
-		}
-		name = fmt.Sprintf("registry %q", r.Prefix)
-		// The man page says location defaults to prefix, but containers/image
-		// rejects an empty location unless the prefix is a wildcard
-		// (*.example.com, matched without rewriting), and CRI-O would refuse
-		// such a file; follow the code.
-		if r.Location == "" && !strings.HasPrefix(r.Prefix, "*.") {
-			return invalid("%s: location is unset and prefix is not of the form *.example.com", name)
-		}
-		if j, dup := scopes[r.Prefix]; dup {
-			return invalid("%s is defined twice ([[registry]] #%d and #%d)", name, j+1, i+1)
-		}
-		scopes[r.Prefix] = i
-		if r.PullFromMirror != "" {
-			return invalid("%s: pull-from-mirror is only valid on [[registry.mirror]], not on the registry itself", name)
-		}
-		seen := make(map[string]bool, len(r.Mirrors))
-		for j := range r.Mirrors {
-			m := &r.Mirrors[j]
-			if m.Location, err = cleanLocation(m.Location); err != nil {
-				return invalid("%s: mirror #%d: %v", name, j+1, err)
-			}
-			if m.Location == "" {
-				return invalid("%s: mirror #%d: location is unset", name, j+1)
-			}
-			if seen[m.Location] {
-				return invalid("%s: mirror %q is listed twice", name, m.Location)
-			}
-			seen[m.Location] = true
-			switch m.PullFromMirror {
-			case "", PullFromMirrorAll, PullFromMirrorDigestOnly, PullFromMirrorTagOnly:
-			default:
-				return invalid("%s: mirror %q: unsupported pull-from-mirror %q (want all, digest-only or tag-only)", name, m.Location, m.PullFromMirror)
-			}
-			if r.MirrorByDigestOnly && m.PullFromMirror != "" {
-				return invalid("%s: mirror-by-digest-only cannot be combined with pull-from-mirror on mirror %q", name, m.Location)
-			}
-		}
-	}
-
-	// containers/image rejects one location declared with different
-	// insecure/blocked settings under several prefixes.
-	byLoc := make(map[string]*Registry, len(c.Registries))
-	for i := range c.Registries {
-		r := &c.Registries[i]
-		key := r.Location
-		if key == "" {
-			key = r.Prefix
-		}
-		o, ok := byLoc[key]
-		if !ok {
-			byLoc[key] = r
-			continue
-		}
-		if o.Insecure != r.Insecure {
-			return invalid("location %q is used by registries %q and %q with conflicting insecure settings", key, o.Prefix, r.Prefix)
-		}
-		if o.Blocked != r.Blocked {
-			return invalid("location %q is used by registries %q and %q with conflicting blocked settings", key, o.Prefix, r.Prefix)
-		}
-	}
-	return nil
-}
-
-// collectOther stores the values of unmodelled keys in c.Other. It runs after
-// normalise so nested keys can be named by scope and mirror location.
-func (c *Config) collectOther(raw map[string]any) {
+// collectOther stores the values of keys the library ignores in c.Other.
+// regs are the file's [[registry]] tables as decoded, in file order like
+// the raw tables, to name nested keys by scope and mirror location.
+func (c *Config) collectOther(raw map[string]any, regs []Registry) {
 	add := func(k string, v any) {
 		if c.Other == nil {
 			c.Other = map[string]any{}
@@ -404,28 +449,46 @@ func (c *Config) collectOther(raw map[string]any) {
 			add(k, v)
 		}
 	}
-	// Registries are still in file order here, matching the raw tables.
+	seenScope := map[string]int{}
 	for i, rt := range tables(lookupFold(raw, "registry")) {
-		if i >= len(c.Registries) {
+		if i >= len(regs) {
 			break
 		}
-		r := &c.Registries[i]
+		r := &regs[i]
+		scope := strings.TrimRight(r.Prefix, "/")
+		if scope == "" {
+			scope = strings.TrimRight(r.Location, "/")
+		}
+		name := occurrence(seenScope, scope, fmt.Sprintf("registry[%s]", scope))
 		for k, v := range rt {
 			if !registryKeys[strings.ToLower(k)] {
-				add(fmt.Sprintf("registry[%s].%s", r.Prefix, k), v)
+				add(name+"."+k, v)
 			}
 		}
+		seenMirror := map[string]int{}
 		for j, mt := range tables(lookupFold(rt, "mirror")) {
 			if j >= len(r.Mirrors) {
 				break
 			}
+			loc := strings.TrimRight(r.Mirrors[j].Location, "/")
+			mname := occurrence(seenMirror, loc, fmt.Sprintf("%s.mirror[%s]", name, loc))
 			for k, v := range mt {
 				if !mirrorKeys[strings.ToLower(k)] {
-					add(fmt.Sprintf("registry[%s].mirror[%s].%s", r.Prefix, r.Mirrors[j].Location, k), v)
+					add(mname+"."+k, v)
 				}
 			}
 		}
 	}
+}
+
+// occurrence returns name for the first occurrence of key, name#2 for the
+// second, and so on.
+func occurrence(seen map[string]int, key, name string) string {
+	seen[key]++
+	if n := seen[key]; n > 1 {
+		return fmt.Sprintf("%s#%d", name, n)
+	}
+	return name
 }
 
 func lookupFold(m map[string]any, key string) any {
@@ -463,7 +526,10 @@ func registryByScope(c *Config) map[string]*Registry {
 	}
 	m := make(map[string]*Registry, len(c.Registries))
 	for i := range c.Registries {
-		m[c.Registries[i].Scope()] = &c.Registries[i]
+		s := Scope(&c.Registries[i])
+		if _, dup := m[s]; !dup { // containers/image: the first table wins
+			m[s] = &c.Registries[i]
+		}
 	}
 	return m
 }

@@ -4,11 +4,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.podman.io/image/v5/pkg/sysregistriesv2"
 )
+
+// cmpConfig lets cmp look into V2RegistriesConf, whose aliases sit in an
+// unexported embedded struct.
+var cmpConfig = cmp.AllowUnexported(sysregistriesv2.V2RegistriesConf{})
+
+// config builds a Config; Aliases cannot be set in a composite literal
+// (they are promoted from the library's unexported embedded struct).
+func config(v2 sysregistriesv2.V2RegistriesConf, aliases map[string]string, other map[string]any) *Config {
+	c := &Config{V2RegistriesConf: v2, Other: other}
+	c.Aliases = aliases
+	return c
+}
 
 func mustParse(tb testing.TB, s string) *Config {
 	tb.Helper()
@@ -74,7 +89,7 @@ func TestParseEmpty(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", in, err)
 		}
-		if diff := cmp.Diff(&Config{}, got); diff != "" {
+		if diff := cmp.Diff(&Config{}, got, cmpConfig); diff != "" {
 			t.Errorf("Parse(%q) mismatch (-want +got):\n%s", in, diff)
 		}
 	}
@@ -132,63 +147,64 @@ func TestParseValidationErrors(t *testing.T) {
 location = "quay.io"
 [[registry]]
 blocked = true
-`, `[[registry]] #2: neither prefix nor location is set`},
+`, `[[registry]] #2: invalid condition: both location and prefix are unset`},
 		{"both explicitly empty", `
 [[registry]]
 prefix = ""
 location = "/"
-`, `[[registry]] #1: neither prefix nor location is set`},
-		{"same scope twice", `
-[[registry]]
-location = "quay.io"
-[[registry]]
-location = "registry.example.com"
-[[registry]]
-prefix = "quay.io/"
-location = "quay-mirror.example.com"
-`, `registry "quay.io" is defined twice ([[registry]] #1 and #3)`},
+`, `[[registry]] #1: invalid condition: both location and prefix are unset`},
 		{"invalid pull-from-mirror", `
 [[registry]]
 location = "quay.io"
 [[registry.mirror]]
 location = "m.example.com"
 pull-from-mirror = "sometimes"
-`, `registry "quay.io": mirror "m.example.com": unsupported pull-from-mirror "sometimes"`},
+`, `[[registry]] #1, [[registry.mirror]] #1: unsupported pull-from-mirror value "sometimes" for mirror "m.example.com"`},
 		{"pull-from-mirror on the registry", `
 [[registry]]
 location = "quay.io"
 pull-from-mirror = "digest-only"
-`, `registry "quay.io": pull-from-mirror is only valid on [[registry.mirror]]`},
+`, `[[registry]] #1: pull-from-mirror must not be set for a non-mirror registry "quay.io"`},
 		{"mirror-by-digest-only with pull-from-mirror", `
 [[registry]]
 location = "quay.io"
+[[registry.mirror]]
+location = "a.example.com"
+[[registry]]
+location = "registry.example.com"
 mirror-by-digest-only = true
 [[registry.mirror]]
 location = "m.example.com"
+[[registry.mirror]]
+location = "n.example.com"
 pull-from-mirror = "all"
-`, `registry "quay.io": mirror-by-digest-only cannot be combined with pull-from-mirror on mirror "m.example.com"`},
+`, `[[registry]] #2, [[registry.mirror]] #2: cannot set mirror usage mirror-by-digest-only for the registry ("registry.example.com") and pull-from-mirror for per-mirror ("n.example.com") at the same time`},
 		{"URI scheme", `
 [[registry]]
 location = "https://quay.io"
-`, `[[registry]] #1: invalid location "https://quay.io": URI schemes are not supported`},
+`, `[[registry]] #1: invalid location 'https://quay.io': URI schemes are not supported`},
+		{"URI scheme in a mirror", `
+[[registry]]
+location = "quay.io"
+[[registry.mirror]]
+location = "m.example.com"
+[[registry.mirror]]
+location = "http://n.example.com"
+`, `[[registry]] #1, [[registry.mirror]] #2: invalid location 'http://n.example.com': URI schemes are not supported`},
 		{"mirror without location", `
 [[registry]]
 location = "quay.io"
 [[registry.mirror]]
 insecure = true
-`, `registry "quay.io": mirror #1: location is unset`},
-		{"duplicate mirror", `
-[[registry]]
-location = "quay.io"
-[[registry.mirror]]
-location = "m.example.com"
-[[registry.mirror]]
-location = "m.example.com/"
-`, `registry "quay.io": mirror "m.example.com" is listed twice`},
+`, `[[registry]] #1, [[registry.mirror]] #1: invalid condition: mirror location is unset`},
 		{"prefix without location", `
 [[registry]]
 prefix = "quay.io/foo"
-`, `registry "quay.io/foo": location is unset and prefix is not of the form *.example.com`},
+`, `[[registry]] #1: invalid condition: location is unset and prefix is not in the format: *.example.com`},
+		{"wildcard with a path", `
+[[registry]]
+prefix = "*.example.com/team"
+`, `[[registry]] #1: Wildcarded prefix should be in the format: *.example.com. Current prefix "*.example.com/team" is incorrectly formatted`},
 		{"conflicting insecure for one location", `
 [[registry]]
 prefix = "a.example.com"
@@ -197,14 +213,28 @@ insecure = true
 [[registry]]
 prefix = "b.example.com"
 location = "mirror.example.com"
-`, `location "mirror.example.com" is used by registries "a.example.com" and "b.example.com" with conflicting insecure settings`},
-		{"bad short-name-mode", `short-name-mode = "sometimes"`, `short-name-mode "sometimes"`},
-		{"search entry with a path", `unqualified-search-registries = ["docker.io/library"]`, `unqualified-search-registries entry "docker.io/library" is not a host[:port]`},
+`, `registry 'mirror.example.com' is defined multiple times with conflicting 'insecure' setting`},
+		{"bad short-name-mode", `short-name-mode = "sometimes"`, `invalid short-name mode: "sometimes"`},
+		{"search entry with a path", `unqualified-search-registries = ["docker.io/library"]`, `Invalid unqualified-search-registries entry "docker.io/library"`},
+		{"bad aliases, every one named in a stable order", `
+[aliases]
+"x/y:1" = "quay.io/x/y"
+"z" = "z"
+`, `validating short-name aliases: invalid alias "z": must contain registry and repository; invalid short name "x/y:1": must not contain tag`},
 		{"v1 mixed with v2", `
 unqualified-search-registries = ["docker.io"]
 [registries.search]
 registries = ["quay.io"]
-`, `mixing the v1 [registries.*] tables with v2 settings`},
+`, `registries.conf must be in v2 format but is in v1`},
+		{"v1 alone", `
+[registries.search]
+registries = ["quay.io"]
+`, `registries.conf must be in v2 format but is in v1`},
+		{"keys differing in case", `
+[[registry]]
+location = "quay.io"
+Location = "registry.example.com"
+`, `[[registry]] #1: keys "Location" and "location" both set location`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +265,7 @@ location = "quay.io/"
 mirror-by-digest-only = true
 [[registry.mirror]]
 location = "m.example.com/quay/"
+namespace-proxy = "quay.io"
 [[registry]]
 prefix = "*.example.com"
 blocked = true
@@ -242,19 +273,46 @@ blocked = true
 prefix = ""
 location = "docker.io"
 insecure = true
-`, &Config{
+`, config(sysregistriesv2.V2RegistriesConf{
 			UnqualifiedSearchRegistries: []string{"quay.io", "docker.io"},
 			Registries: []Registry{
 				{Prefix: "*.example.com", Blocked: true},
 				{Prefix: "docker.io", Endpoint: Endpoint{Location: "docker.io", Insecure: true}},
 				{Prefix: "quay.io", Endpoint: Endpoint{Location: "quay.io"}, MirrorByDigestOnly: true,
-					Mirrors: []Endpoint{{Location: "m.example.com/quay"}}},
+					Mirrors: []Endpoint{{Location: "m.example.com/quay", NamespaceProxy: "quay.io"}}},
 			},
-		}},
-		{"unmodelled keys are kept", `
+		}, nil, nil)},
+		{"a later table for the same scope is dropped, as CRI-O does", `
+[[registry]]
+location = "quay.io"
+[[registry]]
+location = "registry.example.com"
+[[registry]]
+prefix = "quay.io/"
+location = "quay-mirror.example.com"
+`, config(sysregistriesv2.V2RegistriesConf{
+			Registries: []Registry{
+				{Prefix: "quay.io", Endpoint: Endpoint{Location: "quay.io"}},
+				{Prefix: "registry.example.com", Endpoint: Endpoint{Location: "registry.example.com"}},
+			},
+		}, nil, nil)},
+		{"a mirror listed twice is kept twice, as CRI-O does", `
+[[registry]]
+location = "quay.io"
+[[registry.mirror]]
+location = "m.example.com"
+[[registry.mirror]]
+location = "m.example.com/"
+pull-from-mirror = "digest-only"
+`, config(sysregistriesv2.V2RegistriesConf{
+			Registries: []Registry{{Prefix: "quay.io", Endpoint: Endpoint{Location: "quay.io"},
+				Mirrors: []Endpoint{{Location: "m.example.com"}, {Location: "m.example.com", PullFromMirror: PullFromMirrorDigestOnly}}}},
+		}, nil, nil)},
+		{"settings the library does not hand back, and unmodelled keys", `
 short-name-mode = "enforcing"
 credential-helpers = ["containers-auth.json", "ecr-login"]
 additional-layer-store-auth-helper = "helper"
+future-setting = "x"
 [aliases]
 "fedora" = "registry.fedoraproject.org/fedora"
 [[registry]]
@@ -263,28 +321,25 @@ future-knob = 3
 [[registry.mirror]]
 location = "m.example.com"
 weight = [1, 2]
-`, &Config{
-			ShortNameMode:     "enforcing",
-			CredentialHelpers: []string{"containers-auth.json", "ecr-login"},
-			Aliases:           map[string]string{"fedora": "registry.fedoraproject.org/fedora"},
+[[registry]]
+location = "quay.io/"
+future-knob = 4
+`, config(sysregistriesv2.V2RegistriesConf{
+			ShortNameMode:                  "enforcing",
+			CredentialHelpers:              []string{"containers-auth.json", "ecr-login"},
+			AdditionalLayerStoreAuthHelper: "helper",
 			Registries: []Registry{{Prefix: "quay.io", Endpoint: Endpoint{Location: "quay.io"},
 				Mirrors: []Endpoint{{Location: "m.example.com"}}}},
-			Other: map[string]any{
-				"additional-layer-store-auth-helper":             "helper",
-				"registry[quay.io].future-knob":                  int64(3),
-				"registry[quay.io].mirror[m.example.com].weight": []any{int64(1), int64(2)},
-			},
-		}},
-		{"v1 config is kept as an unmodelled key", `
-[registries.search]
-registries = ["quay.io"]
-`, &Config{Other: map[string]any{
-			"registries": map[string]any{"search": map[string]any{"registries": []any{"quay.io"}}},
-		}}},
+		}, map[string]string{"fedora": "registry.fedoraproject.org/fedora"}, map[string]any{
+			"future-setting":                                 "x",
+			"registry[quay.io].future-knob":                  int64(3),
+			"registry[quay.io]#2.future-knob":                int64(4),
+			"registry[quay.io].mirror[m.example.com].weight": []any{int64(1), int64(2)},
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, mustParse(t, tt.in)); diff != "" {
+			if diff := cmp.Diff(tt.want, mustParse(t, tt.in), cmpConfig); diff != "" {
 				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -295,7 +350,7 @@ func TestParseMCO(t *testing.T) {
 	c := mustParse(t, mcoIDMS)
 	var got []RegistryState
 	for i := range c.Registries {
-		got = append(got, c.Registries[i].State())
+		got = append(got, State(&c.Registries[i]))
 	}
 	digest := func(locs ...string) []MirrorState {
 		var out []MirrorState
@@ -636,6 +691,43 @@ pull-from-mirror = "digest-only"
 			new:  "[[registry]]\nlocation = \"quay.io\"\nmirror-by-digest-only = true\n",
 		},
 		{
+			name: "a later table for the same scope is ignored, as CRI-O does",
+			old:  "[[registry]]\nlocation = \"quay.io\"\n[[registry]]\nprefix = \"quay.io\"\nlocation = \"a.example.com\"\n",
+			new:  "[[registry]]\nlocation = \"quay.io\"\n[[registry]]\nprefix = \"quay.io\"\nlocation = \"b.example.com\"\nblocked = true\n",
+		},
+		{
+			name: "a mirror listed twice",
+			old:  "[[registry]]\nlocation = \"quay.io\"\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"digest-only\"\n",
+			new:  "[[registry]]\nlocation = \"quay.io\"\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"digest-only\"\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"tag-only\"\n",
+			want: ConfigDiff{MirrorsAdded: []MirrorChange{{Scope: "quay.io", Location: "m.io", PullFromMirror: PullFromMirrorTagOnly}}},
+		},
+		{
+			name: "namespace-proxy of a registry and of a mirror",
+			old:  "[[registry]]\nlocation = \"quay.io\"\n[[registry.mirror]]\nlocation = \"m.io\"\n",
+			new:  "[[registry]]\nlocation = \"quay.io\"\nnamespace-proxy = \"quay.io\"\n[[registry.mirror]]\nlocation = \"m.io\"\nnamespace-proxy = \"quay.io\"\n",
+			want: ConfigDiff{
+				RegistriesChanged: []RegistryChange{{Scope: "quay.io", Fields: []string{"namespaceProxy"},
+					Old: RegistryState{Scope: "quay.io", Prefix: "quay.io", Location: "quay.io", Mirrors: []MirrorState{{Location: "m.io", PullFromMirror: PullFromMirrorAll}}},
+					New: RegistryState{Scope: "quay.io", Prefix: "quay.io", Location: "quay.io", NamespaceProxy: "quay.io", Mirrors: []MirrorState{{Location: "m.io", PullFromMirror: PullFromMirrorAll, NamespaceProxy: "quay.io"}}}}},
+				MirrorsChanged: []MirrorChange{{Scope: "quay.io", Location: "m.io", PullFromMirror: PullFromMirrorAll, NamespaceProxy: "quay.io",
+					Fields: []string{"namespaceProxy"}, Old: &MirrorState{Location: "m.io", PullFromMirror: PullFromMirrorAll}}},
+			},
+		},
+		{
+			name: "defaults spelled out: containers-auth.json, an alias reset",
+			old:  "credential-helpers = []\n",
+			new:  "credential-helpers = [\"containers-auth.json\"]\n[aliases]\n\"fedora\" = \"\"\n",
+		},
+		{
+			name: "a prefix of slashes matches nothing: not the registry of its location",
+			old:  "[[registry]]\nlocation = \"quay.io\"\n",
+			new:  "[[registry]]\nprefix = \"/\"\nlocation = \"quay.io\"\n",
+			want: ConfigDiff{
+				RegistriesAdded:   []RegistryState{{Scope: "/", Prefix: "/", Location: "quay.io"}},
+				RegistriesRemoved: []RegistryState{{Scope: "quay.io", Prefix: "quay.io", Location: "quay.io"}},
+			},
+		},
+		{
 			name: "unknown top-level key changed",
 			old:  baseConf + "\n[future]\nknob = 1\n",
 			new:  baseConf + "\n[future]\nknob = 2\n",
@@ -703,6 +795,51 @@ pull-from-mirror = "digest-only"
 				t.Errorf("reverse Diff Empty() = %v, forward %v", back.Empty(), got.Empty())
 			}
 		})
+	}
+}
+
+// TestKnownKeysAreTheLibrarys: the keys Parse takes as modelled (and so
+// leaves out of Config.Other) are exactly the toml keys of
+// sysregistriesv2's types, which Diff compares. A new library version that
+// adds a setting fails here rather than having the diff ignore it.
+func TestKnownKeysAreTheLibrarys(t *testing.T) {
+	tags := func(typ reflect.Type) []string {
+		var out []string
+		var walk func(reflect.Type)
+		walk = func(typ reflect.Type) {
+			for f := range typ.Fields() {
+				tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+				switch {
+				case f.Anonymous && tag == "":
+					walk(f.Type)
+				case tag != "" && tag != "-":
+					out = append(out, tag)
+				}
+			}
+		}
+		walk(typ)
+		slices.Sort(out)
+		return out
+	}
+	keys := func(m map[string]bool) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for name, tc := range map[string]struct {
+		typ   reflect.Type
+		known map[string]bool
+	}{
+		"top level": {reflect.TypeFor[sysregistriesv2.V2RegistriesConf](), topLevelKeys},
+		"registry":  {reflect.TypeFor[sysregistriesv2.Registry](), registryKeys},
+		"mirror":    {reflect.TypeFor[sysregistriesv2.Endpoint](), mirrorKeys},
+	} {
+		if d := cmp.Diff(tags(tc.typ), keys(tc.known)); d != "" {
+			t.Errorf("%s: the library's keys (-) and ndp's (+) differ; teach Diff the new setting:\n%s", name, d)
+		}
 	}
 }
 

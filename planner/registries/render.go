@@ -141,7 +141,7 @@ func Render(base *Config, rules []MirrorRule) *Config {
 	}
 	kept := out.Registries[:0]
 	for _, reg := range out.Registries {
-		if _, replaced := bySource[reg.Scope()]; !replaced {
+		if _, replaced := bySource[Scope(&reg)]; !replaced {
 			kept = append(kept, reg)
 		}
 	}
@@ -149,7 +149,7 @@ func Render(base *Config, rules []MirrorRule) *Config {
 	for _, s := range order {
 		out.Registries = append(out.Registries, *bySource[s])
 	}
-	sort.SliceStable(out.Registries, func(i, j int) bool { return out.Registries[i].Scope() < out.Registries[j].Scope() })
+	sort.SliceStable(out.Registries, func(i, j int) bool { return Scope(&out.Registries[i]) < Scope(&out.Registries[j]) })
 	return out
 }
 
@@ -163,7 +163,8 @@ func indexMirror(ms []Endpoint, loc string) int {
 }
 
 // Marshal writes a Config as registries.conf in the layout CRI-O's own
-// files use. Settings it does not model (Config.Other) are not written.
+// files use, every setting of containers/image's V2RegistriesConf included.
+// Keys the library does not model (Config.Other) are not written.
 func Marshal(c *Config) []byte {
 	var b bytes.Buffer
 	list := func(xs []string) string {
@@ -180,6 +181,9 @@ func Marshal(c *Config) []byte {
 	if len(c.CredentialHelpers) > 0 {
 		fmt.Fprintf(&b, "credential-helpers = %s\n", list(c.CredentialHelpers))
 	}
+	if c.AdditionalLayerStoreAuthHelper != "" {
+		fmt.Fprintf(&b, "additional-layer-store-auth-helper = %s\n", tomlString(c.AdditionalLayerStoreAuthHelper))
+	}
 	for _, r := range c.Registries {
 		b.WriteString("\n[[registry]]\n")
 		fmt.Fprintf(&b, "  prefix = %s\n", tomlString(r.Prefix))
@@ -188,6 +192,9 @@ func Marshal(c *Config) []byte {
 		}
 		if r.Insecure {
 			b.WriteString("  insecure = true\n")
+		}
+		if r.NamespaceProxy != "" {
+			fmt.Fprintf(&b, "  namespace-proxy = %s\n", tomlString(r.NamespaceProxy))
 		}
 		if r.Blocked {
 			b.WriteString("  blocked = true\n")
@@ -203,6 +210,9 @@ func Marshal(c *Config) []byte {
 			}
 			if m.PullFromMirror != "" {
 				fmt.Fprintf(&b, "    pull-from-mirror = %s\n", tomlString(m.PullFromMirror))
+			}
+			if m.NamespaceProxy != "" {
+				fmt.Fprintf(&b, "    namespace-proxy = %s\n", tomlString(m.NamespaceProxy))
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func TestRenderMirrorSets(t *testing.T) {
 	}
 	gotStates := map[string]registries.RegistryState{}
 	for i := range got.Registries {
-		gotStates[got.Registries[i].Scope()] = got.Registries[i].State()
+		gotStates[registries.Scope(&got.Registries[i])] = registries.State(&got.Registries[i])
 	}
 	if d := cmp.Diff(want, gotStates); d != "" {
 		t.Errorf("rendered registries (-want +got):\n%s\n%s", d, data)

@@ -8,6 +8,7 @@ crio_reload := [lib.reload("crio.service")]
 
 # files: an exact path, or a directory ending in "/" covering what is below.
 files := {
+	"/etc/mco/internal-registry-pull-secret.json": lib.none,
 	"/var/lib/kubelet/config.json": lib.none,
 	"/etc/nmstate/openshift/": lib.none,
 	"/etc/machine-config-daemon/no-reboot/containers-gpg.pub": crio_reload,
@@ -57,7 +58,8 @@ claims contains {"change": change.id, "actions": lib.none, "reason": "storage.lu
 
 # registries.conf: CRI-O picks the new file up on reload. Nodes are drained
 # first unless the change is safe for the images already running, that is,
-# it only adds ways to pull by digest.
+# it only adds ways to pull by digest, or makes existing mirrors digest-only
+# (as the MCO's isSafeContainerRegistryConfChanges).
 registries_path := "/etc/containers/registries.conf"
 
 claims contains claim if {
@@ -79,7 +81,7 @@ registries_actions := lib.none if {
 
 registries_reason := {"reason": "no semantic change"} if {
 	not semantic_change
-} else := {"reason": "only digest-only mirrors or search registries were added"} if {
+} else := {"reason": "only digest-only mirrors or search registries were added, or mirrors made digest-only"} if {
 	count(unsafe_registries_changes) == 0
 } else := {"reason": concat("; ", sort(unsafe_registries_changes))}
 
@@ -131,6 +133,12 @@ unsafe_registries_changes contains sprintf("registry %s added as insecure", [r.s
 	r.insecure
 }
 
+# A namespace proxy routes every pull of the registry, tags included.
+unsafe_registries_changes contains sprintf("registry %s added with namespace-proxy %s: its pulls are proxied", [r.scope, r.namespaceProxy]) if {
+	some r in diff.registriesAdded
+	object.get(r, "namespaceProxy", "") != ""
+}
+
 unsafe_registries_changes contains sprintf("mirror %s of %s added with pull-from-mirror %s", [m.location, r.scope, m.pullFromMirror]) if {
 	some r in diff.registriesAdded
 	some m in r.mirrors
@@ -146,9 +154,24 @@ unsafe_registries_changes contains sprintf("mirror %s of %s removed", [m.locatio
 	some m in diff.mirrorsRemoved
 }
 
-unsafe_registries_changes contains sprintf("mirror %s of %s: %s changed", [m.location, m.scope, concat(", ", m.fields)]) if {
+# An existing mirror made digest-only (from all, tag-only or unset) is safe,
+# as in the MCO: it no longer serves tag pulls, and what it serves for a
+# digest is checked against that digest. Every other change of a mirror is
+# not: a move to all or tag-only keeps or puts it on tag pulls, whose
+# content nothing checks.
+unsafe_registries_changes contains registries_mirror_change_reason(m) if {
 	some m in diff.mirrorsChanged
+	not mirror_made_digest_only(m)
 }
+
+mirror_made_digest_only(m) if {
+	m.fields == ["pullFromMirror"]
+	m.pullFromMirror == "digest-only"
+}
+
+registries_mirror_change_reason(m) := sprintf("mirror %s of %s: pull-from-mirror changed from %s to %s", [m.location, m.scope, object.get(m, ["old", "pullFromMirror"], "?"), m.pullFromMirror]) if {
+	m.fields == ["pullFromMirror"]
+} else := sprintf("mirror %s of %s: %s changed", [m.location, m.scope, concat(", ", object.get(m, "fields", []))])
 
 unsafe_registries_changes contains sprintf("%s changed", [name]) if {
 	some name in diff.otherChanged

@@ -13,6 +13,13 @@ test_pull_secret_needs_nothing if {
 	claims == {{"change": c.id, "match": c.path, "actions": [{"type": "None"}]}}
 }
 
+# The MCO writes the internal registry's pull secret in place, too.
+test_internal_registry_pull_secret_needs_nothing if {
+	c := file_change("/etc/mco/internal-registry-pull-secret.json", ["/etc/mco/", "/etc/", "/"])
+	claims := defaults.claims with input.changes as [c]
+	claims == {{"change": c.id, "match": c.path, "actions": [{"type": "None"}]}}
+}
+
 test_nmstate_directory_needs_nothing if {
 	c := file_change("/etc/nmstate/openshift/cluster.yml", ["/etc/nmstate/openshift/", "/etc/nmstate/", "/etc/", "/"])
 	claims := defaults.claims with input.changes as [c]
@@ -214,4 +221,64 @@ test_registry_redirected_to_another_location_drains if {
 		"blocked": false, "insecure": false, "mirrors": [digest_mirror("quay.io/openshift")],
 	}]})
 	registries_actions(diff) == reload_drain
+}
+
+registries_reason(diff) := claim.reason if {
+	some claim in defaults.claims with input.changes as [registries_change] with input.registries as diff
+}
+
+# mirror_changed is an existing mirror of quay.io/ocp whose pull-from-mirror
+# went from old to new (effective values: "all" when unset).
+mirror_changed(old, new) := {
+	"scope": "quay.io/ocp", "location": "mirror.example.com/x", "pullFromMirror": new, "insecure": false,
+	"fields": ["pullFromMirror"], "old": {"location": "mirror.example.com/x", "pullFromMirror": old, "insecure": false},
+}
+
+# As the MCO's isSafeContainerRegistryConfChanges: an existing mirror made
+# digest-only is safe, a change away from digest-only is not.
+test_mirror_made_digest_only_reloads if {
+	every old in ["all", "tag-only"] {
+		diff := object.union(empty_diff, {"mirrorsChanged": [mirror_changed(old, "digest-only")]})
+		registries_actions(diff) == reload
+		registries_reason(diff) == "only digest-only mirrors or search registries were added, or mirrors made digest-only"
+	}
+}
+
+test_mirror_no_longer_digest_only_drains if {
+	every new in ["all", "tag-only"] {
+		diff := object.union(empty_diff, {"mirrorsChanged": [mirror_changed("digest-only", new)]})
+		registries_actions(diff) == reload_drain
+		registries_reason(diff) == sprintf("mirror mirror.example.com/x of quay.io/ocp: pull-from-mirror changed from digest-only to %s", [new])
+	}
+}
+
+test_mirror_changed_between_all_and_tag_only_drains if {
+	registries_actions(object.union(empty_diff, {"mirrorsChanged": [mirror_changed("all", "tag-only")]})) == reload_drain
+	registries_actions(object.union(empty_diff, {"mirrorsChanged": [mirror_changed("tag-only", "all")]})) == reload_drain
+}
+
+test_mirror_made_digest_only_and_insecure_drains if {
+	m := object.union(mirror_changed("all", "digest-only"), {"insecure": true, "fields": ["insecure", "pullFromMirror"]})
+	diff := object.union(empty_diff, {"mirrorsChanged": [m]})
+	registries_actions(diff) == reload_drain
+	registries_reason(diff) == "mirror mirror.example.com/x of quay.io/ocp: insecure, pullFromMirror changed"
+}
+
+test_mirror_namespace_proxy_changed_drains if {
+	m := object.union(mirror_changed("digest-only", "digest-only"), {"namespaceProxy": "quay.io", "fields": ["namespaceProxy"]})
+	registries_actions(object.union(empty_diff, {"mirrorsChanged": [m]})) == reload_drain
+}
+
+# A changed mirror that does not say what changed is not taken as safe.
+test_mirror_change_without_fields_drains if {
+	registries_actions(object.union(empty_diff, {"mirrorsChanged": [{"scope": "quay.io/ocp", "location": "mirror.example.com/x", "pullFromMirror": "digest-only"}]})) == reload_drain
+}
+
+test_registry_added_behind_a_namespace_proxy_drains if {
+	diff := object.union(empty_diff, {"registriesAdded": [{
+		"scope": "quay.io/ocp", "prefix": "quay.io/ocp", "location": "quay.io/ocp", "namespaceProxy": "quay.io",
+		"blocked": false, "insecure": false, "mirrors": [digest_mirror("quay.io/ocp")],
+	}]})
+	registries_actions(diff) == reload_drain
+	registries_reason(diff) == "registry quay.io/ocp added with namespace-proxy quay.io: its pulls are proxied"
 }

@@ -1,0 +1,129 @@
+package mcoimport_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"testing"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// change is one change between two rendered configs, of one kind.
+type change struct {
+	file, from, to   string // a file and its old and new contents
+	unit             string
+	sshkey, password bool
+}
+
+func (c change) String() string {
+	switch {
+	case c.file != "":
+		return "file " + c.file
+	case c.unit != "":
+		return "unit " + c.unit
+	case c.sshkey:
+		return "sshkey"
+	}
+	return "password"
+}
+
+// configs are the rendered configs before and after the change.
+func (c change) configs(t *testing.T) (from, to *planner.Config) {
+	t.Helper()
+	ign := func(version int) map[string]any {
+		cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
+		user := map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOne core@example.com"}}
+		switch {
+		case c.file != "":
+			contents := c.from
+			if version == 1 {
+				contents = c.to
+			}
+			if contents == "" {
+				contents = []string{"old", "new"}[version]
+			}
+			cfg["storage"] = map[string]any{"files": []any{map[string]any{
+				"path": c.file, "mode": 420, "overwrite": true,
+				"contents": map[string]any{"source": "data:," + url.PathEscape(contents)},
+			}}}
+		case c.unit != "":
+			cfg["systemd"] = map[string]any{"units": []any{map[string]any{
+				"name": c.unit, "enabled": true,
+				"contents": []string{"[Service]\nExecStart=/bin/true\n", "[Service]\nExecStart=/bin/false\n"}[version] + "[Install]\nWantedBy=multi-user.target\n",
+			}}}
+		case c.sshkey && version == 1:
+			user["sshAuthorizedKeys"] = []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyTwo core@example.com"}
+		case c.password:
+			user["passwordHash"] = []string{"$6$old$hash", "$6$new$hash"}[version]
+		}
+		cfg["passwd"] = map[string]any{"users": []any{user}}
+		return cfg
+	}
+	doc := func(name string, version int) *planner.Config {
+		b, err := json.Marshal(map[string]any{
+			"apiVersion": "machineconfiguration.openshift.io/v1",
+			"kind":       "MachineConfig",
+			"metadata":   map[string]any{"name": name},
+			"spec":       map[string]any{"config": ign(version)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := planner.ParseMachineConfig(name+".json", b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return cfg
+	}
+	return doc("rendered-worker-a", 0), doc("rendered-worker-b", 1)
+}
+
+// planOf is the plan for the change with the given policies.
+func planOf(t *testing.T, p *planner.Planner, c change) *planner.Plan {
+	t.Helper()
+	from, to := c.configs(t)
+	pl, err := p.Plan(context.Background(), planner.Request{From: from, To: to})
+	if err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	if len(pl.Reasons) != 1 {
+		t.Fatalf("%s: want one change, the plan has %+v", c, pl.Reasons)
+	}
+	return pl
+}
+
+// registries.conf contents: a digest-only mirror; a second one added (safe:
+// reload, no drain); the mirror removed (unsafe: drain).
+const (
+	registriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+
+[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+
+  [[registry.mirror]]
+    location = "mirror.example.com:5000/ocp/release"
+    pull-from-mirror = "digest-only"
+`
+	registriesMirrorAdded = registriesBase + `
+  [[registry.mirror]]
+    location = "mirror2.example.com:5000/ocp/release"
+    pull-from-mirror = "digest-only"
+`
+	registriesMirrorRemoved = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+
+[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+`
+)
+
+func newPlanner(t *testing.T, pols ...planner.Policy) *planner.Planner {
+	t.Helper()
+	p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

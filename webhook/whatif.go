@@ -1,0 +1,293 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/render"
+)
+
+// WaitingChange is how the plan that one group of a pool's nodes waits for
+// would change: the nodes that run From while the pool's target is To.
+type WaitingChange struct {
+	Pool     string
+	From, To string
+	Nodes    int
+	// Updating nodes have started executing the stored plan: the plan
+	// controller keeps it for them (and for the group while they do).
+	Updating int
+	planner.PlanChange
+}
+
+// WhatIf is the what-if preview of a policy edit: the waiting plans that
+// would change.
+type WhatIf struct {
+	Changes []WaitingChange
+	// WaitingNodes run another config than their pool's target, in
+	// WaitingPools pools: their plans were compared.
+	WaitingNodes, WaitingPools int
+}
+
+// WhatIf compares, for every pool, the plans its nodes wait for (each node
+// whose current config is not the pool's target, grouped by that config)
+// with the plans the edited policy set would make, as the plan controller
+// would write them.
+//
+// The plan a group waits for is the one stored in the target's
+// status.postConfigActions for its config. When there is none yet, or it
+// was made with another revision than the active one (the plan controller
+// is about to replace it), the active set's plan is computed instead, so
+// that only the edit's own effect is shown. A group with a node already
+// updating keeps its stored plan, as the plan controller does.
+func (p *Previewer) WhatIf(ctx context.Context, edited *planner.Planner) (*WhatIf, error) {
+	current := p.Active.Planner()
+	if current == nil {
+		return nil, fmt.Errorf("no NodeDisruptionPolicy is active yet")
+	}
+	if pending, err := p.Active.Pending(ctx, p.Client); err != nil {
+		return nil, err
+	} else if len(pending) > 0 {
+		return nil, fmt.Errorf("NodeDisruptionPolicies %s are still being loaded by this replica; try again in a moment", strings.Join(pending, ", "))
+	}
+	pools, err := p.pools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &WhatIf{}
+	for _, pool := range pools {
+		changes, waiting, err := p.whatIfPool(ctx, pool, current, edited)
+		if err != nil {
+			return nil, err
+		}
+		if waiting > 0 {
+			out.WaitingNodes += waiting
+			out.WaitingPools++
+		}
+		out.Changes = append(out.Changes, changes...)
+	}
+	return out, nil
+}
+
+func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPool, current, edited *planner.Planner) ([]WaitingChange, int, error) {
+	target := pool.Spec.Configuration.Name
+	if target == "" {
+		return nil, 0, nil // not rendered yet: nothing is planned
+	}
+	view := p.view(pool)
+	byConfig, err := view.NodesByConfig(ctx)
+	var selErr *render.SelectorError
+	if errors.As(err, &selErr) {
+		return nil, 0, nil // the render controller reports bad selectors
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	type group struct {
+		from            string
+		nodes, updating int
+	}
+	var groups []group
+	waiting := 0
+	for cur, nodes := range byConfig {
+		if cur == "" || cur == target {
+			continue
+		}
+		g := group{from: cur, nodes: len(nodes)}
+		for _, n := range nodes {
+			// As the plan controller tells a node executing its plan.
+			if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target {
+				g.updating++
+			}
+		}
+		groups = append(groups, g)
+		waiting += len(nodes)
+	}
+	if len(groups) == 0 {
+		return nil, 0, nil
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].nodes != groups[j].nodes {
+			return groups[i].nodes > groups[j].nodes
+		}
+		return groups[i].from < groups[j].from
+	})
+	var to ndpmcv1.MachineConfig
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: target}, &to); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, waiting, nil // no target, no plan, before and after
+		}
+		return nil, 0, fmt.Errorf("MachineConfig %q, the target of pool %q: %w", target, pool.Name, err)
+	}
+	toCfg, err := p.configs.Get(&to)
+	if err != nil {
+		return nil, 0, fmt.Errorf("MachineConfig %q, the target of pool %q: %w", target, pool.Name, err)
+	}
+	single, err := view.SingleNode(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []WaitingChange
+	for _, g := range groups {
+		stored := to.Status.PlanFrom(g.from)
+		var before planner.Outcome
+		if stored != nil && (g.updating > 0 || stored.PolicyRevision == current.Engine.Revision()) {
+			before = planner.StoredOutcome(stored)
+		} else {
+			before = planner.OutcomeOf(p.planTarget(ctx, current, pool, g.from, &to, toCfg, single))
+		}
+		after := planner.OutcomeOf(p.planTarget(ctx, edited, pool, g.from, &to, toCfg, single))
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err // a plan cut short is no answer
+		}
+		c := WaitingChange{Pool: pool.Name, From: g.from, To: target, Nodes: g.nodes, PlanChange: planner.PlanChange{Before: before, After: after}}
+		if stored != nil {
+			c.Updating = g.updating
+		}
+		if c.Changed() {
+			out = append(out, c)
+		}
+	}
+	return out, waiting, nil
+}
+
+// planTarget plans one pool's nodes from a config in the cluster to the
+// pool's target, with the given policy set; plans are kept by revision and
+// configs, so a repeated dry-run plans nothing again.
+func (p *Previewer) planTarget(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from string, to *ndpmcv1.MachineConfig, toCfg *planner.Config, single bool) (*planner.Plan, error) {
+	var fromMC ndpmcv1.MachineConfig
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
+		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", from, pool.Name, err)
+	}
+	key := planKey{revision: pl.Engine.Revision(), from: fromMC.UID, fromGen: fromMC.Generation,
+		to: fmt.Sprintf("%s\x00%s\x00%d", to.Name, to.UID, to.Generation), pool: pool.Name + "\x00" + labels.Set(pool.Labels).String(), single: single}
+	if plan, ok := p.plans.get(key); ok {
+		return plan, nil
+	}
+	fromCfg, err := p.configs.Get(&fromMC)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := pl.Plan(ctx, planner.Request{From: fromCfg, To: toCfg, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: single})
+	if err != nil {
+		return nil, err
+	}
+	p.plans.put(key, plan)
+	return plan, nil
+}
+
+// Limits of the what-if warnings. The API server keeps at most 4096
+// characters (runes) of warnings per response; past that it cuts every
+// warning to 256 and drops the rest
+// (k8s.io/apiserver/pkg/endpoints/filters/warning.go). Each line stays
+// within 256, and all of them within a budget that leaves room for other
+// warnings of the same request.
+const (
+	maxWhatIfLine   = 256
+	maxWhatIfBudget = 3072
+)
+
+// NoPendingPlanChanges starts the warning of an edit that changes no plan.
+const NoPendingPlanChanges = "no pending plan changes"
+
+// Warnings writes the what-if as admission warnings: one per changed
+// plan, e.g.
+//
+//	pool worker, 3 nodes rendered-worker-1a2b → rendered-worker-7a8b: Reboot → Restart chronyd.service (no drain)
+//
+// or one saying that no plan changes.
+func (w *WhatIf) Warnings() []string {
+	if len(w.Changes) == 0 {
+		if w.WaitingNodes == 0 {
+			return []string{NoPendingPlanChanges + ": no node is waiting for an update"}
+		}
+		return []string{fmt.Sprintf("%s: the plans of %s in %s stay as they are", NoPendingPlanChanges, count(w.WaitingNodes, "waiting node"), count(w.WaitingPools, "pool"))}
+	}
+	lines := make([]string, 0, len(w.Changes))
+	for _, c := range w.Changes {
+		change := c.PlanChange.String()
+		if c.Updating > 0 {
+			verb := "keep"
+			if c.Updating == 1 {
+				verb = "keeps"
+			}
+			change += fmt.Sprintf(" (%s already updating %s %s)", count(c.Updating, "node"), verb, c.Before)
+		}
+		s := fmt.Sprintf("pool %s, %s %s → %s: %s", c.Pool, count(c.Nodes, "node"), c.From, c.To, change)
+		if utf8.RuneCountInString(s) > maxWhatIfLine {
+			// Long names: the change matters more than the configs'
+			// names, which the pool's status and ndp status show.
+			s = fmt.Sprintf("pool %s, %s: %s", c.Pool, count(c.Nodes, "node"), change)
+		}
+		lines = append(lines, oneLine(s, maxWhatIfLine))
+	}
+	return fitWarnings(lines, maxWhatIfBudget, func(shown int) string {
+		pools := map[string]bool{}
+		nodes := 0
+		for _, c := range w.Changes[shown:] {
+			pools[c.Pool] = true
+			nodes += c.Nodes
+		}
+		more := "more plan change"
+		if len(w.Changes)-shown > 1 {
+			more += "s"
+		}
+		return fmt.Sprintf("and %d %s (%s in %s)", len(w.Changes)-shown, more, count(nodes, "node"), count(len(pools), "pool"))
+	})
+}
+
+// fitWarnings keeps the first lines that fit the budget (in runes) and,
+// when some are left out, a summary of them (given how many are shown).
+func fitWarnings(lines []string, budget int, summary func(shown int) string) []string {
+	total := 0
+	for _, l := range lines {
+		total += utf8.RuneCountInString(l)
+	}
+	if total <= budget {
+		return lines
+	}
+	budget -= maxWhatIfLine // room for the summary, one line at most
+	used, n := 0, 0
+	for n < len(lines) && used+utf8.RuneCountInString(lines[n]) <= budget {
+		used += utf8.RuneCountInString(lines[n])
+		n++
+	}
+	return append(lines[:n:n], oneLine(summary(n), maxWhatIfLine))
+}
+
+// oneLine makes s a valid warning: the API server drops a warning with
+// control characters (an error message's newlines), so they become spaces;
+// it is cut at max runes.
+func oneLine(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max-1]) + "…"
+	}
+	return s
+}
+
+// noWhatIf is the warning of a what-if that could not be made: the request
+// is allowed all the same.
+func noWhatIf(err error) string {
+	msg := err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("not done within the webhook's %s deadline", ValidationDeadline)
+	}
+	return oneLine("ndp: no what-if preview: "+msg, maxWhatIfLine)
+}
