@@ -133,6 +133,17 @@ func DefaultPolicy() Policy {
 	}
 }
 
+// WithDefaultPolicy is pols after the embedded default policy, unless one
+// of them replaces it by name: the set `ndp plan --policy` plans with.
+func WithDefaultPolicy(pols []Policy) []Policy {
+	for _, p := range pols {
+		if p.Name == policies.DefaultPolicyName {
+			return pols
+		}
+	}
+	return append([]Policy{DefaultPolicy()}, pols...)
+}
+
 // libraryModules are loaded with every policy set: data.ndp.lib and the
 // built-in declarative rule.
 func libraryModules() (mods, tests []Module) {

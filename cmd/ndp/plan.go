@@ -138,13 +138,7 @@ func loadPolicies(paths []string, defaults bool) ([]planner.Policy, []planner.Mo
 		return nil, nil, err
 	}
 	if defaults {
-		def := planner.DefaultPolicy()
-		for _, p := range pols {
-			if p.Name == def.Name {
-				return pols, loose, nil
-			}
-		}
-		pols = append([]planner.Policy{def}, pols...)
+		pols = planner.WithDefaultPolicy(pols)
 	}
 	return pols, loose, nil
 }

@@ -1,0 +1,500 @@
+// Command compare measures the disruption ndp avoids. It plans every change
+// of the corpus (examples/corpus/corpus.yaml: realistic day-2 changes, each
+// an old/new rendered MachineConfig pair) with the planner entry point the
+// CLI uses, and prints, per change, ndp's plan next to "reboot on any change"
+// (the Machine Config Operator before node disruption policies: every change
+// drains and reboots the node) with the node-minutes of disruption each costs
+// a pool, under a stated per-action cost model, and the totals.
+//
+// It exits 1 when a plan differs from the one the manifest records, naming
+// the change, and 2 when the corpus cannot be read or planned.
+//
+//	go run ./hack/compare [-manifest examples/corpus/corpus.yaml] [-nodes 100]
+//	    [-drain 3] [-reboot 7] [-restart 0.5] [-reload 0.1] [-daemon-reload 0] [-chart]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ndp-dev/ndp/planner"
+)
+
+// DefaultManifest is the corpus, relative to the repository root.
+const DefaultManifest = "examples/corpus/corpus.yaml"
+
+// Manifest is examples/corpus/corpus.yaml.
+type Manifest struct {
+	Changes []Entry `json:"changes"`
+}
+
+// Entry is one change of the corpus.
+type Entry struct {
+	// Dir holds old.yaml and new.yaml, relative to the manifest.
+	Dir         string `json:"dir"`
+	Description string `json:"description"`
+	// Policies are loaded beyond the built-in defaults, as `ndp plan
+	// --policy` loads them; paths relative to the manifest.
+	Policies []string `json:"policies,omitempty"`
+	// Expect is ndp's plan with the defaults and Policies.
+	Expect Outcome `json:"expect"`
+	// ExpectDefaultsOnly is the plan with the defaults alone; required
+	// when Policies is not empty, and only then.
+	ExpectDefaultsOnly *Outcome `json:"expectDefaultsOnly,omitempty"`
+}
+
+// Outcome is what a plan does: its actions as `ndp plan -o text` prints
+// them, one per item ("Reload crio.service"), drain and reboot.
+type Outcome struct {
+	Actions []string `json:"actions"`
+	Drain   bool     `json:"drain"`
+	Reboot  bool     `json:"reboot"`
+}
+
+func (o Outcome) String() string {
+	s := strings.Join(o.Actions, ", ")
+	if o.Drain && !o.Reboot {
+		s += " (drain)"
+	}
+	return s
+}
+
+func (o Outcome) equal(p Outcome) bool {
+	return o.String() == p.String() && o.Drain == p.Drain && o.Reboot == p.Reboot
+}
+
+func outcomeOf(p *planner.Plan) Outcome {
+	o := Outcome{Actions: make([]string, 0, len(p.Actions)), Drain: p.Drain, Reboot: p.Reboot}
+	for _, a := range p.Actions {
+		o.Actions = append(o.Actions, planner.FormatActions([]planner.Action{a}))
+	}
+	return o
+}
+
+// Costs is the cost model: minutes of disruption per node for each step of
+// a plan, and the pool size.
+type Costs struct {
+	Nodes        int
+	Drain        float64 // cordon and drain: the node's workloads are gone for this long, and for the steps after it
+	Reboot       float64 // reboot until the node is Ready again
+	Restart      float64 // restart of a service
+	Reload       float64 // reload of a service
+	DaemonReload float64 // systemctl daemon-reload
+}
+
+// DefaultCosts are the figures docs/performance.md states.
+var DefaultCosts = Costs{Nodes: 100, Drain: 3, Reboot: 7, Restart: 0.5, Reload: 0.1, DaemonReload: 0}
+
+// PerNode is what one node spends on a plan: the sum of its steps; a
+// reboot absorbs every other action; None costs nothing.
+func (c Costs) PerNode(o Outcome) float64 {
+	m := 0.0
+	if o.Drain {
+		m += c.Drain
+	}
+	if o.Reboot {
+		return m + c.Reboot
+	}
+	for _, a := range o.Actions {
+		switch verb, _, _ := strings.Cut(a, " "); verb {
+		case string(planner.ActionRestart):
+			m += c.Restart
+		case string(planner.ActionReload):
+			m += c.Reload
+		case string(planner.ActionDaemonReload):
+			m += c.DaemonReload
+		case string(planner.ActionReboot):
+			m += c.Reboot
+		}
+	}
+	return m
+}
+
+// RebootOnAny is what every change costs a node under "reboot on any
+// change": a drain, then a reboot.
+func (c Costs) RebootOnAny() float64 { return c.Drain + c.Reboot }
+
+// Row is one change, planned.
+type Row struct {
+	Entry Entry
+	// Plan is ndp's plan with the defaults and the entry's policies;
+	// DefaultsOnly the plan with the defaults alone (nil without policies).
+	Plan, DefaultsOnly *Outcome
+	// Node-minutes for the pool: ndp's plan, the defaults alone (equal to
+	// NDP without policies), reboot on any change, and what ndp saves.
+	NDP, Defaults, RebootOnAny, Saved float64
+}
+
+// Report is the whole corpus, planned.
+type Report struct {
+	Manifest string
+	Costs    Costs
+	Rows     []Row
+	// Totals over the rows.
+	NDP, Defaults, RebootOnAny, Saved float64
+	// Drift names every plan that differs from the manifest.
+	Drift []string
+}
+
+// LoadManifest reads and checks the manifest: every entry names a
+// directory once, has an expectation, and an expectation with the
+// defaults alone exactly when it lists policies.
+func LoadManifest(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(m.Changes) == 0 {
+		return nil, fmt.Errorf("%s: no changes", path)
+	}
+	seen := map[string]bool{}
+	for i, e := range m.Changes {
+		where := fmt.Sprintf("%s: changes[%d]", path, i)
+		switch {
+		case e.Dir == "" || strings.ContainsAny(e.Dir, `/\`):
+			return nil, fmt.Errorf("%s: dir %q: expected a directory name beside the manifest", where, e.Dir)
+		case seen[e.Dir]:
+			return nil, fmt.Errorf("%s: dir %s listed twice", where, e.Dir)
+		case e.Description == "":
+			return nil, fmt.Errorf("%s (%s): description is empty", where, e.Dir)
+		case len(e.Expect.Actions) == 0:
+			return nil, fmt.Errorf("%s (%s): expect.actions is empty", where, e.Dir)
+		case len(e.Policies) > 0 && e.ExpectDefaultsOnly == nil:
+			return nil, fmt.Errorf("%s (%s): lists policies but no expectDefaultsOnly", where, e.Dir)
+		case len(e.Policies) == 0 && e.ExpectDefaultsOnly != nil:
+			return nil, fmt.Errorf("%s (%s): expectDefaultsOnly without policies", where, e.Dir)
+		}
+		seen[e.Dir] = true
+	}
+	return &m, nil
+}
+
+// Run plans every change of the manifest at path with the costs given.
+// Drift is reported in the result, not as an error.
+func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
+	m, err := LoadManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Dir(path)
+	planners := map[string]*planner.Planner{} // by policy paths
+	planWith := func(policies []string, req planner.Request) (*planner.Plan, error) {
+		key := strings.Join(policies, "\x00")
+		p, ok := planners[key]
+		if !ok {
+			paths := make([]string, len(policies))
+			for i, pp := range policies {
+				paths[i] = filepath.Join(base, pp)
+			}
+			pols, err := loadPolicies(paths)
+			if err != nil {
+				return nil, err
+			}
+			if p, err = planner.New(ctx, pols, planner.EngineOptions{}); err != nil {
+				return nil, err
+			}
+			planners[key] = p
+		}
+		return p.Plan(ctx, req)
+	}
+	r := &Report{Manifest: path, Costs: costs}
+	pool := float64(costs.Nodes)
+	for _, e := range m.Changes {
+		dir := filepath.Join(base, e.Dir)
+		from, err := readConfig(filepath.Join(dir, "old.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		to, err := readConfig(filepath.Join(dir, "new.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		req := planner.Request{From: from, To: to}
+		plan, err := planWith(e.Policies, req)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Dir, err)
+		}
+		if len(plan.Unreconcilable) > 0 {
+			return nil, fmt.Errorf("%s: unreconcilable: %v", e.Dir, plan.Unreconcilable)
+		}
+		got := outcomeOf(plan)
+		row := Row{Entry: e, Plan: &got, RebootOnAny: pool * costs.RebootOnAny()}
+		row.NDP = pool * costs.PerNode(got)
+		row.Defaults = row.NDP
+		row.Saved = row.RebootOnAny - row.NDP
+		if !got.equal(e.Expect) {
+			r.Drift = append(r.Drift, fmt.Sprintf("%s: ndp plans %s, the manifest expects %s", e.Dir, describe(got), describe(e.Expect)))
+		}
+		if len(e.Policies) > 0 {
+			def, err := planWith(nil, req)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", e.Dir, err)
+			}
+			d := outcomeOf(def)
+			row.DefaultsOnly = &d
+			row.Defaults = pool * costs.PerNode(d)
+			if !d.equal(*e.ExpectDefaultsOnly) {
+				r.Drift = append(r.Drift, fmt.Sprintf("%s: with the defaults alone ndp plans %s, the manifest expects %s", e.Dir, describe(d), describe(*e.ExpectDefaultsOnly)))
+			}
+		}
+		r.Rows = append(r.Rows, row)
+		r.NDP += row.NDP
+		r.Defaults += row.Defaults
+		r.RebootOnAny += row.RebootOnAny
+		r.Saved += row.Saved
+	}
+	return r, nil
+}
+
+func describe(o Outcome) string {
+	return fmt.Sprintf("[%s] drain=%t reboot=%t", strings.Join(o.Actions, ", "), o.Drain, o.Reboot)
+}
+
+func readConfig(path string) (*planner.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return planner.ParseMachineConfig(path, data)
+}
+
+// loadPolicies is what `ndp plan --policy` loads: the policies at paths,
+// after the built-in default policy unless one of them replaces it.
+func loadPolicies(paths []string) ([]planner.Policy, error) {
+	pols, _, err := planner.LoadPolicies(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return planner.WithDefaultPolicy(pols), nil
+}
+
+// num prints minutes and node-minutes to two decimals at most, without
+// trailing zeros.
+func num(f float64) string { return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64) }
+
+// WriteTable prints the cost model, the table and the totals.
+func WriteTable(w io.Writer, r *Report) error {
+	c := r.Costs
+	var b strings.Builder
+	fmt.Fprintf(&b, "Disruption avoided: %d changes of %s, a pool of %d nodes\n", len(r.Rows), r.Manifest, c.Nodes)
+	fmt.Fprintf(&b, "Cost model, minutes per node: drain %s, reboot %s, restart %s, reload %s, daemon-reload %s, none 0.\n",
+		num(c.Drain), num(c.Reboot), num(c.Restart), num(c.Reload), num(c.DaemonReload))
+	b.WriteString("A plan costs the sum of its steps (a reboot plan: drain + reboot); node-minutes = minutes per node x nodes.\n")
+	fmt.Fprintf(&b, "Reboot on any change (the MCO before node disruption policies): drain + reboot = %s min per node, %s node-minutes per change.\n\n",
+		num(c.RebootOnAny()), num(float64(c.Nodes)*c.RebootOnAny()))
+
+	header := []string{"#", "change", "policies", "ndp plan", "drain", "ndp node-min", "reboot-on-any node-min", "saved"}
+	rows := [][]string{}
+	for i, row := range r.Rows {
+		policies := "defaults"
+		if len(row.Entry.Policies) > 0 {
+			names := make([]string, len(row.Entry.Policies))
+			for j, p := range row.Entry.Policies {
+				names[j] = "+" + strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+			}
+			policies = strings.Join(names, " ")
+		}
+		rows = append(rows, []string{strconv.Itoa(i + 1), row.Entry.Dir, policies, strings.Join(row.Plan.Actions, ", "),
+			yesNo(row.Plan.Drain), num(row.NDP), num(row.RebootOnAny), num(row.Saved)})
+	}
+	pct := 0.0
+	if r.RebootOnAny > 0 {
+		pct = 100 * r.Saved / r.RebootOnAny
+	}
+	rows = append(rows, []string{"", "total", "", fmt.Sprintf("%d of %d changes without a reboot", noReboot(r), len(r.Rows)),
+		fmt.Sprintf("%d", drained(r)), num(r.NDP), num(r.RebootOnAny), fmt.Sprintf("%s (%.1f%%)", num(r.Saved), pct)})
+	writeAligned(&b, header, rows)
+
+	if withPolicies := policyRows(r); len(withPolicies) > 0 {
+		fmt.Fprintf(&b, "\nWith the built-in defaults alone, the %d changes planned with a policy above become:\n", len(withPolicies))
+		for _, row := range withPolicies {
+			fmt.Fprintf(&b, "  %s: %s, %s node-minutes\n", row.Entry.Dir, row.DefaultsOnly, num(row.Defaults))
+		}
+		dpct := 0.0
+		if r.RebootOnAny > 0 {
+			dpct = 100 * (r.RebootOnAny - r.Defaults) / r.RebootOnAny
+		}
+		fmt.Fprintf(&b, "Total with the defaults alone: %s node-minutes, %s saved (%.1f%%).\n", num(r.Defaults), num(r.RebootOnAny-r.Defaults), dpct)
+	}
+	if len(r.Drift) > 0 {
+		fmt.Fprintf(&b, "\nDRIFT: %d plan(s) differ from %s:\n", len(r.Drift), r.Manifest)
+		for _, d := range r.Drift {
+			b.WriteString("  " + d + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func policyRows(r *Report) []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.DefaultsOnly != nil {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func noReboot(r *Report) int {
+	n := 0
+	for _, row := range r.Rows {
+		if !row.Plan.Reboot {
+			n++
+		}
+	}
+	return n
+}
+
+func drained(r *Report) int {
+	n := 0
+	for _, row := range r.Rows {
+		if row.Plan.Drain {
+			n++
+		}
+	}
+	return n
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// writeAligned writes a Markdown table with padded columns: readable in a
+// terminal, rendered as a table on GitHub. Number columns align right.
+func writeAligned(b *strings.Builder, header []string, rows [][]string) {
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = len(h)
+	}
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	right := func(i int) bool { return i == 0 || i >= 5 }
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i, cell := range cells {
+			pad := strings.Repeat(" ", width[i]-len([]rune(cell)))
+			if right(i) {
+				b.WriteString(" " + pad + cell + " |")
+			} else {
+				b.WriteString(" " + cell + pad + " |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	b.WriteString("|")
+	for i := range header {
+		if right(i) {
+			b.WriteString(" " + strings.Repeat("-", width[i]-1) + ": |")
+		} else {
+			b.WriteString(" " + strings.Repeat("-", width[i]) + " |")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		line(r)
+	}
+}
+
+// WriteChart prints a Mermaid xychart-beta: per change, reboot on any change
+// as a line and ndp's node-minutes as bars.
+func WriteChart(w io.Writer, r *Report) error {
+	var b strings.Builder
+	labels := make([]string, len(r.Rows))
+	ndp := make([]string, len(r.Rows))
+	baseline := make([]string, len(r.Rows))
+	top := 0.0
+	for i, row := range r.Rows {
+		labels[i] = fmt.Sprintf("%q", fmt.Sprintf("%02d", i+1))
+		ndp[i] = num(row.NDP)
+		baseline[i] = num(row.RebootOnAny)
+		top = max(top, row.RebootOnAny, row.NDP)
+	}
+	b.WriteString("```mermaid\n")
+	b.WriteString("xychart-beta\n")
+	fmt.Fprintf(&b, "    title \"Node-minutes per change, %d-node pool: ndp (bars) vs reboot on any change (line)\"\n", r.Costs.Nodes)
+	fmt.Fprintf(&b, "    x-axis \"change #\" [%s]\n", strings.Join(labels, ", "))
+	fmt.Fprintf(&b, "    y-axis \"node-minutes\" 0 --> %s\n", num(top*1.1))
+	fmt.Fprintf(&b, "    bar [%s]\n", strings.Join(ndp, ", "))
+	fmt.Fprintf(&b, "    line [%s]\n", strings.Join(baseline, ", "))
+	b.WriteString("```\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: its exit code is 0 when every plan is the one the
+// manifest records, 1 on drift, 2 on a usage error or a corpus that cannot
+// be read or planned.
+func run(args []string, stdout, stderr io.Writer) int {
+	costs := DefaultCosts
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	manifest := fs.String("manifest", DefaultManifest, "the corpus manifest")
+	fs.IntVar(&costs.Nodes, "nodes", costs.Nodes, "nodes in the pool")
+	fs.Float64Var(&costs.Drain, "drain", costs.Drain, "minutes a drain costs a node")
+	fs.Float64Var(&costs.Reboot, "reboot", costs.Reboot, "minutes a reboot costs a node (until it is Ready again)")
+	fs.Float64Var(&costs.Restart, "restart", costs.Restart, "minutes a service restart costs a node")
+	fs.Float64Var(&costs.Reload, "reload", costs.Reload, "minutes a service reload costs a node")
+	fs.Float64Var(&costs.DaemonReload, "daemon-reload", costs.DaemonReload, "minutes a systemd daemon-reload costs a node")
+	chart := fs.Bool("chart", false, "also print the Mermaid chart of docs/performance.md")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "compare: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if costs.Nodes < 1 || costs.Drain < 0 || costs.Reboot < 0 || costs.Restart < 0 || costs.Reload < 0 || costs.DaemonReload < 0 {
+		fmt.Fprintln(stderr, "compare: -nodes must be at least 1 and no cost may be negative")
+		return 2
+	}
+	r, err := Run(context.Background(), *manifest, costs)
+	if err != nil {
+		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return 2
+	}
+	if err := WriteTable(stdout, r); err != nil {
+		fmt.Fprintf(stderr, "compare: %v\n", err)
+		return 2
+	}
+	if *chart {
+		fmt.Fprintln(stdout)
+		if err := WriteChart(stdout, r); err != nil {
+			fmt.Fprintf(stderr, "compare: %v\n", err)
+			return 2
+		}
+	}
+	if len(r.Drift) > 0 {
+		for _, d := range r.Drift {
+			fmt.Fprintf(stderr, "compare: drift: %s\n", d)
+		}
+		return 1
+	}
+	return 0
+}
