@@ -101,7 +101,7 @@ SCALE_NODES ?= 1000
 ## ndp-controller as a process of its own; a None, a Restart and a Reboot change under maxUnavailable 10%. Prints time
 ## against the ideal, peak unavailable nodes per pool from a watch (the run fails over budget), API requests per node,
 ## and the controller's CPU and memory; the figures as Markdown (with charts) in bin/scale.md, the log in bin/scale.log.
-## About 7 minutes at 1,000 nodes on 2 cores; SCALE_NODES=100 takes about 80 s
+## About 5 minutes at 1,000 nodes on 2 cores; SCALE_NODES=100 takes about 80 s
 scale: build control-plane
 	{ KUBEBUILDER_ASSETS=$(BIN) NDP_CONTROLLER_BIN=$(BIN)/ndp-controller NDP_SCALE_NODES=$(SCALE_NODES) NDP_SCALE_REPORT=$(BIN)/scale.md \
 		$(GO) test -tags scale -run '^TestScale$$' -v -count 1 -timeout 60m ./test/scale/; echo $$? > $(BIN)/scale.rc; } 2>&1 | tee $(BIN)/scale.log

@@ -47,7 +47,7 @@ func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plan").
 		For(&mcfgv1.MachineConfigPool{}).
-		Watches(&corev1.Node{}, allPools).
+		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
 		WatchesRawSource(source.Channel(r.Active.Changes(), allPools)).
 		// Pools are independent; planning is CPU-bound.

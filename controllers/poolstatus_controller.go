@@ -119,7 +119,7 @@ func (r *PoolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("poolstatus").
 		For(&mcfgv1.MachineConfigPool{}).
-		Watches(&corev1.Node{}, allPools).
+		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
 		WatchesRawSource(source.Channel(r.Conditions.changes, &handler.EnqueueRequestForObject{})).
 		Complete(r)

@@ -11,12 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -113,21 +111,4 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 func (r *RegistriesReconciler) setCondition(_ context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {
 	r.Conditions.Set(pool.Name, ndpmcv1.ConditionRegistriesDegraded, status, reason, msg)
 	return nil
-}
-
-// enqueueAllPools maps any event to a request for every MachineConfigPool:
-// which pools an object affects depends on selectors, and re-checking a
-// pool is cheap.
-func enqueueAllPools(c client.Client) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		var pools mcfgv1.MachineConfigPoolList
-		if err := c.List(ctx, &pools); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(pools.Items))
-		for _, p := range pools.Items {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
-		}
-		return out
-	})
 }

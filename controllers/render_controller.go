@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -45,10 +47,13 @@ type RenderReconciler struct {
 // label change can move a config from one pool to another.
 func (r *RenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
+	// A rendering depends on the pool's spec and on the MachineConfigs'
+	// specs and labels: the status writes of the other controllers (plans,
+	// pool status), an event per step of every node at scale, are left out.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("render").
-		For(&mcfgv1.MachineConfigPool{}).
-		Watches(&ndpmcv1.MachineConfig{}, allPools).
+		For(&mcfgv1.MachineConfigPool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&ndpmcv1.MachineConfig{}, allPools, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Complete(r)
 }
 
@@ -93,8 +98,14 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := controllerutil.SetControllerReference(&pool, mc, r.Client.Scheme()); err != nil {
 		return reconcile.Result{}, err
 	}
-	// Rendered configs are immutable: the name is the content's digest.
-	if err := r.Client.Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Rendered configs are immutable: the name is the content's digest, so
+	// one already in the cache is this one.
+	var existing ndpmcv1.MachineConfig
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(mc), &existing, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) {
+		if err := r.Client.Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, err
+		}
+	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	if pool.Spec.Configuration.Name != rendered.Name {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -51,8 +53,11 @@ func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rollout").
 		For(&mcfgv1.MachineConfigPool{}).
-		Watches(&corev1.Node{}, allPools).
+		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
+		// Pools are independent (the queue never hands one pool to two
+		// workers): one slow pool must not hold the others back.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
 
@@ -81,7 +86,11 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if target == "" || pool.Spec.Paused {
 		return reconcile.Result{}, nil
 	}
-	nodes, err := render.NewPoolView(r.Client, &pool).Nodes(ctx)
+	// The cache's own nodes, read-only: send patches a copy. A pool of
+	// hundreds of nodes is looked at on every step of every node.
+	view := render.NewPoolView(r.Client, &pool)
+	view.Shared = true
+	nodes, err := view.Nodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, nil // the render controller reports bad selectors
 	}
@@ -141,19 +150,33 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return a.Name < b.Name
 	})
 	waiting := false
+	var picks []*corev1.Node
 	for _, n := range candidates {
-		if out >= budget {
+		if out+len(picks) >= budget {
 			break
 		}
 		if !ready(n) {
 			waiting = true
 			continue
 		}
-		if err := r.send(ctx, n, target); err != nil {
-			return reconcile.Result{}, err
-		}
-		out++
-		r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, out, len(nodes), budget)
+		picks = append(picks, n)
+	}
+	// The picks go out together (each patch still carries the node's
+	// resourceVersion): one at a time, a slice of a large pool would take
+	// longer to send than its nodes take to update.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxParallelSends)
+	for i, n := range picks {
+		g.Go(func() error {
+			if err := r.send(gctx, n, target); err != nil {
+				return err
+			}
+			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, out+i+1, len(nodes), budget)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return reconcile.Result{}, err
 	}
 	if waiting {
 		return reconcile.Result{RequeueAfter: r.recheck()}, nil
@@ -168,12 +191,16 @@ func (r *RolloutReconciler) recheck() time.Duration {
 	return 30 * time.Second
 }
 
+// maxParallelSends bounds the desiredConfig patches a pool sends at once.
+const maxParallelSends = 8
+
 // send sets a node's desiredConfig, only if it is still what the decision
-// was made on (the patch carries the node's resourceVersion).
+// was made on (the patch carries the node's resourceVersion). n may be the
+// cache's own object: the patch's answer goes into a copy.
 func (r *RolloutReconciler) send(ctx context.Context, n *corev1.Node, target string) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": n.ResourceVersion,
 		"annotations":     map[string]string{ndpmcv1.DesiredConfigAnnotation: target},
 	}})
-	return r.Client.Patch(ctx, n, client.RawPatch(types.MergePatchType, patch))
+	return r.Client.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
 }

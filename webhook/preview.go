@@ -306,7 +306,7 @@ func (p *Previewer) singleNode(ctx context.Context) (bool, error) {
 	if p.nodesCounted.Load() {
 		return p.nodes.Load() == 1, nil
 	}
-	return render.SingleNode(ctx, p.Client, client.UnsafeDisableDeepCopy)
+	return render.SingleNode(ctx, p.Client)
 }
 
 // render merges the pool's MachineConfigs, with the overrides in place.

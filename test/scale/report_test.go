@@ -125,8 +125,8 @@ func (r *run) report() {
 		fmt.Fprintf(&text, "%-8s %16s %12s %14s %14s %12s\n", res.change.name, cpu(b.ctrl, a.ctrl), mib(a.ctrlRSS), cpu(b.apiserver, a.apiserver), cpu(b.etcd, a.etcd), cpu(b.self, a.self))
 		fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %s |\n", res.change.name, cpu(b.ctrl, a.ctrl), mib(a.ctrlRSS), cpu(b.apiserver, a.apiserver), cpu(b.etcd, a.etcd), cpu(b.self, a.self))
 	}
-	fmt.Fprintf(&text, "\nndp-controller's reconcilers during each change: reconciles, mean time, busy (reconcile time ÷ the change's time; the plan controller has 2 workers, the others 1):\n")
-	md.WriteString("\n**ndp-controller's reconcilers** (reconciles, mean reconcile time, and reconcile time ÷ the change's time: a single worker at 100% is saturated; plan has 2 workers):\n\n| change | " + strings.Join(controllerNames, " | ") + " |\n|---|" + strings.Repeat("---|", len(controllerNames)) + "\n")
+	fmt.Fprintf(&text, "\nndp-controller's reconcilers during each change: reconciles, mean time, busy (reconcile time ÷ the change's time; over 100%% when a controller runs several workers: plan one per core, rollout 4):\n")
+	md.WriteString("\n**ndp-controller's reconcilers** (reconciles, mean reconcile time, and reconcile time ÷ the change's time: a single worker at 100% is saturated; plan runs one worker per core, rollout 4):\n\n| change | " + strings.Join(controllerNames, " | ") + " |\n|---|" + strings.Repeat("---|", len(controllerNames)) + "\n")
 	for _, res := range r.results {
 		b, a := res.before, res.after
 		var parts, cells []string

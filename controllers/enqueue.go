@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// enqueueAllPools maps any event to a request for every MachineConfigPool:
+// which pools an object affects depends on selectors, and re-checking a
+// pool is cheap.
+func enqueueAllPools(c client.Client) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var pools mcfgv1.MachineConfigPoolList
+		if err := c.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(pools.Items))
+		for _, p := range pools.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+		return out
+	})
+}
+
+// enqueuePoolsOfNode maps a Node's update to the pools whose nodeSelector
+// selects it, before or after the update (a relabelled node leaves one pool
+// and joins another). A node created or deleted wakes every pool: the
+// cluster's node count decides single-node planning. In a large cluster a
+// node's every step (its state, its Ready condition) is an event: waking
+// only its own pool keeps the other pools' reconciles off the queue.
+func enqueuePoolsOfNode(c client.Client) handler.EventHandler {
+	all := enqueueAllPools(c)
+	pools := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...client.Object) {
+		var list mcfgv1.MachineConfigPoolList
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+			if err != nil {
+				// The pool reports its invalid selector when it
+				// reconciles: let it.
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+				continue
+			}
+			for _, n := range nodes {
+				if n != nil && sel.Matches(labels.Set(n.GetLabels())) {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+					break
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc:  all.Create,
+		DeleteFunc:  all.Delete,
+		GenericFunc: all.Generic,
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			pools(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+	}
+}
