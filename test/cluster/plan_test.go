@@ -8,6 +8,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -86,13 +87,17 @@ func sourceMCNamed(t *testing.T, name string) *ndpmcv1.MachineConfig {
 func setCurrent(t *testing.T, names []string, config string) {
 	t.Helper()
 	for _, n := range names {
-		var nd corev1.Node
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
-			t.Fatal(err)
-		}
-		nd.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
-		nd.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
-		if err := k8s.Update(context.Background(), &nd); err != nil {
+		// Retried on conflict: the rollout controller patches nodes too.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var nd corev1.Node
+			if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
+				return err
+			}
+			nd.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
+			nd.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
+			return k8s.Update(context.Background(), &nd)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

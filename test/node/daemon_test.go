@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -352,9 +353,7 @@ func TestAdministratorsCordonIsKept(t *testing.T) {
 	createMC(t, to)
 	h.traceUnit("app.service", "")
 	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
-	n := h.node()
-	n.Spec.Unschedulable = true
-	if err := k8s.Update(ctx, n); err != nil {
+	if err := k8s.Patch(ctx, h.node(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`))); err != nil {
 		t.Fatal(err)
 	}
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})

@@ -18,8 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -101,6 +103,18 @@ func newRollout(t *testing.T, pool string, n int, maxUnavailable intstr.IntOrStr
 	return r
 }
 
+// setPaused pauses or resumes the pool with a patch of that one field, as
+// an administrator's `oc patch` would: the controllers write the pool's
+// status meanwhile, so a whole-object update could conflict.
+func (r *rollout) setPaused(paused bool) {
+	r.t.Helper()
+	p := r.mcp()
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"paused":%t}}`, paused)))
+	if err := k8s.Patch(context.Background(), p, patch); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // target waits for the pool's target and returns it.
 func (r *rollout) target() string {
 	r.t.Helper()
@@ -159,12 +173,16 @@ func (r *rollout) waitDone(config string, timeout time.Duration) {
 // changeChrony edits the pool's chrony MachineConfig.
 func (r *rollout) changeChrony(contents string) {
 	r.t.Helper()
-	var mc ndpmcv1.MachineConfig
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "50-" + r.pool + "-chrony"}, &mc); err != nil {
-		r.t.Fatal(err)
-	}
-	mc.Spec = chronyMC(r.pool, contents).Spec
-	if err := k8s.Update(context.Background(), &mc); err != nil {
+	// Retried on conflict: the plan controller writes MachineConfig status.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var mc ndpmcv1.MachineConfig
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: "50-" + r.pool + "-chrony"}, &mc); err != nil {
+			return err
+		}
+		mc.Spec = chronyMC(r.pool, contents).Spec
+		return k8s.Update(context.Background(), &mc)
+	})
+	if err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -332,10 +350,8 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 			fmt.Sprintf("pool status: %+v", s)
 	})
 
-	p := r.mcp()
-	two := intstr.FromInt(2)
-	p.Spec.MaxUnavailable = &two
-	if err := k8s.Update(context.Background(), p); err != nil {
+	// A patch of the one field: the controllers write the pool's status.
+	if err := k8s.Patch(context.Background(), r.mcp(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxUnavailable":2}}`))); err != nil {
 		t.Fatal(err)
 	}
 	u.reset()
@@ -373,11 +389,7 @@ func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 		sent := r.sentTo(b)
 		return len(sent) == 1 && sent[0] == first.name, fmt.Sprintf("sent to %s: %v", b, sent)
 	})
-	p := r.mcp()
-	p.Spec.Paused = true
-	if err := k8s.Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	r.setPaused(true)
 	first.start()
 	first.waitState(ndpmcv1.StateDone, b, 2*time.Minute)
 	eventually(t, time.Minute, func() (bool, string) {
@@ -389,11 +401,7 @@ func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 		t.Fatalf("nodes sent while the pool is paused: %v", sent)
 	}
 
-	p = r.mcp()
-	p.Spec.Paused = false
-	if err := k8s.Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	r.setPaused(false)
 	r.waitDone(b, 3*time.Minute)
 }
 
