@@ -112,7 +112,7 @@ type fileEntry struct {
 	Entry
 	index int
 	raw   string // the path as written
-	key   string // pathKey of the cleaned path
+	key   string // planner.PathKey of the cleaned path
 }
 
 // Convert maps the MachineConfiguration's spec.nodeDisruptionPolicy onto a
@@ -179,7 +179,7 @@ func Convert(src *Source, opts Options) (*Result, error) {
 			}
 			continue
 		}
-		e.key = pathKey(clean)
+		e.key = planner.PathKey(clean)
 		// /etc/app and /etc/app/ are one path in ndp. In the MCO the longer
 		// spelling wins for everything beneath it (FindClosestFilePolicyPathMatch
 		// keeps the longest), the other applies to a file at /etc/app itself,
@@ -322,14 +322,14 @@ func fileFallback(e *fileEntry, files []*fileEntry) (def, defActions string, cov
 	var bestDefault *defaultRule
 	best := -1
 	for _, o := range files {
-		if o != e && covers(o.key, e.key) && len(o.key) > best {
+		if o != e && planner.Covers(o.key, e.key) && len(o.key) > best {
 			bestUser, bestDefault, best = o, nil, len(o.key)
 		}
 	}
 	for i := range defaultFiles {
 		d := &defaultFiles[i]
 		// A user entry for the same path as a default replaces it.
-		if k := pathKey(d.path); k != e.key && covers(k, e.key) && len(k) > best {
+		if k := planner.PathKey(d.path); k != e.key && planner.Covers(k, e.key) && len(k) > best {
 			bestUser, bestDefault, best = nil, d, len(k)
 		}
 	}

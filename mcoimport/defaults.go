@@ -1,8 +1,6 @@
 package mcoimport
 
 import (
-	"strings"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/planner"
@@ -78,31 +76,11 @@ var defaultFiles = []defaultRule{
 // for SSH keys and the password hash.
 var defaultSSHKey = actionNone
 
-// pathKey is the path an entry names: written with or without a final "/",
-// /etc/app and /etc/app/ are the same path.
-func pathKey(p string) string {
-	if len(p) > 1 {
-		return strings.TrimSuffix(p, "/")
-	}
-	return p
-}
-
-// covers says whether a policy path claims a file path, as the MCO's
-// FindClosestFilePolicyPathMatch does (pkg/controller/common/helpers.go):
-// the path itself, or anything beneath it (IsSubdirectory: Clean(policy)+"/"
-// is a prefix of the file's path). /etc/app covers /etc/app/conf.d/x.conf,
-// never /etc/app2/x. As in the MCO, "/" covers nothing but itself: its
-// prefix would be "//".
-func covers(policyPath, file string) bool {
-	k := pathKey(policyPath)
-	return k == file || k != "/" && strings.HasPrefix(file, k+"/")
-}
-
 // defaultFor is the default file rule for exactly this path (written with
 // or without a final "/"), if any.
 func defaultFor(path string) (defaultRule, bool) {
 	for _, d := range defaultFiles {
-		if pathKey(d.path) == pathKey(path) {
+		if planner.PathKey(d.path) == planner.PathKey(path) {
 			return d, true
 		}
 	}
