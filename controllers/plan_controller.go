@@ -97,7 +97,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		froms[cur] = true
 		for _, n := range nodes {
-			if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target {
+			if ndpmcv1.ExecutingPlanTo(n.Annotations, target) {
 				updating[cur] = true
 			}
 		}

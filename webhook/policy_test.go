@@ -2,31 +2,33 @@ package webhook
 
 import (
 	"context"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
 const chronyNDP = `{"apiVersion":"ndp.dev/v1alpha1","kind":"NodeDisruptionPolicy","metadata":{"name":"chrony"},"spec":{"files":[{"path":"/etc/chrony.conf","actions":[{"type":"Restart","restart":{"serviceName":"chronyd.service"}}]}]}}`
 
-func renderedMC(t *testing.T, name, ign string) *ndpmcv1.MachineConfig {
-	t.Helper()
-	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Generation: 1, Labels: map[string]string{ndpmcv1.RenderedForLabel: "worker"}},
+func renderedMC(name, ign string) *ndpmcv1.MachineConfig {
+	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RenderedForLabel: "worker"}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(ign)}}}
 }
 
@@ -35,19 +37,59 @@ func whatIfNode(name, current, state, desired string) *corev1.Node {
 		Annotations: map[string]string{ndpmcv1.CurrentConfigAnnotation: current, ndpmcv1.DesiredConfigAnnotation: desired, ndpmcv1.StateAnnotation: state}}}
 }
 
-// policyValidation serves a pool "worker" whose three nodes run
+// apiServer is a real kube-apiserver and etcd with ndp's and openshift/api's
+// CRDs, started once for the package's tests and stopped by TestMain.
+var apiServer struct {
+	once sync.Once
+	env  *envtest.Environment
+	c    client.Client
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if apiServer.env != nil {
+		_ = apiServer.env.Stop()
+	}
+	os.Exit(code)
+}
+
+func cluster(t *testing.T) client.Client {
+	t.Helper()
+	apiServer.once.Do(func() {
+		assets, err := controlplane.Assets("..", "kube-apiserver", "etcd")
+		if err != nil {
+			apiServer.err = err
+			return
+		}
+		apiServer.env = controlplane.Environment("..", assets, false)
+		cfg, err := apiServer.env.Start()
+		if err != nil {
+			apiServer.err = err
+			return
+		}
+		apiServer.c, apiServer.err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	})
+	if apiServer.err != nil {
+		t.Fatal(apiServer.err)
+	}
+	return apiServer.c
+}
+
+// policyValidation serves, from a real API server, a pool "worker" whose
+// nodes (given by the caller, replacing any earlier test's) run
 // rendered-worker-a while its target, rendered-worker-b, adds chrony.conf;
-// the target's status holds the default policy's plan, a reboot. The
-// nodes are given by the caller.
-func policyValidation(t *testing.T, nodes ...client.Object) *PolicyValidation {
+// the target's status holds the default policy's plan, a reboot.
+func policyValidation(t *testing.T, nodes ...*corev1.Node) *PolicyValidation {
 	t.Helper()
 	ctx := context.Background()
+	c := cluster(t)
 	active := policyset.NewActivePolicies(planner.EngineOptions{})
 	if err := active.Put(ctx, planner.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
-	a := renderedMC(t, "rendered-worker-a", `{"ignition":{"version":"3.4.0"}}`)
-	b := renderedMC(t, "rendered-worker-b", `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,pool%20x"}}]}}`)
+	a := renderedMC("rendered-worker-a", `{"ignition":{"version":"3.4.0"}}`)
+	b := renderedMC("rendered-worker-b", `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,pool%20x"}}]}}`)
 	from, err := planner.NewConfig(a.Name, a.Spec)
 	if err != nil {
 		t.Fatal(err)
@@ -60,13 +102,31 @@ func policyValidation(t *testing.T, nodes ...client.Object) *PolicyValidation {
 	if err != nil || !plan.Reboot {
 		t.Fatalf("the default plan: %+v %v", plan, err)
 	}
-	b.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan.PostConfigActions()}
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}, Spec: mcfgv1.MachineConfigPoolSpec{
 		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "worker"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}},
 		Configuration:         mcfgv1.MachineConfigPoolStatusConfiguration{ObjectReference: corev1.ObjectReference{Name: b.Name}},
 	}}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(append([]client.Object{a, b, pool}, nodes...)...).Build()
+	for _, o := range []client.Object{a, b, pool} {
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+		t.Fatal(err)
+	}
+	b.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan.PostConfigActions()}
+	if err := c.Status().Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteAllOf(ctx, &corev1.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: c, Active: active},
 		Decoder:   admission.NewDecoder(scheme.New()),
@@ -85,7 +145,7 @@ func policyRequest(op admissionv1.Operation, name, object string, dryRun bool) a
 }
 
 func TestPolicyDryRunWhatIf(t *testing.T) {
-	done := func(n string) client.Object { return whatIfNode(n, "rendered-worker-a", "Done", "rendered-worker-a") }
+	done := func(n string) *corev1.Node { return whatIfNode(n, "rendered-worker-a", "Done", "rendered-worker-a") }
 	h := policyValidation(t, done("w1"), done("w2"), done("w3"))
 	ctx := context.Background()
 

@@ -282,7 +282,7 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 		return froms[i] < froms[j]
 	})
 	for _, from := range froms {
-		plan, err := p.plan(ctx, pl, pool, from, r, single)
+		plan, err := p.plan(ctx, pl, pool, from, r.Name, r.config, single)
 		if err != nil {
 			return nil, err
 		}
@@ -394,13 +394,16 @@ func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*planner.
 	return cfg, digest, nil
 }
 
-// plan plans one pool's nodes from a config in the cluster to a rendering.
-func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from string, to *rendering, single bool) (*planner.Plan, error) {
+// plan plans one pool's nodes from a config in the cluster to toCfg (a
+// rendering, or the pool's target in the cluster, named by toKey), with the
+// given policy set; plans are kept by revision and configs, so a repeated
+// dry-run plans nothing again.
+func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from, toKey string, toCfg *planner.Config, single bool) (*planner.Plan, error) {
 	var fromMC ndpmcv1.MachineConfig
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
 		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", from, pool.Name, err)
 	}
-	key := planKey{revision: pl.Engine.Revision(), from: fromMC.UID, fromGen: fromMC.Generation, to: to.Name, pool: pool.Name + "\x00" + labels.Set(pool.Labels).String(), single: single}
+	key := planKey{revision: pl.Engine.Revision(), from: fromMC.UID, fromGen: fromMC.Generation, to: toKey, pool: pool.Name + "\x00" + labels.Set(pool.Labels).String(), single: single}
 	if plan, ok := p.plans.get(key); ok {
 		return plan, nil
 	}
@@ -408,7 +411,7 @@ func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.
 	if err != nil {
 		return nil, err
 	}
-	plan, err := pl.Plan(ctx, planner.Request{From: fromCfg, To: to.config, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: single})
+	plan, err := pl.Plan(ctx, planner.Request{From: fromCfg, To: toCfg, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: single})
 	if err != nil {
 		return nil, err
 	}

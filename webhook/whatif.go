@@ -11,7 +11,6 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -106,8 +105,7 @@ func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		}
 		g := group{from: cur, nodes: len(nodes)}
 		for _, n := range nodes {
-			// As the plan controller tells a node executing its plan.
-			if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target {
+			if ndpmcv1.ExecutingPlanTo(n.Annotations, target) {
 				g.updating++
 			}
 		}
@@ -145,9 +143,9 @@ func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		if stored != nil && (g.updating > 0 || stored.PolicyRevision == current.Engine.Revision()) {
 			before = planner.StoredOutcome(stored)
 		} else {
-			before = planner.OutcomeOf(p.planTarget(ctx, current, pool, g.from, &to, toCfg, single))
+			before = planner.OutcomeOf(p.plan(ctx, current, pool, g.from, targetKey(&to), toCfg, single))
 		}
-		after := planner.OutcomeOf(p.planTarget(ctx, edited, pool, g.from, &to, toCfg, single))
+		after := planner.OutcomeOf(p.plan(ctx, edited, pool, g.from, targetKey(&to), toCfg, single))
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err // a plan cut short is no answer
 		}
@@ -162,29 +160,11 @@ func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	return out, waiting, nil
 }
 
-// planTarget plans one pool's nodes from a config in the cluster to the
-// pool's target, with the given policy set; plans are kept by revision and
-// configs, so a repeated dry-run plans nothing again.
-func (p *Previewer) planTarget(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from string, to *ndpmcv1.MachineConfig, toCfg *planner.Config, single bool) (*planner.Plan, error) {
-	var fromMC ndpmcv1.MachineConfig
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
-		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", from, pool.Name, err)
-	}
-	key := planKey{revision: pl.Engine.Revision(), from: fromMC.UID, fromGen: fromMC.Generation,
-		to: fmt.Sprintf("%s\x00%s\x00%d", to.Name, to.UID, to.Generation), pool: pool.Name + "\x00" + labels.Set(pool.Labels).String(), single: single}
-	if plan, ok := p.plans.get(key); ok {
-		return plan, nil
-	}
-	fromCfg, err := p.configs.Get(&fromMC)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := pl.Plan(ctx, planner.Request{From: fromCfg, To: toCfg, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: single})
-	if err != nil {
-		return nil, err
-	}
-	p.plans.put(key, plan)
-	return plan, nil
+// targetKey names a MachineConfig in the cluster in the previewer's plan
+// cache: by name, uid and generation (a rendering is keyed by its name,
+// the digest of its content).
+func targetKey(mc *ndpmcv1.MachineConfig) string {
+	return fmt.Sprintf("%s\x00%s\x00%d", mc.Name, mc.UID, mc.Generation)
 }
 
 // Limits of the what-if warnings. The API server keeps at most 4096

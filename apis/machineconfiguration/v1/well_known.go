@@ -32,6 +32,13 @@ const (
 	StateUnreconcilable = "Unreconcilable"
 )
 
+// ExecutingPlanTo tells, from a node's annotations, whether its daemon is
+// executing the plan to target: such a node keeps the plan it started with,
+// whatever the policies become meanwhile.
+func ExecutingPlanTo(nodeAnnotations map[string]string, target string) bool {
+	return nodeAnnotations[StateAnnotation] == StateWorking && nodeAnnotations[DesiredConfigAnnotation] == target
+}
+
 // Labels and annotations of MachineConfigs.
 const (
 	// RoleLabel selects the MachineConfigs of a pool, as the MCO's pools do.
