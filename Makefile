@@ -54,10 +54,10 @@ test-fuzz:
 ## of each new input (the daemon's target is slow: at Go's default of 60s, minimizing would take most of the run)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
-	$(GO) test -run '^$$' -fuzz '^FuzzRegistriesConf$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/registries/
+	$(GO) test -run '^$$' -fuzz '^FuzzRegistriesConf$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./registries/
 	$(GO) test -run '^$$' -fuzz '^FuzzNodeDisruptionPolicy$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
 	$(GO) test -run '^$$' -fuzz '^FuzzDaemonPlan$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./daemon/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/machineconfig/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./machineconfig/
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
 
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio, and vs the floor (a

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policies"
 	"github.com/ndp-dev/ndp/policyset"
 )
@@ -69,7 +69,7 @@ const DefaultPolicyName = policies.DefaultPolicyName
 // DefaultNodeDisruptionPolicy is the desired `default` policy: priority 0,
 // the embedded default Rego and its tests.
 func DefaultNodeDisruptionPolicy() *v1alpha1.NodeDisruptionPolicy {
-	def := planner.DefaultPolicy()
+	def := policy.DefaultPolicy()
 	prio := v1alpha1.DefaultsPriority
 	p := &v1alpha1.NodeDisruptionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
@@ -316,16 +316,16 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // restorePrevious re-activates the spec recorded as active in the status,
 // when this controller has no revision of the policy in memory (it
 // restarted since): it must still compile and produce the recorded revision.
-func (r *PolicyReconciler) restorePrevious(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, bool) {
+func (r *PolicyReconciler) restorePrevious(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (policy.Policy, bool) {
 	if ndp.Status.ActiveSpec == nil || ndp.Status.Revision == "" {
-		return planner.Policy{}, false
+		return policy.Policy{}, false
 	}
 	prev := ndp.DeepCopy()
 	prev.Spec = *ndp.Status.ActiveSpec
 	pol, _, err := r.checker().Check(ctx, prev)
 	if err != nil || pol.Revision() != ndp.Status.Revision || r.Active.Put(ctx, pol) != nil {
 		log.FromContext(ctx).Info("the recorded active revision cannot be restored", "revision", ndp.Status.Revision, "error", err)
-		return planner.Policy{}, false
+		return policy.Policy{}, false
 	}
 	return pol, true
 }
@@ -353,7 +353,7 @@ func truncate(s string, n int) string {
 
 // stripActiveSetPrefix keeps the policy error of a failed set compile.
 func stripActiveSetPrefix(err error) error {
-	var pe *planner.PolicyError
+	var pe *policy.Error
 	if errors.As(err, &pe) {
 		return pe
 	}

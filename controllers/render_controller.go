@@ -20,7 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -137,15 +138,15 @@ func (r *RenderReconciler) unreconcilable(ctx context.Context, pool *mcfgv1.Mach
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: current}, &mc); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	from, err := planner.NewConfig(mc.Name, mc.Spec)
+	from, err := machineconfig.New(mc.Name, mc.Spec)
 	if err != nil {
 		return "", nil // an unreadable current config cannot block the fix
 	}
-	to, err := planner.NewConfig(rendered.Name, rendered.Spec)
+	to, err := machineconfig.New(rendered.Name, rendered.Spec)
 	if err != nil {
 		return "", err
 	}
-	cs, err := planner.Diff(from, to)
+	cs, err := changeset.Diff(from, to)
 	if err != nil || len(cs.Unreconcilable) == 0 {
 		return "", err
 	}

@@ -5,7 +5,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -15,7 +15,7 @@ const LeaderElectionID = "ndp-controller.ndp.dev"
 // SetupWithManager wires every ndp controller into mgr, sharing one active
 // policy set, and returns that set. ndp-controller and the cluster tests
 // call it, so the tests run exactly the wiring that ships.
-func SetupWithManager(mgr ctrl.Manager, opts planner.EngineOptions) (*policyset.ActivePolicies, error) {
+func SetupWithManager(mgr ctrl.Manager, opts engine.Options) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(opts)
 	conds := NewPoolConditions()
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/planner/machineconfig"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // DefaultBootIDPath is where Linux tells the current boot's ID.

@@ -11,7 +11,7 @@ import (
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 
-	"github.com/ndp-dev/ndp/planner/machineconfig"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // CoreUser is the only user whose SSH keys and password a MachineConfig

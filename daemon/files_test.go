@@ -9,7 +9,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ndp-dev/ndp/planner/machineconfig"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 func config(t *testing.T, name, ign string) *machineconfig.Config {

@@ -38,7 +38,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // DefaultName is the generated policy's name unless Options.Name is set.
@@ -130,7 +133,7 @@ func Convert(src *Source, opts Options) (*Result, error) {
 	res := &Result{Source: src}
 	var errs []error
 	fail := func(fld string, err error) {
-		errs = append(errs, &planner.InputError{Object: src.object(), Field: fld, Line: src.line(fld), Err: err})
+		errs = append(errs, &machineconfig.InputError{Object: src.object(), Field: fld, Line: src.line(fld), Err: err})
 	}
 
 	// Files: check each, then decide against the defaults and the others.
@@ -173,13 +176,13 @@ func Convert(src *Source, opts Options) (*Result, error) {
 			e.Note = fmt.Sprintf("written %q in the MachineConfiguration", f.Path)
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: path %q imported as %q", e.Field, f.Path, clean))
 		}
-		if fe := entryErrors(planner.Policy{Name: "import", Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: clean, Actions: f.Actions}}}, "spec.files[0]", fld); len(fe) > 0 {
+		if fe := entryErrors(policy.Policy{Name: "import", Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: clean, Actions: f.Actions}}}, "spec.files[0]", fld); len(fe) > 0 {
 			for _, err := range fe {
 				fail(err.Field, errors.New(err.ErrorBody()))
 			}
 			continue
 		}
-		e.key = planner.PathKey(clean)
+		e.key = changeset.PathKey(clean)
 		// /etc/app and /etc/app/ are one path in ndp. In the MCO the longer
 		// spelling wins for everything beneath it (FindClosestFilePolicyPathMatch
 		// keeps the longest), the other applies to a file at /etc/app itself,
@@ -234,7 +237,7 @@ func Convert(src *Source, opts Options) (*Result, error) {
 			fail(fmt.Sprintf("%s.actions[%d].type", fld, special), specialError("unit "+string(u.Name)))
 			continue
 		}
-		if fe := entryErrors(planner.Policy{Name: "import", Units: []operatorv1.NodeDisruptionPolicySpecUnit{u}}, "spec.units[0]", fld); len(fe) > 0 {
+		if fe := entryErrors(policy.Policy{Name: "import", Units: []operatorv1.NodeDisruptionPolicySpecUnit{u}}, "spec.units[0]", fld); len(fe) > 0 {
 			for _, err := range fe {
 				fail(err.Field, errors.New(err.ErrorBody()))
 			}
@@ -265,7 +268,7 @@ func Convert(src *Source, opts Options) (*Result, error) {
 		e := Entry{Field: fld, Line: src.line(fld), Kind: "sshkey", Actions: acts}
 		if special, ok := specialIndex(acts); ok {
 			fail(fmt.Sprintf("%s.actions[%d].type", fld, special), specialError("sshkey"))
-		} else if fe := entryErrors(planner.Policy{Name: "import", SSHKey: &operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: acts}}, "spec.sshkey", fld); len(fe) > 0 {
+		} else if fe := entryErrors(policy.Policy{Name: "import", SSHKey: &operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: acts}}, "spec.sshkey", fld); len(fe) > 0 {
 			for _, err := range fe {
 				fail(err.Field, errors.New(err.ErrorBody()))
 			}
@@ -300,7 +303,7 @@ func Convert(src *Source, opts Options) (*Result, error) {
 	}
 	// What the API server and the policy controller check: entry by entry
 	// it passed already, so a failure here is a bug of the conversion.
-	pol := planner.PolicyFromAPI("", res.Policy, 0, 0)
+	pol := policy.FromAPI("", res.Policy, 0, 0)
 	if errs := pol.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("internal error: the imported policy is invalid: %v", errs.ToAggregate())
 	}
@@ -322,14 +325,14 @@ func fileFallback(e *fileEntry, files []*fileEntry) (def, defActions string, cov
 	var bestDefault *defaultRule
 	best := -1
 	for _, o := range files {
-		if o != e && planner.Covers(o.key, e.key) && len(o.key) > best {
+		if o != e && changeset.Covers(o.key, e.key) && len(o.key) > best {
 			bestUser, bestDefault, best = o, nil, len(o.key)
 		}
 	}
 	for i := range defaultFiles {
 		d := &defaultFiles[i]
 		// A user entry for the same path as a default replaces it.
-		if k := planner.PathKey(d.path); k != e.key && planner.Covers(k, e.key) && len(k) > best {
+		if k := changeset.PathKey(d.path); k != e.key && changeset.Covers(k, e.key) && len(k) > best {
 			bestUser, bestDefault, best = nil, d, len(k)
 		}
 	}
@@ -397,7 +400,7 @@ func specialError(what string) error {
 // entryErrors validates one entry with ndp's own rules (the API's:
 // planner.Policy.Validate) and names the errors by the MachineConfiguration
 // field: from "spec.files[0]..." to "spec.nodeDisruptionPolicy.files[3]...".
-func entryErrors(p planner.Policy, from, to string) field.ErrorList {
+func entryErrors(p policy.Policy, from, to string) field.ErrorList {
 	errs := p.Validate()
 	for _, e := range errs {
 		e.Field = to + strings.TrimPrefix(e.Field, from)

@@ -15,7 +15,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // Kind and APIVersion of the object imported.
@@ -106,7 +106,7 @@ func yamlError(object string, doc document, err error) error {
 		msg = strings.TrimSpace(strings.Replace(msg, m[0], "", 1))
 		msg = strings.TrimSpace(strings.TrimPrefix(msg, "unmarshal errors: "))
 	}
-	return &planner.InputError{Object: object, Line: line, Err: fmt.Errorf("malformed YAML: %s", msg)}
+	return &machineconfig.InputError{Object: object, Line: line, Err: fmt.Errorf("malformed YAML: %s", msg)}
 }
 
 // decoded is one MachineConfiguration found in a file.
@@ -130,7 +130,7 @@ type decoded struct {
 // a warning. origin names the file in messages.
 func Read(origin string, data []byte) (*Source, []string, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil, &planner.InputError{Object: origin, Err: errors.New("empty file, expected a MachineConfiguration (operator.openshift.io/v1)")}
+		return nil, nil, &machineconfig.InputError{Object: origin, Err: errors.New("empty file, expected a MachineConfiguration (operator.openshift.io/v1)")}
 	}
 	var found []decoded
 	var warnings []string
@@ -156,7 +156,7 @@ func Read(origin string, data []byte) (*Source, []string, error) {
 		}
 		root := node.Content[0]
 		if root.Kind != yamlv3.MappingNode {
-			return nil, nil, &planner.InputError{Object: object, Line: root.Line + doc.first - 1, Err: errors.New("expected a MachineConfiguration object (a YAML mapping)")}
+			return nil, nil, &machineconfig.InputError{Object: object, Line: root.Line + doc.first - 1, Err: errors.New("expected a MachineConfiguration object (a YAML mapping)")}
 		}
 		lines := &lineFinder{root: root, offset: doc.first - 1}
 		var meta struct {
@@ -191,7 +191,7 @@ func Read(origin string, data []byte) (*Source, []string, error) {
 	var pick *decoded
 	switch {
 	case len(found) == 0:
-		return nil, nil, &planner.InputError{Object: origin, Err: errors.New("no MachineConfiguration in the file")}
+		return nil, nil, &machineconfig.InputError{Object: origin, Err: errors.New("no MachineConfiguration in the file")}
 	case len(found) == 1:
 		pick = &found[0]
 	default:
@@ -200,13 +200,13 @@ func Read(origin string, data []byte) (*Source, []string, error) {
 			names = append(names, strconv.Quote(found[i].mc.Name))
 			if found[i].mc.Name == ClusterName {
 				if pick != nil {
-					return nil, nil, &planner.InputError{Object: origin, Err: fmt.Errorf("holds two MachineConfigurations named %q", ClusterName)}
+					return nil, nil, &machineconfig.InputError{Object: origin, Err: fmt.Errorf("holds two MachineConfigurations named %q", ClusterName)}
 				}
 				pick = &found[i]
 			}
 		}
 		if pick == nil {
-			return nil, nil, &planner.InputError{Object: origin, Err: fmt.Errorf("holds %d MachineConfigurations (%s) and none is %q, the one the MCO reads: keep one", len(found), strings.Join(names, ", "), ClusterName)}
+			return nil, nil, &machineconfig.InputError{Object: origin, Err: fmt.Errorf("holds %d MachineConfigurations (%s) and none is %q, the one the MCO reads: keep one", len(found), strings.Join(names, ", "), ClusterName)}
 		}
 		warnings = append(warnings, fmt.Sprintf("%s holds %d MachineConfigurations: importing %q, the one the MCO reads, and ignoring %s", origin, len(found), ClusterName, strings.Join(without(names, strconv.Quote(ClusterName)), ", ")))
 	}
@@ -259,7 +259,7 @@ func decodeObject(object string, raw []byte, lines *lineFinder, prefix string) (
 		} else if meta.Kind != Kind && meta.APIVersion != "" {
 			what = fmt.Sprintf("%s %s", meta.APIVersion, meta.Kind)
 		}
-		return decoded{}, nil, &planner.InputError{Object: object, Field: prefix + field, Line: lines.line(prefix + field),
+		return decoded{}, nil, &machineconfig.InputError{Object: object, Field: prefix + field, Line: lines.line(prefix + field),
 			Err: fmt.Errorf("is %s, expected %s %s (the MCO's operator configuration, `oc get machineconfiguration cluster -o yaml`)", what, APIVersion, Kind)}
 	}
 	var mc operatorv1.MachineConfiguration
@@ -272,7 +272,7 @@ func decodeObject(object string, raw []byte, lines *lineFinder, prefix string) (
 	for _, se := range strict {
 		m := strictField.FindStringSubmatch(se.Error())
 		if m == nil {
-			errs = append(errs, &planner.InputError{Object: object, Err: se})
+			errs = append(errs, &machineconfig.InputError{Object: object, Err: se})
 			continue
 		}
 		kind, field := m[1], m[2]
@@ -281,7 +281,7 @@ func decodeObject(object string, raw []byte, lines *lineFinder, prefix string) (
 			if kind == "duplicate" {
 				msg = "duplicate field"
 			}
-			errs = append(errs, &planner.InputError{Object: object, Field: prefix + field, Line: lines.line(prefix + field), Err: errors.New(msg)})
+			errs = append(errs, &machineconfig.InputError{Object: object, Field: prefix + field, Line: lines.line(prefix + field), Err: errors.New(msg)})
 			continue
 		}
 		where := prefix + field
@@ -307,10 +307,10 @@ func typeError(object, prefix string, raw []byte, err error, lines *lineFinder) 
 		if field == "" {
 			field = te.Field
 		}
-		return &planner.InputError{Object: object, Field: prefix + field, Line: lines.line(prefix + field),
+		return &machineconfig.InputError{Object: object, Field: prefix + field, Line: lines.line(prefix + field),
 			Err: fmt.Errorf("is a %s, expected %s", te.Value, typeName(te.Type.String()))}
 	}
-	return &planner.InputError{Object: object, Err: err}
+	return &machineconfig.InputError{Object: object, Err: err}
 }
 
 func typeName(t string) string {

@@ -3,7 +3,8 @@ package mcoimport
 import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // Action is one NodeDisruptionPolicy action, openshift/api's shape.
@@ -21,7 +22,7 @@ type Action = operatorv1.NodeDisruptionPolicySpecAction
 const SpecialAction = operatorv1.NodeDisruptionPolicySpecActionType(operatorv1.SpecialStatusAction)
 
 // RegistriesConf is the only path the MCO gives the Special action.
-const RegistriesConf = planner.RegistriesConfPath
+const RegistriesConf = registries.ConfPath
 
 // defaultRule is one row of ndp's built-in default policy, in the MCO's
 // terms: a path (or unit) and the actions a change of it gets when no other
@@ -80,7 +81,7 @@ var defaultSSHKey = actionNone
 // or without a final "/"), if any.
 func defaultFor(path string) (defaultRule, bool) {
 	for _, d := range defaultFiles {
-		if planner.PathKey(d.path) == planner.PathKey(path) {
+		if changeset.PathKey(d.path) == changeset.PathKey(path) {
 			return d, true
 		}
 	}

@@ -6,7 +6,10 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // change is one change between two rendered configs, of one kind.
@@ -29,7 +32,7 @@ func (c change) String() string {
 }
 
 // configs are the rendered configs before and after the change.
-func (c change) configs(t *testing.T) (from, to *planner.Config) {
+func (c change) configs(t *testing.T) (from, to *machineconfig.Config) {
 	t.Helper()
 	ign := func(version int) map[string]any {
 		cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
@@ -60,7 +63,7 @@ func (c change) configs(t *testing.T) (from, to *planner.Config) {
 		cfg["passwd"] = map[string]any{"users": []any{user}}
 		return cfg
 	}
-	doc := func(name string, version int) *planner.Config {
+	doc := func(name string, version int) *machineconfig.Config {
 		b, err := json.Marshal(map[string]any{
 			"apiVersion": "machineconfiguration.openshift.io/v1",
 			"kind":       "MachineConfig",
@@ -70,7 +73,7 @@ func (c change) configs(t *testing.T) (from, to *planner.Config) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := planner.ParseMachineConfig(name+".json", b)
+		cfg, err := machineconfig.Parse(name+".json", b)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -119,9 +122,9 @@ const (
 `
 )
 
-func newPlanner(t *testing.T, pols ...planner.Policy) *planner.Planner {
+func newPlanner(t *testing.T, pols ...policy.Policy) *planner.Planner {
 	t.Helper()
-	p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

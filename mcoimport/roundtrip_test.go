@@ -16,6 +16,9 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/mcoimport"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -78,14 +81,14 @@ func TestRoundTripMatchesTheMCO(t *testing.T) {
 	if ndp.Kind != v1alpha1.Kind || ndp.APIVersion != v1alpha1.GroupVersion.String() || ndp.Name != mcoimport.DefaultName || ndp.EffectivePriority() != v1alpha1.UserDefaultPriority {
 		t.Errorf("kind, name or priority: %s %s %q %d", ndp.APIVersion, ndp.Kind, ndp.Name, ndp.EffectivePriority())
 	}
-	apiPolicy := planner.PolicyFromAPI("", &ndp, 0, 0)
+	apiPolicy := policy.FromAPI("", &ndp, 0, 0)
 	if errs := apiPolicy.Validate(); len(errs) > 0 {
 		t.Fatalf("the API's rules refuse the imported policy: %v", errs)
 	}
 	// The check the policy controller and the admission webhook run.
 	ctx := context.Background()
-	active := policyset.NewActivePolicies(planner.EngineOptions{})
-	if err := active.Put(ctx, planner.DefaultPolicy()); err != nil {
+	active := policyset.NewActivePolicies(engine.Options{})
+	if err := active.Put(ctx, policy.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	// No client: the imported policy has no bundle to read.
@@ -94,7 +97,7 @@ func TestRoundTripMatchesTheMCO(t *testing.T) {
 		t.Fatalf("the policy checker refuses the imported policy: %s %v", reason, err)
 	}
 	// As `ndp plan --policy imported.yaml` reads it.
-	pols, err := planner.ParseNodeDisruptionPolicies("imported.yaml", out)
+	pols, err := loader.ParseNodeDisruptionPolicies("imported.yaml", out)
 	if err != nil || len(pols) != 1 {
 		t.Fatalf("ndp plan cannot read the imported policy: %v", err)
 	}

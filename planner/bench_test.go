@@ -12,8 +12,11 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/oracle"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // benchDirs are where rendered configs keep their files.
@@ -64,7 +67,7 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 			path = benchTablePaths[i]
 		}
 		data := fmt.Sprintf("# file %d, rendered from a MachineConfig template\n%s", i, strings.Repeat(fmt.Sprintf("setting.%d = some value for the node %d\n", i%7, i%13), 8))
-		if path == planner.RegistriesConfPath {
+		if path == registries.ConfPath {
 			data = benchRegistries
 		}
 		if edited[i] {
@@ -127,7 +130,7 @@ func BenchmarkPlan(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				from, to := benchParse(b, oldDoc, newDoc)
-				cs, err := planner.Diff(from, to)
+				cs, err := changeset.Diff(from, to)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -182,12 +185,12 @@ func benchSizes(b *testing.B, body func(b *testing.B, n, changed int)) {
 	}
 }
 
-func benchParse(b *testing.B, oldDoc, newDoc []byte) (from, to *planner.Config) {
-	from, err := planner.ParseMachineConfig("old", oldDoc)
+func benchParse(b *testing.B, oldDoc, newDoc []byte) (from, to *machineconfig.Config) {
+	from, err := machineconfig.Parse("old", oldDoc)
 	if err != nil {
 		b.Fatal(err)
 	}
-	to, err = planner.ParseMachineConfig("new", newDoc)
+	to, err = machineconfig.Parse("new", newDoc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func benchAgree(b *testing.B, p *planner.Planner, oldDoc, newDoc []byte, changed
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs, err := planner.Diff(from, to)
+	cs, err := changeset.Diff(from, to)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -234,7 +237,7 @@ func BenchmarkEvaluate(b *testing.B) {
 		b.Run("impl=oracle", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				cs, err := planner.Diff(from, to)
+				cs, err := changeset.Diff(from, to)
 				if err != nil {
 					b.Fatal(err)
 				}

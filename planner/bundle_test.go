@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/ndp-dev/ndp/internal/bundletest"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 const exampleBundle = "../examples/bundles/haproxy"
@@ -17,7 +19,7 @@ func TestSignedBundle(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			private, public := bundletest.Keys(t, kind)
 			signed := bundletest.Build(t, exampleBundle, private)
-			pol, err := planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(signed), public)
+			pol, err := loader.ReadBundle("haproxy.tar.gz", bytes.NewReader(signed), public)
 			if err != nil {
 				t.Fatalf("a signed bundle is rejected: %v", err)
 			}
@@ -25,20 +27,20 @@ func TestSignedBundle(t *testing.T) {
 				t.Errorf("policy %+v", pol)
 			}
 			var out bytes.Buffer
-			if sum, err := planner.RunRegoTests(context.Background(), []planner.Policy{pol}, nil, &out, planner.TestOptions{}); err != nil || sum.Passed < 5 || sum.Failed+sum.Errored != 0 {
+			if sum, err := engine.RunRegoTests(context.Background(), []policy.Policy{pol}, nil, &out, engine.TestOptions{}); err != nil || sum.Passed < 5 || sum.Failed+sum.Errored != 0 {
 				t.Errorf("the bundle's own tests: %+v %v\n%s", sum, err, out.String())
 			}
 
-			_, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(bundletest.Alter(t, signed, "haproxy.rego")), public)
+			_, err = loader.ReadBundle("haproxy.tar.gz", bytes.NewReader(bundletest.Alter(t, signed, "haproxy.rego")), public)
 			if err == nil || !strings.Contains(err.Error(), "digest mismatch") || !strings.Contains(err.Error(), "haproxy.rego") {
 				t.Errorf("a bundle with one byte changed: %v", err)
 			}
-			_, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(bundletest.Build(t, exampleBundle, nil)), public)
+			_, err = loader.ReadBundle("haproxy.tar.gz", bytes.NewReader(bundletest.Build(t, exampleBundle, nil)), public)
 			if err == nil || !strings.Contains(err.Error(), "signature") {
 				t.Errorf("an unsigned bundle with a key configured: %v", err)
 			}
 			_, otherPublic := bundletest.Keys(t, kind)
-			if _, err = planner.ReadBundle("haproxy.tar.gz", bytes.NewReader(signed), otherPublic); err == nil {
+			if _, err = loader.ReadBundle("haproxy.tar.gz", bytes.NewReader(signed), otherPublic); err == nil {
 				t.Error("a bundle signed by another key is accepted")
 			}
 		})
@@ -55,7 +57,7 @@ func TestBundleRootsOverlap(t *testing.T) {
 		{[]string{"ndp/policy/haproxy"}, []string{"ndp/policy/haproxy/extra"}, true},
 		{[]string{"ndp/policy/ha"}, []string{"ndp/policy/haproxy"}, false},
 	} {
-		if _, _, got := planner.RootsOverlap(tc.a, tc.b); got != tc.want {
+		if _, _, got := loader.RootsOverlap(tc.a, tc.b); got != tc.want {
 			t.Errorf("RootsOverlap(%v, %v) = %t", tc.a, tc.b, got)
 		}
 	}

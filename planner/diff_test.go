@@ -11,12 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/registries"
 )
 
-func diff(t *testing.T, from, to *planner.Config) *planner.ChangeSet {
+func diff(t *testing.T, from, to *machineconfig.Config) *changeset.ChangeSet {
 	t.Helper()
-	cs, err := planner.Diff(from, to)
+	cs, err := changeset.Diff(from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +64,13 @@ func TestFileChanges(t *testing.T) {
 		with(with(file("/etc/owned", "x"), "user", map[string]any{"id": 0}), "group", map[string]any{"name": "wheel"}),
 	), nil)
 	cs := diff(t, old, new)
-	want := []planner.Change{
+	want := []changeset.Change{
 		{ID: "file:/etc/added", Kind: "file", Op: "added", Path: "/etc/added", Dirs: []string{"/etc/", "/"}},
 		{ID: "file:/etc/app/conf", Kind: "file", Op: "changed", Path: "/etc/app/conf", Dirs: []string{"/etc/app/", "/etc/", "/"}, Fields: []string{"contents", "mode", "overwrite"}},
 		{ID: "file:/etc/gone", Kind: "file", Op: "removed", Path: "/etc/gone", Dirs: []string{"/etc/", "/"}},
 		{ID: "file:/etc/owned", Kind: "file", Op: "changed", Path: "/etc/owned", Dirs: []string{"/etc/", "/"}, Fields: []string{"group"}},
 	}
-	if d := cmp.Diff(want, cs.Changes, cmpopts.IgnoreFields(planner.Change{}, "OldDigest", "NewDigest")); d != "" {
+	if d := cmp.Diff(want, cs.Changes, cmpopts.IgnoreFields(changeset.Change{}, "OldDigest", "NewDigest")); d != "" {
 		t.Errorf("changes (-want +got):\n%s", d)
 	}
 	if c := cs.Change("file:/etc/app/conf"); c.OldDigest == c.NewDigest || !strings.HasPrefix(c.NewDigest, "sha256:") {
@@ -126,7 +128,7 @@ func TestUnitChanges(t *testing.T) {
 		map[string]any{"name": "c.service", "enabled": false, "mask": true},
 		map[string]any{"name": "new.timer"},
 	), nil)
-	want := []planner.Change{
+	want := []changeset.Change{
 		{ID: "unit:a.service", Kind: "unit", Op: "changed", Name: "a.service", Fields: []string{"contents", "enabled"}},
 		{ID: "unit:b.service", Kind: "unit", Op: "changed", Name: "b.service", Fields: []string{"dropins"}, Dropins: []string{"10-x.conf", "20-y.conf", "30-z.conf"}},
 		{ID: "unit:c.service", Kind: "unit", Op: "changed", Name: "c.service", Fields: []string{"enabled", "mask"}},
@@ -148,7 +150,7 @@ func TestPasswdChanges(t *testing.T) {
 	}
 	cs := diff(t, mc(t, "old", core("", "ssh-ed25519 AAAA one", "ssh-ed25519 AAAA two"), nil),
 		mc(t, "new", core("$6$x", "ssh-ed25519 AAAA two", "ssh-ed25519 AAAA three"), nil))
-	want := []planner.Change{
+	want := []changeset.Change{
 		{ID: "sshkey", Kind: "sshkey", Op: "changed", Name: "sshkey", Added: []string{"ssh-ed25519 AAAA three"}, Removed: []string{"ssh-ed25519 AAAA one"}},
 		{ID: "password", Kind: "password", Op: "added", Name: "password"},
 	}
@@ -187,8 +189,8 @@ func TestOSChanges(t *testing.T) {
 }
 
 func TestRegistriesSemanticDiff(t *testing.T) {
-	conf := func(s string) *planner.Config {
-		return mc(t, "c", files(file(planner.RegistriesConfPath, s)), nil)
+	conf := func(s string) *machineconfig.Config {
+		return mc(t, "c", files(file(registries.ConfPath, s)), nil)
 	}
 	base := "unqualified-search-registries = [\"registry.access.redhat.com\"]\n"
 	cs := diff(t, conf(base), conf("# a comment\n"+base+"\n"))
@@ -199,9 +201,9 @@ func TestRegistriesSemanticDiff(t *testing.T) {
 	if cs.Registries == nil || len(cs.Registries.RegistriesAdded) != 1 || cs.Registries.RegistriesAdded[0].Scope != "quay.io/ocp" {
 		t.Errorf("registry added: %+v", cs.Registries)
 	}
-	_, err := planner.Diff(conf(base), conf(base+"[[registry]\n"))
-	var ie *planner.InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), planner.RegistriesConfPath) {
+	_, err := changeset.Diff(conf(base), conf(base+"[[registry]\n"))
+	var ie *machineconfig.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), registries.ConfPath) {
 		t.Errorf("invalid new registries.conf: %v", err)
 	}
 	cs = diff(t, conf(base+"[[registry]\n"), conf(base))
@@ -225,7 +227,7 @@ spec:
       - path: /etc/chrony.conf
         contents: {source: "data:,x"}
 `
-	to, err := planner.ParseMachineConfig("new.yaml", []byte(doc))
+	to, err := machineconfig.Parse("new.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +250,8 @@ func TestParseMachineConfigErrors(t *testing.T) {
 		{"invalid Ignition", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 3.4.0}, storage: {files: [{path: relative/path}]}}\n", []string{"spec.config", "absolute"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := planner.ParseMachineConfig("x.yaml", []byte(tc.doc))
-			var ie *planner.InputError
+			_, err := machineconfig.Parse("x.yaml", []byte(tc.doc))
+			var ie *machineconfig.InputError
 			if !errors.As(err, &ie) {
 				t.Fatalf("error %v is not an InputError", err)
 			}
@@ -264,8 +266,8 @@ func TestParseMachineConfigErrors(t *testing.T) {
 
 func TestInvalidContentsAreInputErrors(t *testing.T) {
 	bad := map[string]any{"path": "/etc/x", "contents": map[string]any{"source": "data:;base64,bm90IGd6aXA=", "compression": "gzip"}}
-	_, err := planner.Diff(mc(t, "old", nil, nil), mc(t, "new", files(bad), nil))
-	var ie *planner.InputError
+	_, err := changeset.Diff(mc(t, "old", nil, nil), mc(t, "new", files(bad), nil))
+	var ie *machineconfig.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "files[path=/etc/x].contents") || !strings.Contains(err.Error(), "gzip") {
 		t.Errorf("got %v", err)
 	}
@@ -273,15 +275,15 @@ func TestInvalidContentsAreInputErrors(t *testing.T) {
 
 func TestParseJSONMachineConfig(t *testing.T) {
 	doc := mcDoc(t, "j", files(file("/etc/a", "a")), map[string]any{"osImageURL": "quay.io/os@sha256:1"})
-	cfg, err := planner.ParseMachineConfig("j.json", doc)
+	cfg, err := machineconfig.Parse("j.json", doc)
 	if err != nil || cfg.Name != "j" || cfg.Spec.OSImageURL != "quay.io/os@sha256:1" || len(cfg.Ignition.Storage.Files) != 1 {
 		t.Fatalf("parsed %+v, %v", cfg, err)
 	}
-	_, err = planner.ParseMachineConfig("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": {\"osImageURL\": 3}\n}\n"))
+	_, err = machineconfig.Parse("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": {\"osImageURL\": 3}\n}\n"))
 	if err == nil || !strings.Contains(err.Error(), "bad.json: line 3") || !strings.Contains(err.Error(), "malformed JSON") {
 		t.Errorf("type error: %v", err)
 	}
-	_, err = planner.ParseMachineConfig("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": }\n"))
+	_, err = machineconfig.Parse("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": }\n"))
 	if err == nil || !strings.Contains(err.Error(), "bad.json: line 3") {
 		t.Errorf("syntax error: %v", err)
 	}

@@ -15,8 +15,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/oracle"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // The differential test: the Rego planner with only the default policy and
@@ -33,7 +37,7 @@ var (
 func diffPlanner(tb testing.TB) *planner.Planner {
 	tb.Helper()
 	diffOnce.Do(func() {
-		diffPlannerV, diffErr = planner.New(context.Background(), []planner.Policy{planner.DefaultPolicy()}, planner.EngineOptions{})
+		diffPlannerV, diffErr = planner.New(context.Background(), []policy.Policy{policy.DefaultPolicy()}, engine.Options{})
 	})
 	if diffErr != nil {
 		tb.Fatalf("compiling the default policy: %v", diffErr)
@@ -43,10 +47,10 @@ func diffPlanner(tb testing.TB) *planner.Planner {
 
 // diffOutcome is one implementation's answer, for comparison and printing.
 type diffOutcome struct {
-	Actions   []planner.Action   `json:"actions"`
-	Drain     bool               `json:"drain"`
-	Reboot    bool               `json:"reboot"`
-	PerChange [][]planner.Action `json:"perChange"`
+	Actions   []policy.Action   `json:"actions"`
+	Drain     bool              `json:"drain"`
+	Reboot    bool              `json:"reboot"`
+	PerChange [][]policy.Action `json:"perChange"`
 }
 
 // diffStats counts what the generated pairs exercised.
@@ -69,11 +73,11 @@ func (s *diffStats) add(o *diffStats) {
 // diffCheck plans one pair both ways and says how they, or the change set
 // and the generator's expectation, disagree.
 func diffCheck(ctx context.Context, p *planner.Planner, pair genPair, st *diffStats) error {
-	from, err := planner.ParseMachineConfig("old", pair.Old)
+	from, err := machineconfig.Parse("old", pair.Old)
 	if err != nil {
 		return fmt.Errorf("generated an invalid old config: %v\n%s", err, pair.Old)
 	}
-	to, err := planner.ParseMachineConfig("new", pair.New)
+	to, err := machineconfig.Parse("new", pair.New)
 	if err != nil {
 		return fmt.Errorf("generated an invalid new config: %v\n%s", err, pair.New)
 	}
@@ -81,7 +85,7 @@ func diffCheck(ctx context.Context, p *planner.Planner, pair genPair, st *diffSt
 	if err != nil {
 		return fmt.Errorf("rego planner: %v\nold: %s\nnew: %s", err, pair.Old, pair.New)
 	}
-	cs, err := planner.Diff(from, to)
+	cs, err := changeset.Diff(from, to)
 	if err != nil {
 		return fmt.Errorf("diff: %v", err)
 	}
@@ -133,7 +137,7 @@ func diffCheck(ctx context.Context, p *planner.Planner, pair genPair, st *diffSt
 		switch {
 		case plan.Reboot:
 			st.reboot++
-		case plan.Actions[0].Type == planner.ActionNone:
+		case plan.Actions[0].Type == policy.ActionNone:
 			st.none++
 		default:
 			st.service++

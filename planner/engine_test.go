@@ -13,72 +13,74 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
-func filePolicy(name string, priority int32, path string, actions ...planner.Action) planner.Policy {
-	return planner.Policy{Name: name, Priority: priority, Origin: name + ".yaml", Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: actions}}}
+func filePolicy(name string, priority int32, path string, actions ...policy.Action) policy.Policy {
+	return policy.Policy{Name: name, Priority: priority, Origin: name + ".yaml", Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: actions}}}
 }
 
-func regoPolicy(name string, priority int32, src string) planner.Policy {
-	return planner.Policy{Name: name, Priority: priority, Origin: name + ".rego", Modules: []planner.Module{{Filename: name + ".rego", Source: src}}}
+func regoPolicy(name string, priority int32, src string) policy.Policy {
+	return policy.Policy{Name: name, Priority: priority, Origin: name + ".rego", Modules: []policy.Module{{Filename: name + ".rego", Source: src}}}
 }
 
 var (
-	none    = planner.Action{Type: planner.ActionNone}
-	reboot  = planner.Action{Type: planner.ActionReboot}
-	drainA  = planner.Action{Type: planner.ActionDrain}
-	dreload = planner.Action{Type: planner.ActionDaemonReload}
+	none    = policy.Action{Type: policy.ActionNone}
+	reboot  = policy.Action{Type: policy.ActionReboot}
+	drainA  = policy.Action{Type: policy.ActionDrain}
+	dreload = policy.Action{Type: policy.ActionDaemonReload}
 )
 
 func TestSpecificityAndPriority(t *testing.T) {
 	old := mc(t, "old", nil, nil)
 	for _, tc := range []struct {
 		name     string
-		pols     []planner.Policy
+		pols     []policy.Policy
 		path     string
 		want     string
 		policies []string
 	}{
-		{"user exact path beats the unclaimed reboot", []planner.Policy{filePolicy("chrony", 100, "/etc/chrony.conf", planner.RestartAction("chronyd.service"))},
+		{"user exact path beats the unclaimed reboot", []policy.Policy{filePolicy("chrony", 100, "/etc/chrony.conf", policy.RestartAction("chronyd.service"))},
 			"/etc/chrony.conf", `[{"type":"Restart","restart":{"serviceName":"chronyd.service"}}]`, []string{"chrony"}},
-		{"default exact path beats a user directory at higher priority", []planner.Policy{filePolicy("etc", 500, "/etc/containers/", none)},
+		{"default exact path beats a user directory at higher priority", []policy.Policy{filePolicy("etc", 500, "/etc/containers/", none)},
 			"/etc/containers/policy.json", `[{"type":"Reload","reload":{"serviceName":"crio.service"}}]`, []string{"default"}},
-		{"longer directory beats shorter", []planner.Policy{filePolicy("a", 100, "/etc/", reboot), filePolicy("b", 100, "/etc/app/", none)},
+		{"longer directory beats shorter", []policy.Policy{filePolicy("a", 100, "/etc/", reboot), filePolicy("b", 100, "/etc/app/", none)},
 			"/etc/app/x.conf", `[{"type":"None"}]`, []string{"b"}},
-		{"directory matches only on a path boundary", []planner.Policy{filePolicy("a", 100, "/etc/app/", none)},
+		{"directory matches only on a path boundary", []policy.Policy{filePolicy("a", 100, "/etc/app/", none)},
 			"/etc/application.conf", `[{"type":"Reboot"}]`, []string{planner.NoPolicy}},
-		{"higher priority wins an equally specific tie", []planner.Policy{filePolicy("user", 100, "/var/lib/kubelet/config.json", planner.RestartAction("kubelet.service"))},
+		{"higher priority wins an equally specific tie", []policy.Policy{filePolicy("user", 100, "/var/lib/kubelet/config.json", policy.RestartAction("kubelet.service"))},
 			"/var/lib/kubelet/config.json", `[{"type":"Restart","restart":{"serviceName":"kubelet.service"}}]`, []string{"user"}},
-		{"equal priority ties keep every policy's actions", []planner.Policy{
-			filePolicy("b", 100, "/etc/x", planner.RestartAction("b.service")),
-			filePolicy("a", 100, "/etc/x", planner.RestartAction("a.service"))},
+		{"equal priority ties keep every policy's actions", []policy.Policy{
+			filePolicy("b", 100, "/etc/x", policy.RestartAction("b.service")),
+			filePolicy("a", 100, "/etc/x", policy.RestartAction("a.service"))},
 			"/etc/x", `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Restart","restart":{"serviceName":"b.service"}}]`, []string{"a", "b"}},
 		// The MCO's FindClosestFilePolicyPathMatch: a path covers itself and
 		// everything beneath it, with or without a final "/".
-		{"a path without a final / claims what is beneath it", []planner.Policy{filePolicy("app", 100, "/etc/app", planner.ReloadAction("app.service"))},
+		{"a path without a final / claims what is beneath it", []policy.Policy{filePolicy("app", 100, "/etc/app", policy.ReloadAction("app.service"))},
 			"/etc/app/conf.d/x.conf", `[{"type":"Reload","reload":{"serviceName":"app.service"}}]`, []string{"app"}},
-		{"a path with a final / claims the path itself", []planner.Policy{filePolicy("app", 100, "/etc/app/", planner.ReloadAction("app.service"))},
+		{"a path with a final / claims the path itself", []policy.Policy{filePolicy("app", 100, "/etc/app/", policy.ReloadAction("app.service"))},
 			"/etc/app", `[{"type":"Reload","reload":{"serviceName":"app.service"}}]`, []string{"app"}},
-		{"a path without / never claims a sibling", []planner.Policy{filePolicy("app", 100, "/etc/app", none)},
+		{"a path without / never claims a sibling", []policy.Policy{filePolicy("app", 100, "/etc/app", none)},
 			"/etc/app2/x", `[{"type":"Reboot"}]`, []string{planner.NoPolicy}},
-		{"a nested path is more specific than its parent, whatever the priorities", []planner.Policy{
+		{"a nested path is more specific than its parent, whatever the priorities", []policy.Policy{
 			filePolicy("app", 900, "/etc/app", reboot), filePolicy("confd", 100, "/etc/app/conf.d", none)},
 			"/etc/app/conf.d/x.conf", `[{"type":"None"}]`, []string{"confd"}},
-		{"the nested path with / against the parent without", []planner.Policy{
-			filePolicy("app", 100, "/etc/app", none), filePolicy("confd", 100, "/etc/app/conf.d/", planner.RestartAction("app.service"))},
+		{"the nested path with / against the parent without", []policy.Policy{
+			filePolicy("app", 100, "/etc/app", none), filePolicy("confd", 100, "/etc/app/conf.d/", policy.RestartAction("app.service"))},
 			"/etc/app/conf.d/x.conf", `[{"type":"Restart","restart":{"serviceName":"app.service"}}]`, []string{"confd"}},
-		{"the parent still claims files beside the nested path", []planner.Policy{
+		{"the parent still claims files beside the nested path", []policy.Policy{
 			filePolicy("app", 100, "/etc/app", none), filePolicy("confd", 100, "/etc/app/conf.d", reboot)},
 			"/etc/app/main.conf", `[{"type":"None"}]`, []string{"app"}},
-		{"with and without / tie, and the tie goes to the higher priority", []planner.Policy{
-			filePolicy("slash", 100, "/etc/app/", planner.RestartAction("a.service")), filePolicy("plain", 200, "/etc/app", planner.RestartAction("b.service"))},
+		{"with and without / tie, and the tie goes to the higher priority", []policy.Policy{
+			filePolicy("slash", 100, "/etc/app/", policy.RestartAction("a.service")), filePolicy("plain", 200, "/etc/app", policy.RestartAction("b.service"))},
 			"/etc/app/x", `[{"type":"Restart","restart":{"serviceName":"b.service"}}]`, []string{"plain"}},
-		{"with and without / at equal priority both apply", []planner.Policy{
-			filePolicy("slash", 100, "/etc/app/", planner.RestartAction("a.service")), filePolicy("plain", 100, "/etc/app", planner.RestartAction("b.service"))},
+		{"with and without / at equal priority both apply", []policy.Policy{
+			filePolicy("slash", 100, "/etc/app/", policy.RestartAction("a.service")), filePolicy("plain", 100, "/etc/app", policy.RestartAction("b.service"))},
 			"/etc/app/x", `[{"type":"Restart","restart":{"serviceName":"b.service"}},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, []string{"plain", "slash"}},
 		{"a default directory written with / also claims its own path", nil,
 			"/etc/nmstate/openshift", `[{"type":"None"}]`, []string{"default"}},
-		{"a Rego match without / is a directory claim", []planner.Policy{regoPolicy("app", 100, `package ndp.policy.app
+		{"a Rego match without / is a directory claim", []policy.Policy{regoPolicy("app", 100, `package ndp.policy.app
 
 import data.ndp.lib
 
@@ -88,7 +90,7 @@ claims contains {"change": c.id, "match": "/etc/app", "actions": [lib.reload("ap
 }
 `), filePolicy("etc", 100, "/etc", none), filePolicy("confd", 100, "/etc/app/conf.d", reboot)},
 			"/etc/app/x.conf", `[{"type":"Reload","reload":{"serviceName":"app.service"}}]`, []string{"app"}},
-		{"a Rego claim competes like a declarative one", []planner.Policy{regoPolicy("etc", 300, `package ndp.policy.etc
+		{"a Rego claim competes like a declarative one", []policy.Policy{regoPolicy("etc", 300, `package ndp.policy.etc
 
 import data.ndp.lib
 
@@ -117,8 +119,8 @@ claims contains {"change": c.id, "match": "/etc/", "actions": [lib.reload("x.ser
 }
 
 func TestPlanCombinesChangesInOrder(t *testing.T) {
-	p := defaultPlanner(t, planner.Policy{Name: "units", Priority: 100, Units: []operatorv1.NodeDisruptionPolicySpecUnit{
-		{Name: "app.service", Actions: []planner.Action{dreload, planner.RestartAction("app.service")}}}})
+	p := defaultPlanner(t, policy.Policy{Name: "units", Priority: 100, Units: []operatorv1.NodeDisruptionPolicySpecUnit{
+		{Name: "app.service", Actions: []policy.Action{dreload, policy.RestartAction("app.service")}}}})
 	old := mc(t, "old", files(file("/etc/containers/policy.json", "{}")), nil)
 	ign := files(
 		file("/etc/containers/policy.json", `{"default":[]}`),
@@ -139,22 +141,22 @@ func TestPlanCombinesChangesInOrder(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
-	restartA, reloadA := planner.RestartAction("a.service"), planner.ReloadAction("a.service")
+	restartA, reloadA := policy.RestartAction("a.service"), policy.ReloadAction("a.service")
 	for _, tc := range []struct {
 		name               string
-		in                 []planner.Action
+		in                 []policy.Action
 		singleNode         bool
 		want               string
 		wantDrain, wantReb bool
 	}{
 		{"nothing", nil, false, `[{"type":"None"}]`, false, false},
-		{"None dropped beside others", []planner.Action{none, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
-		{"Reboot absorbs everything", []planner.Action{restartA, reboot, none}, false, `[{"type":"Reboot"}]`, true, true},
-		{"Drain becomes the flag", []planner.Action{reloadA, drainA}, false, `[{"type":"Reload","reload":{"serviceName":"a.service"}}]`, true, false},
-		{"only a drain", []planner.Action{drainA}, false, `[{"type":"None"}]`, true, false},
-		{"duplicates keep the first", []planner.Action{restartA, reloadA, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Reload","reload":{"serviceName":"a.service"}}]`, false, false},
-		{"DaemonReload before services", []planner.Action{restartA, dreload}, false, `[{"type":"DaemonReload"},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
-		{"single node never drains", []planner.Action{reboot}, true, `[{"type":"Reboot"}]`, false, true},
+		{"None dropped beside others", []policy.Action{none, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
+		{"Reboot absorbs everything", []policy.Action{restartA, reboot, none}, false, `[{"type":"Reboot"}]`, true, true},
+		{"Drain becomes the flag", []policy.Action{reloadA, drainA}, false, `[{"type":"Reload","reload":{"serviceName":"a.service"}}]`, true, false},
+		{"only a drain", []policy.Action{drainA}, false, `[{"type":"None"}]`, true, false},
+		{"duplicates keep the first", []policy.Action{restartA, reloadA, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Reload","reload":{"serviceName":"a.service"}}]`, false, false},
+		{"DaemonReload before services", []policy.Action{restartA, dreload}, false, `[{"type":"DaemonReload"},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
+		{"single node never drains", []policy.Action{reboot}, true, `[{"type":"Reboot"}]`, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, drain, reb := planner.Normalize(tc.in, tc.singleNode)
@@ -165,9 +167,9 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-func compileErr(t *testing.T, pols ...planner.Policy) string {
+func compileErr(t *testing.T, pols ...policy.Policy) string {
 	t.Helper()
-	_, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+	_, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
 	if err == nil {
 		t.Fatal("compiled, want an error")
 	}
@@ -178,11 +180,11 @@ func TestPolicyCompileErrors(t *testing.T) {
 	claimAll := "claims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n"
 	for _, tc := range []struct {
 		name string
-		pol  planner.Policy
+		pol  policy.Policy
 		want []string
 	}{
 		{"syntax error with line", regoPolicy("p", 100, "package ndp.policy.p\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"), []string{"p.rego:3:", "rego_parse_error"}},
-		{"line offset into the YAML file", planner.Policy{Name: "y", Origin: "y.yaml", Modules: []planner.Module{{Filename: "y.yaml", Field: "spec.rego", LineOffset: 10, Source: "package ndp.policy.y\n\nx := := 1\n"}}}, []string{"y.yaml:13:", "spec.rego line 3"}},
+		{"line offset into the YAML file", policy.Policy{Name: "y", Origin: "y.yaml", Modules: []policy.Module{{Filename: "y.yaml", Field: "spec.rego", LineOffset: 10, Source: "package ndp.policy.y\n\nx := := 1\n"}}}, []string{"y.yaml:13:", "spec.rego line 3"}},
 		{"http.send", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"), []string{"p.rego:5:", "builtin http.send is not allowed"}},
 		{"net.lookup_ip_addr", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\tnet.lookup_ip_addr(\"example.com\")\n}\n"), []string{"builtin net.lookup_ip_addr is not allowed"}},
 		{"time.now_ns", regoPolicy("p", 100, "package ndp.policy.p\n\n"+claimAll+"\ttime.now_ns() > 0\n}\n"), []string{"builtin time.now_ns is not allowed"}},
@@ -193,8 +195,8 @@ func TestPolicyCompileErrors(t *testing.T) {
 		{"package owned by another policy", regoPolicy("p", 100, "package ndp.policy.defaults\n\nx := 1\n"), []string{"already owned by policy \"default\""}},
 		{"invalid declarative action", filePolicy("f", 100, "/etc/x", reboot, none), []string{"f.yaml", "spec.files[0].actions[0].type", "standalone"}},
 		{"relative declarative path", filePolicy("f", 100, "etc/x", none), []string{"spec.files[0].path", "absolute"}},
-		{"one path with and without a final /", planner.Policy{Name: "f", Origin: "f.yaml", Files: []operatorv1.NodeDisruptionPolicySpecFile{
-			{Path: "/etc/app", Actions: []planner.Action{none}}, {Path: "/etc/app/", Actions: []planner.Action{reboot}}}},
+		{"one path with and without a final /", policy.Policy{Name: "f", Origin: "f.yaml", Files: []operatorv1.NodeDisruptionPolicySpecFile{
+			{Path: "/etc/app", Actions: []policy.Action{none}}, {Path: "/etc/app/", Actions: []policy.Action{reboot}}}},
 			[]string{"spec.files[1].path", `names the same path as "/etc/app"`}},
 		{"too many actions", filePolicy("f", 100, "/etc/x", dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload, dreload), []string{"spec.files[0].actions", "must have at most 10"}},
 		{"duplicate policy name", filePolicy("default", 100, "/etc/x", none), []string{"already defined"}},
@@ -225,7 +227,7 @@ func TestInvalidClaimsAreErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := defaultPlanner(t, regoPolicy("bad", 100, "package ndp.policy.bad\n\nclaims contains {\"change\": c.id, \"actions\": "+tc.rule+"} if {\n\tsome c in input.changes\n}\n"))
 			_, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
-			var pe *planner.PolicyError
+			var pe *policy.Error
 			if !errors.As(err, &pe) || pe.Policy != "bad" || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want a PolicyError of policy bad containing %q", err, tc.want)
 			}
@@ -257,8 +259,8 @@ func TestEvaluationErrorsAndDeadline(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "strict.rego:5:") {
 		t.Errorf("a builtin error must fail the plan and name the line: %v", err)
 	}
-	slow, err := planner.New(context.Background(), []planner.Policy{regoPolicy("slow", 100, "package ndp.policy.slow\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tcount([x | some x in numbers.range(1, 100000000)]) < 0\n}\n")},
-		planner.EngineOptions{EvalTimeout: 100 * time.Millisecond})
+	slow, err := planner.New(context.Background(), []policy.Policy{regoPolicy("slow", 100, "package ndp.policy.slow\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tcount([x | some x in numbers.range(1, 100000000)]) < 0\n}\n")},
+		engine.Options{EvalTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,9 +275,9 @@ func TestEvaluationErrorsAndDeadline(t *testing.T) {
 }
 
 func TestRevisionAndDeterminism(t *testing.T) {
-	a := defaultPlanner(t, filePolicy("chrony", 100, "/etc/chrony.conf", planner.RestartAction("chronyd.service")))
-	b := defaultPlanner(t, filePolicy("chrony", 100, "/etc/chrony.conf", planner.RestartAction("chronyd.service")))
-	c := defaultPlanner(t, filePolicy("chrony", 101, "/etc/chrony.conf", planner.RestartAction("chronyd.service")))
+	a := defaultPlanner(t, filePolicy("chrony", 100, "/etc/chrony.conf", policy.RestartAction("chronyd.service")))
+	b := defaultPlanner(t, filePolicy("chrony", 100, "/etc/chrony.conf", policy.RestartAction("chronyd.service")))
+	c := defaultPlanner(t, filePolicy("chrony", 101, "/etc/chrony.conf", policy.RestartAction("chronyd.service")))
 	if a.Engine.Revision() != b.Engine.Revision() || a.Engine.Revision() == c.Engine.Revision() {
 		t.Errorf("revisions: same set %s / %s, other priority %s", a.Engine.Revision(), b.Engine.Revision(), c.Engine.Revision())
 	}
@@ -303,7 +305,7 @@ func TestRevisionAndDeterminism(t *testing.T) {
 
 func TestEmbeddedRegoTests(t *testing.T) {
 	var out bytes.Buffer
-	sum, err := planner.RunRegoTests(context.Background(), []planner.Policy{planner.DefaultPolicy()}, nil, &out, planner.TestOptions{})
+	sum, err := engine.RunRegoTests(context.Background(), []policy.Policy{policy.DefaultPolicy()}, nil, &out, engine.TestOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +315,12 @@ func TestEmbeddedRegoTests(t *testing.T) {
 }
 
 func TestRuleCountAndRevision(t *testing.T) {
-	def := planner.DefaultPolicy()
+	def := policy.DefaultPolicy()
 	if n := def.RuleCount(); n != 5 {
 		t.Errorf("the default policy has %d claims rules, want 5 (files, OS fields, users, LUKS, registries.conf)", n)
 	}
 	p := filePolicy("f", 100, "/etc/x", none)
-	p.Units = []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "a.service", Actions: []planner.Action{none}}}
+	p.Units = []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "a.service", Actions: []policy.Action{none}}}
 	if n := p.RuleCount(); n != 2 {
 		t.Errorf("rule count %d, want 2", n)
 	}

@@ -17,8 +17,13 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/oracle"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 var (
@@ -33,7 +38,7 @@ var (
 func fuzzPlanner(tb testing.TB) *planner.Planner {
 	tb.Helper()
 	fuzzPlannerOnce.Do(func() {
-		fuzzPlannerV, fuzzPlannerErr = planner.New(context.Background(), []planner.Policy{planner.DefaultPolicy()}, planner.EngineOptions{EvalTimeout: time.Minute})
+		fuzzPlannerV, fuzzPlannerErr = planner.New(context.Background(), []policy.Policy{policy.DefaultPolicy()}, engine.Options{EvalTimeout: time.Minute})
 	})
 	if fuzzPlannerErr != nil {
 		tb.Fatalf("compiling the default policy: %v", fuzzPlannerErr)
@@ -73,8 +78,8 @@ func addDiffSeeds(f *testing.F) {
 	const registriesNew = registriesOld + "\n[[registry]]\n  prefix = \"\"\n  location = \"quay.io/acme\"\n\n  [[registry.mirror]]\n    location = \"m.example.com/acme\"\n    pull-from-mirror = \"digest-only\"\n"
 	small := []struct{ old, new []byte }{
 		{mcDoc(f, "rendered-worker-1", nil, nil), mcDoc(f, "rendered-worker-2", map[string]any{"ignition": map[string]any{"version": "3.5.0"}}, nil)},
-		{mcDoc(f, "rendered-worker-1", files(file(planner.RegistriesConfPath, registriesOld)), nil),
-			mcDoc(f, "rendered-worker-2", files(fileB64(planner.RegistriesConfPath, registriesNew)), nil)},
+		{mcDoc(f, "rendered-worker-1", files(file(registries.ConfPath, registriesOld)), nil),
+			mcDoc(f, "rendered-worker-2", files(fileB64(registries.ConfPath, registriesNew)), nil)},
 		{mcDoc(f, "rendered-worker-1", files(file("/etc/chrony.conf", "pool a")), map[string]any{"kernelType": "default"}),
 			mcDoc(f, "rendered-worker-2", files(with(fuzzGzipFile("/etc/chrony.conf", "pool b"), "mode", 0o600), with(file("/etc/app/x", "y"), "user", map[string]any{"name": "core"})),
 				map[string]any{"kernelArguments": []string{"nosmt"}, "extensions": []string{"usbguard"}, "kernelType": "realtime"})},
@@ -115,11 +120,11 @@ func FuzzDiff(f *testing.F) {
 	addDiffSeeds(f)
 	p := fuzzPlanner(f)
 	f.Fuzz(func(t *testing.T, oldDoc, newDoc []byte) {
-		from, errFrom := planner.ParseMachineConfig("old.yaml", oldDoc)
+		from, errFrom := machineconfig.Parse("old.yaml", oldDoc)
 		checkInputError(t, "old.yaml", errFrom)
-		to, errTo := planner.ParseMachineConfig("new.yaml", newDoc)
+		to, errTo := machineconfig.Parse("new.yaml", newDoc)
 		checkInputError(t, "new.yaml", errTo)
-		for _, cfg := range []*planner.Config{from, to} {
+		for _, cfg := range []*machineconfig.Config{from, to} {
 			if cfg != nil {
 				checkNoChange(t, p, cfg)
 			}
@@ -127,7 +132,7 @@ func FuzzDiff(f *testing.F) {
 		if errFrom != nil || errTo != nil {
 			return
 		}
-		cs, err := planner.Diff(from, to)
+		cs, err := changeset.Diff(from, to)
 		if err != nil {
 			checkInputError(t, "", err)
 			if _, perr := p.Plan(context.Background(), planner.Request{From: from, To: to}); perr == nil || perr.Error() != err.Error() {
@@ -135,10 +140,10 @@ func FuzzDiff(f *testing.F) {
 			}
 			return
 		}
-		if again, err := planner.Diff(from, to); err != nil || !reflect.DeepEqual(cs, again) {
+		if again, err := changeset.Diff(from, to); err != nil || !reflect.DeepEqual(cs, again) {
 			t.Fatalf("Diff is not deterministic: %v\n%+v\n%+v", err, cs, again)
 		}
-		if rev, err := planner.Diff(to, from); err == nil {
+		if rev, err := changeset.Diff(to, from); err == nil {
 			checkSymmetric(t, cs, rev)
 		}
 		pl, err := p.Plan(context.Background(), planner.Request{From: from, To: to})
@@ -162,7 +167,7 @@ func checkInputError(t *testing.T, origin string, err error) {
 	if err == nil {
 		return
 	}
-	var ie *planner.InputError
+	var ie *machineconfig.InputError
 	if !errors.As(err, &ie) {
 		t.Fatalf("error %T is not an InputError: %v", err, err)
 	}
@@ -172,9 +177,9 @@ func checkInputError(t *testing.T, origin string, err error) {
 }
 
 // checkNoChange: a config moved to itself changes nothing.
-func checkNoChange(t *testing.T, p *planner.Planner, cfg *planner.Config) {
+func checkNoChange(t *testing.T, p *planner.Planner, cfg *machineconfig.Config) {
 	t.Helper()
-	cs, err := planner.Diff(cfg, cfg)
+	cs, err := changeset.Diff(cfg, cfg)
 	if err != nil {
 		t.Fatalf("diff of %s with itself: %v", cfg.Name, err)
 	}
@@ -185,7 +190,7 @@ func checkNoChange(t *testing.T, p *planner.Planner, cfg *planner.Config) {
 	if err != nil {
 		t.Fatalf("plan of %s to itself: %v", cfg.Name, err)
 	}
-	if len(pl.Actions) != 1 || pl.Actions[0].Type != planner.ActionNone || pl.Drain || pl.Reboot {
+	if len(pl.Actions) != 1 || pl.Actions[0].Type != policy.ActionNone || pl.Drain || pl.Reboot {
 		t.Fatalf("plan of %s to itself: %+v", cfg.Name, pl)
 	}
 	checkPlan(t, pl, cs, cfg.Name, cfg.Name)
@@ -193,10 +198,10 @@ func checkNoChange(t *testing.T, p *planner.Planner, cfg *planner.Config) {
 
 // checkSymmetric: the change ids of a→b and b→a are the same, with added
 // and removed swapped.
-func checkSymmetric(t *testing.T, fwd, rev *planner.ChangeSet) {
+func checkSymmetric(t *testing.T, fwd, rev *changeset.ChangeSet) {
 	t.Helper()
-	flip := map[string]string{planner.OpAdded: planner.OpRemoved, planner.OpRemoved: planner.OpAdded, planner.OpChanged: planner.OpChanged}
-	ops := func(cs *planner.ChangeSet, swap bool) []string {
+	flip := map[string]string{changeset.OpAdded: changeset.OpRemoved, changeset.OpRemoved: changeset.OpAdded, changeset.OpChanged: changeset.OpChanged}
+	ops := func(cs *changeset.ChangeSet, swap bool) []string {
 		var out []string
 		for _, c := range cs.Changes {
 			op := c.Op
@@ -216,7 +221,7 @@ func checkSymmetric(t *testing.T, fwd, rev *planner.ChangeSet) {
 // checkPlan: a plan is what the daemon accepts: its hash verifies for the
 // move to its target and its actions pass Validate; an unreconcilable
 // change set gets no actions at all.
-func checkPlan(t *testing.T, pl *planner.Plan, cs *planner.ChangeSet, fromName, toName string) {
+func checkPlan(t *testing.T, pl *planner.Plan, cs *changeset.ChangeSet, fromName, toName string) {
 	t.Helper()
 	if pl.From != fromName || pl.To != toName {
 		t.Fatalf("plan from %q to %q, want %q to %q", pl.From, pl.To, fromName, toName)

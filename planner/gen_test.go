@@ -29,8 +29,9 @@ import (
 
 	"github.com/vincent-petithory/dataurl"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/oracle"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // genPair is one generated question and what the planner must see in it.
@@ -259,8 +260,8 @@ func genPairFrom(r *rand.Rand) genPair {
 	if old.Reg != nil && reflect.DeepEqual(old.Reg, nw.Reg) && g.chance(0.6) {
 		// Often leave registries.conf byte for byte as it was.
 		nw.KeepRegBytes = true
-		i := slices.IndexFunc(old.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
-		j := slices.IndexFunc(nw.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
+		i := slices.IndexFunc(old.Files, func(f genFile) bool { return f.Path == registries.ConfPath })
+		j := slices.IndexFunc(nw.Files, func(f genFile) bool { return f.Path == registries.ConfPath })
 		nw.Files[j].Data = old.Files[i].Data
 	}
 	p.New = g.render(nw, "rendered-worker-new")
@@ -286,7 +287,7 @@ func (g *pairGen) config() *genConfig {
 		paths[genPick(g, pool)] = true
 	}
 	if g.chance(0.5) {
-		paths[planner.RegistriesConfPath] = true
+		paths[registries.ConfPath] = true
 	}
 	if g.chance(0.3) {
 		paths[fmt.Sprintf("/etc/gen/d%d/f%d", g.r.IntN(3), g.r.IntN(5))] = true
@@ -317,7 +318,7 @@ func (g *pairGen) config() *genConfig {
 func (g *pairGen) file(c *genConfig, path string) genFile {
 	f := genFile{Path: path}
 	switch {
-	case path == planner.RegistriesConfPath:
+	case path == registries.ConfPath:
 		switch {
 		case g.chance(0.03):
 			c.Reg, c.RegBroken = nil, false
@@ -477,7 +478,7 @@ func (g *pairGen) mutate(old *genConfig) *genConfig {
 	// The planner must read the new registries.conf (an unreadable one is
 	// bad input, not a plan), so a broken file is only ever the old side.
 	if c.RegBroken {
-		i := slices.IndexFunc(c.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
+		i := slices.IndexFunc(c.Files, func(f genFile) bool { return f.Path == registries.ConfPath })
 		c.Reg, c.RegBroken = g.regConf(), false
 		c.Files[i].Data = g.renderReg(c.Reg)
 	}
@@ -532,12 +533,12 @@ func (g *pairGen) mutateFile(c *genConfig) {
 	f := &c.Files[i]
 	switch g.r.IntN(8) {
 	case 0:
-		if f.Path == planner.RegistriesConfPath {
+		if f.Path == registries.ConfPath {
 			c.Reg, c.RegBroken = nil, false
 		}
 		c.Files = slices.Delete(c.Files, i, i+1)
 	case 1, 2:
-		if f.Path == planner.RegistriesConfPath {
+		if f.Path == registries.ConfPath {
 			g.mutateRegistries(c)
 			return
 		}
@@ -635,11 +636,11 @@ func (g *pairGen) mutateOS(c *genConfig) {
 // mutateRegistries changes registries.conf, mostly in ways that keep or
 // break safety by one rule, sometimes only in its spelling.
 func (g *pairGen) mutateRegistries(c *genConfig) {
-	i := slices.IndexFunc(c.Files, func(f genFile) bool { return f.Path == planner.RegistriesConfPath })
+	i := slices.IndexFunc(c.Files, func(f genFile) bool { return f.Path == registries.ConfPath })
 	if i < 0 || c.Reg == nil {
 		// Add the file, or replace a broken or remote one with a valid one.
 		c.Reg, c.RegBroken = g.regConf(), false
-		f := genFile{Path: planner.RegistriesConfPath, Mode: genPtr(0o644)}
+		f := genFile{Path: registries.ConfPath, Mode: genPtr(0o644)}
 		if i < 0 {
 			c.Files = append(c.Files, f)
 		} else {
@@ -823,7 +824,7 @@ func (g *pairGen) render(c *genConfig, name string) []byte {
 		var files []any
 		for i := range c.Files {
 			f := &c.Files[i]
-			if f.Path == planner.RegistriesConfPath && c.Reg != nil && f.Remote == "" && !c.KeepRegBytes {
+			if f.Path == registries.ConfPath && c.Reg != nil && f.Remote == "" && !c.KeepRegBytes {
 				f.Data = g.renderReg(c.Reg)
 			}
 			files = append(files, g.renderFile(f))
@@ -1030,7 +1031,7 @@ func genIsTrue(b *bool) bool { return b != nil && *b }
 
 // Expectations, from the models alone.
 
-func genExpect(old, nw *genConfig) (changes []string, registries string) {
+func genExpect(old, nw *genConfig) (changes []string, regVerdict string) {
 	add := func(id string) { changes = append(changes, id) }
 	oldFiles := map[string]*genFile{}
 	for i := range old.Files {
@@ -1075,25 +1076,25 @@ func genExpect(old, nw *genConfig) (changes []string, registries string) {
 		add("password")
 	}
 	if old.OSImage != nw.OSImage {
-		add("os:" + planner.FieldOSImageURL)
+		add("os:" + changeset.FieldOSImageURL)
 	}
 	if old.ExtImage != nw.ExtImage {
-		add("os:" + planner.FieldBaseOSExtensionsContainerImage)
+		add("os:" + changeset.FieldBaseOSExtensionsContainerImage)
 	}
 	if !slices.Equal(old.Kargs, nw.Kargs) {
-		add("os:" + planner.FieldKernelArguments)
+		add("os:" + changeset.FieldKernelArguments)
 	}
 	if !genSameSet(old.Extensions, nw.Extensions) {
-		add("os:" + planner.FieldExtensions)
+		add("os:" + changeset.FieldExtensions)
 	}
 	if genKernelType(old.KernelType) != genKernelType(nw.KernelType) {
-		add("os:" + planner.FieldKernelType)
+		add("os:" + changeset.FieldKernelType)
 	}
 	sort.Strings(changes)
-	if slices.Contains(changes, "file:"+planner.RegistriesConfPath) {
-		registries = genRegistriesVerdict(old, nw, oldFiles[planner.RegistriesConfPath], newFiles[planner.RegistriesConfPath])
+	if slices.Contains(changes, "file:"+registries.ConfPath) {
+		regVerdict = genRegistriesVerdict(old, nw, oldFiles[registries.ConfPath], newFiles[registries.ConfPath])
 	}
-	return changes, registries
+	return changes, regVerdict
 }
 
 func genDeref[T any](p *T) T {

@@ -7,14 +7,17 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // mc builds a rendered MachineConfig document: ign is the Ignition config
 // (its version defaults to 3.4.0), spec holds the other spec fields.
-func mc(t testing.TB, name string, ign map[string]any, spec map[string]any) *planner.Config {
+func mc(t testing.TB, name string, ign map[string]any, spec map[string]any) *machineconfig.Config {
 	t.Helper()
-	cfg, err := planner.ParseMachineConfig(name+".yaml", mcDoc(t, name, ign, spec))
+	cfg, err := machineconfig.Parse(name+".yaml", mcDoc(t, name, ign, spec))
 	if err != nil {
 		t.Fatalf("parsing %s: %v", name, err)
 	}
@@ -71,16 +74,16 @@ func with(f map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-func defaultPlanner(t testing.TB, extra ...planner.Policy) *planner.Planner {
+func defaultPlanner(t testing.TB, extra ...policy.Policy) *planner.Planner {
 	t.Helper()
-	p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, extra...), planner.EngineOptions{})
+	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, extra...), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func plan(t testing.TB, p *planner.Planner, from, to *planner.Config) *planner.Plan {
+func plan(t testing.TB, p *planner.Planner, from, to *machineconfig.Config) *planner.Plan {
 	t.Helper()
 	pl, err := p.Plan(context.Background(), planner.Request{From: from, To: to})
 	if err != nil {
@@ -89,7 +92,7 @@ func plan(t testing.TB, p *planner.Planner, from, to *planner.Config) *planner.P
 	return pl
 }
 
-func actionsString(actions []planner.Action) string {
+func actionsString(actions []policy.Action) string {
 	b, _ := json.Marshal(actions)
 	return string(b)
 }

@@ -16,13 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
 // hostileMargin is how far over the evaluation's budget the heap may peak:
 // the watchdog samples every 2 ms and one builtin call may allocate a
 // quarter of the budget before anything can stop it.
-const hostileMargin = planner.DefaultEvalMemoryBytes / 4
+const hostileMargin = sandbox.DefaultEvalMemoryBytes / 4
 
 // TestHostilePolicies runs policies written to exhaust the planner, each
 // in the sandbox's default limits (5 s, 256 MiB per evaluation), and checks
@@ -42,16 +47,16 @@ func TestHostilePolicies(t *testing.T) {
 
 	// plan loads a fixture (or takes the policies given), compiles it with
 	// the default policy and plans a change.
-	plan := func(to *planner.Config, pols ...planner.Policy) func(t *testing.T, fixture string) error {
+	plan := func(to *machineconfig.Config, pols ...policy.Policy) func(t *testing.T, fixture string) error {
 		return func(t *testing.T, fixture string) error {
 			if fixture != "" {
-				loaded, _, err := planner.LoadPolicies(filepath.Join("testdata", "hostile", fixture))
+				loaded, _, err := loader.Load(filepath.Join("testdata", "hostile", fixture))
 				if err != nil {
 					return err
 				}
 				pols = loaded
 			}
-			p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+			p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
 			if err != nil {
 				return err
 			}
@@ -61,19 +66,19 @@ func TestHostilePolicies(t *testing.T) {
 	}
 	readBundle := func(data []byte) func(*testing.T, string) error {
 		return func(t *testing.T, _ string) error {
-			pol, err := planner.ReadBundle("hostile.tar.gz", bytes.NewReader(data), nil)
+			pol, err := loader.ReadBundle("hostile.tar.gz", bytes.NewReader(data), nil)
 			if err != nil {
 				return err
 			}
 			return plan(small, pol)(t, "")
 		}
 	}
-	bigModule := regoModule("oversized", "package ndp.policy.oversized\n\n"+strings.Repeat("# padding\n", planner.MaxModuleBytes/10+1))
+	bigModule := regoModule("oversized", "package ndp.policy.oversized\n\n"+strings.Repeat("# padding\n", policy.MaxModuleBytes/10+1))
 	regoTest := func(t *testing.T, _ string) error {
 		pol := regoModule("tested", "package ndp.policy.tested\n\nclaims := set()\n")
-		pol.Tests = []planner.Module{{Filename: "tested_test.rego", Source: "package ndp.policy.tested_test\n\ntest_fine if { count(data.ndp.policy.tested.claims) == 0 }\n\ntest_big_list if {\n\tcount([i | some i in numbers.range(1, 200000000)]) > 0\n}\n"}}
+		pol.Tests = []policy.Module{{Filename: "tested_test.rego", Source: "package ndp.policy.tested_test\n\ntest_fine if { count(data.ndp.policy.tested.claims) == 0 }\n\ntest_big_list if {\n\tcount([i | some i in numbers.range(1, 200000000)]) > 0\n}\n"}}
 		var out bytes.Buffer
-		sum, err := planner.RunRegoTests(context.Background(), []planner.Policy{pol}, nil, &out, planner.TestOptions{})
+		sum, err := engine.RunRegoTests(context.Background(), []policy.Policy{pol}, nil, &out, engine.TestOptions{})
 		if err == nil && sum.Failed+sum.Errored > 0 {
 			err = fmt.Errorf("%d tests failed:\n%s", sum.Failed+sum.Errored, out.String())
 		}
@@ -97,11 +102,11 @@ func TestHostilePolicies(t *testing.T) {
 		ok     bool
 	}{
 		{name: "numbers.range: a list of 200 million numbers (the issue's policy)", fixture: "big-range.yaml", run: plan(small),
-			want: []string{"evaluating policies used more than 256 MiB of memory", `policy "big-range"`}, policy: "big-range", kind: planner.ErrEvalMemory},
+			want: []string{"evaluating policies used more than 256 MiB of memory", `policy "big-range"`}, policy: "big-range", kind: sandbox.ErrEvalMemory},
 		{name: "nested comprehension: 10^10 pairs", fixture: "comprehension.rego", run: plan(small),
-			want: []string{"used more than 256 MiB of memory"}, policy: "comprehension", kind: planner.ErrEvalMemory},
+			want: []string{"used more than 256 MiB of memory"}, policy: "comprehension", kind: sandbox.ErrEvalMemory},
 		{name: "walk over the input, building a large output", fixture: "walk.rego", run: plan(large),
-			want: []string{"used more than 256 MiB of memory"}, policy: "walk", kind: planner.ErrEvalMemory},
+			want: []string{"used more than 256 MiB of memory"}, policy: "walk", kind: sandbox.ErrEvalMemory},
 		{name: "deep recursion", fixture: "recursion.rego", run: plan(small),
 			want: []string{"recursion.rego:4:1", "rego_recursion_error", "depth is recursive"}, policy: "recursion"},
 		{name: "regex: a 200 KiB pattern built at run time", fixture: "regex_huge_pattern.rego", run: plan(small),
@@ -122,7 +127,7 @@ func TestHostilePolicies(t *testing.T) {
 		{name: "oversized module", run: plan(small, bigModule),
 			want: []string{"spec.rego: Too long", "262144"}, policy: "oversized"},
 		{name: "a set of 30 modules of the largest size allowed (7.5 MiB)", run: plan(small, largestModules(30)...),
-			want: []string{"compiling policies used more than 256 MiB of memory: the sandbox stopped it (the set holds 7.5 MiB of Rego"}, kind: planner.ErrEvalMemory},
+			want: []string{"compiling policies used more than 256 MiB of memory: the sandbox stopped it (the set holds 7.5 MiB of Rego"}, kind: sandbox.ErrEvalMemory},
 		{name: "oversized bundle (over 8 MiB compressed)", run: readBundle(hostileBundle(t, 12<<20, false)),
 			want: []string{"hostile.tar.gz: invalid OPA bundle: the bundle is more than 8 MiB"}},
 		{name: "bundle bomb (64 MiB inflated from 64 KiB)", run: readBundle(hostileBundle(t, 64<<20, true)),
@@ -140,7 +145,7 @@ func TestHostilePolicies(t *testing.T) {
 		{name: "ownership: claiming through a foreign directory", fixture: "foreign_match.rego", run: plan(small),
 			want: []string{`match "/var/lib/other/" is neither the change's path or name nor one of its directories`}, policy: "foreign_match"},
 		{name: "ndp test: a Rego test building a huge list", run: regoTest,
-			want: []string{"Rego test data.ndp.policy.tested_test.test_big_list used more than 256 MiB of memory"}, kind: planner.ErrEvalMemory},
+			want: []string{"Rego test data.ndp.policy.tested_test.test_big_list used more than 256 MiB of memory"}, kind: sandbox.ErrEvalMemory},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -152,7 +157,7 @@ func TestHostilePolicies(t *testing.T) {
 				outcome = "completed"
 			}
 			t.Logf("ROW | %s | %s | %s | +%d MiB | %v", tc.name, outcome, took.Round(10*time.Millisecond), growth>>20, err)
-			if limit := int64(planner.DefaultEvalMemoryBytes + hostileMargin); growth > limit {
+			if limit := int64(sandbox.DefaultEvalMemoryBytes + hostileMargin); growth > limit {
 				t.Errorf("the heap grew by %d MiB, more than the budget and margin (%d MiB)", growth>>20, limit>>20)
 			}
 			if took > 20*time.Second {
@@ -173,7 +178,7 @@ func TestHostilePolicies(t *testing.T) {
 				}
 			}
 			if tc.policy != "" {
-				var pe *planner.PolicyError
+				var pe *policy.Error
 				if !errors.As(err, &pe) || pe.Policy != tc.policy {
 					t.Errorf("the error does not name policy %q: %#v", tc.policy, err)
 				}
@@ -189,7 +194,7 @@ func TestHostilePolicies(t *testing.T) {
 // returns how far it rose above where it was before f.
 func heapPeakDuring(f func()) int64 {
 	runtime.GC()
-	base := planner.HeapBytes()
+	base := sandbox.HeapBytes()
 	var peak atomic.Uint64
 	peak.Store(base)
 	done, exited := make(chan struct{}), make(chan struct{})
@@ -202,7 +207,7 @@ func heapPeakDuring(f func()) int64 {
 			case <-done:
 				return
 			case <-tick.C:
-				if h := planner.HeapBytes(); h > peak.Load() {
+				if h := sandbox.HeapBytes(); h > peak.Load() {
 					peak.Store(h)
 				}
 			}
@@ -211,7 +216,7 @@ func heapPeakDuring(f func()) int64 {
 	f()
 	close(done)
 	<-exited
-	if h := planner.HeapBytes(); h > peak.Load() {
+	if h := sandbox.HeapBytes(); h > peak.Load() {
 		peak.Store(h)
 	}
 	return int64(peak.Load()) - int64(base)
@@ -220,12 +225,12 @@ func heapPeakDuring(f func()) int64 {
 // largestModules are n policies of one module each, just under
 // MaxModuleBytes, of rules with nested comprehensions: parsed and compiled,
 // each takes some 100 MiB.
-func largestModules(n int) []planner.Policy {
-	var pols []planner.Policy
+func largestModules(n int) []policy.Policy {
+	var pols []policy.Policy
 	for k := range n {
 		var b strings.Builder
 		fmt.Fprintf(&b, "package ndp.policy.large%02d\n\n", k)
-		for i := 0; b.Len() < planner.MaxModuleBytes-200; i++ {
+		for i := 0; b.Len() < policy.MaxModuleBytes-200; i++ {
 			fmt.Fprintf(&b, "r%d := [x | some x in [y | some y in [z | some z in input.changes]]]\n", i)
 		}
 		pols = append(pols, regoModule(fmt.Sprintf("large%02d", k), b.String()))
@@ -233,9 +238,9 @@ func largestModules(n int) []planner.Policy {
 	return pols
 }
 
-func regoModule(name, src string) planner.Policy {
-	return planner.Policy{Name: name, Priority: 100, Origin: name + ".yaml: NodeDisruptionPolicy " + fmt.Sprintf("%q", name),
-		Modules: []planner.Module{{Filename: name + ".yaml", Field: "spec.rego", Source: src}}}
+func regoModule(name, src string) policy.Policy {
+	return policy.Policy{Name: name, Priority: 100, Origin: name + ".yaml: NodeDisruptionPolicy " + fmt.Sprintf("%q", name),
+		Modules: []policy.Module{{Filename: name + ".yaml", Field: "spec.rego", Source: src}}}
 }
 
 // hostileBundle writes a bundle of one policy whose data file holds size

@@ -11,6 +11,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 func TestLoadPolicyFiles(t *testing.T) {
@@ -47,14 +50,14 @@ spec:
 	write("sub/loose.rego", "package ndp.policy.loose\n\nclaims := set()\n")
 	write("sub/loose_test.rego", "package ndp.policy.loose_test\n\nimport data.ndp.policy.loose\n\ntest_empty if count(loose.claims) == 0\n")
 	write("sub/README.md", "not a policy")
-	pols, loose, err := planner.LoadPolicies(dir)
+	pols, loose, err := loader.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(loose) != 0 {
 		t.Errorf("the loose test belongs to policy loose: %+v", loose)
 	}
-	got := map[string]planner.Policy{}
+	got := map[string]policy.Policy{}
 	for _, p := range pols {
 		got[p.Name] = p
 	}
@@ -65,7 +68,7 @@ spec:
 	if m := got["two"].Modules[0]; m.LineOffset != 13 || m.Filename != filepath.Join(dir, "multi.yaml") {
 		t.Errorf("module position: %+v", m)
 	}
-	pl, err := planner.New(context.Background(), pols, planner.EngineOptions{})
+	pl, err := planner.New(context.Background(), pols, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +96,7 @@ func TestLoadPolicyErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, _, err := planner.LoadPolicies(path)
+			_, _, err := loader.Load(path)
 			if err == nil {
 				t.Fatal("loaded, want an error")
 			}
@@ -126,7 +129,7 @@ func TestLoadBundle(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pols, _, err := planner.LoadPolicies(path)
+	pols, _, err := loader.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func TestLoadBundle(t *testing.T) {
 		t.Errorf("plan: %+v", res)
 	}
 	var out bytes.Buffer
-	if sum, err := planner.RunRegoTests(context.Background(), pols, nil, &out, planner.TestOptions{}); err != nil || sum.Passed == 0 || sum.Failed != 0 {
+	if sum, err := engine.RunRegoTests(context.Background(), pols, nil, &out, engine.TestOptions{}); err != nil || sum.Passed == 0 || sum.Failed != 0 {
 		t.Errorf("bundle tests: %+v %v\n%s", sum, err, out.String())
 	}
 }

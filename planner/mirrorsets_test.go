@@ -6,8 +6,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // registries.conf rendered from image-mirror objects, planned with the
@@ -17,12 +17,12 @@ func TestPlansOfRenderedMirrorSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	render := func(name string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet) *planner.Config {
+	render := func(name string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet) *machineconfig.Config {
 		rules, errs := registries.MirrorRules(idms, itms, nil)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		return mc(t, name, files(file(planner.RegistriesConfPath, string(registries.Marshal(registries.Render(base, rules))))), nil)
+		return mc(t, name, files(file(registries.ConfPath, string(registries.Marshal(registries.Render(base, rules))))), nil)
 	}
 	digest := []configv1.ImageDigestMirrorSet{{ObjectMeta: metav1.ObjectMeta{Name: "release"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
 		{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []configv1.ImageMirror{"mirror.example.com/ocp/release"}}}}}}
@@ -35,7 +35,7 @@ func TestPlansOfRenderedMirrorSets(t *testing.T) {
 	p := defaultPlanner(t)
 	for _, tc := range []struct {
 		name      string
-		from, to  *planner.Config
+		from, to  *machineconfig.Config
 		wantDrain bool
 	}{
 		{"IDMS added", none, withIDMS, false},

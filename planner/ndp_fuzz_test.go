@@ -18,7 +18,9 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // ndpSeeds are NodeDisruptionPolicy documents: the shipped examples, and
@@ -85,7 +87,7 @@ var apiDecoder = serializer.NewCodecFactory(scheme.New()).UniversalDeserializer(
 // FuzzNodeDisruptionPolicy decodes arbitrary bytes as NodeDisruptionPolicy
 // documents, as the CLI does (ParseNodeDisruptionPolicies, behind `ndp
 // plan --policy` and `ndp test`) and as the controllers do (the scheme's
-// decoder, then PolicyFromAPI). Decoding never panics; a refused document
+// decoder, then FromAPI). Decoding never panics; a refused document
 // is an InputError naming the file and document; validation errors name a
 // field under spec; a decoded policy written back as JSON or YAML decodes to
 // the same policy; and a JSON document both paths accept means the same
@@ -95,9 +97,9 @@ func FuzzNodeDisruptionPolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pols, err := planner.ParseNodeDisruptionPolicies("policy.yaml", data)
+		pols, err := loader.ParseNodeDisruptionPolicies("policy.yaml", data)
 		if err != nil {
-			var ie *planner.InputError
+			var ie *machineconfig.InputError
 			if !errors.As(err, &ie) || !strings.HasPrefix(ie.Object, "policy.yaml") || ie.Err == nil {
 				t.Fatalf("the error does not name the file: %T %v", err, err)
 			}
@@ -112,7 +114,7 @@ func FuzzNodeDisruptionPolicy(f *testing.F) {
 		if err != nil || !ok {
 			return
 		}
-		pol := planner.PolicyFromAPI("", ndp, 0, 0)
+		pol := policy.FromAPI("", ndp, 0, 0)
 		checkPolicy(t, pol)
 		if len(pols) == 1 && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 			if d := cmp.Diff(pols[0], pol, policyCmp...); d != "" {
@@ -125,13 +127,13 @@ func FuzzNodeDisruptionPolicy(f *testing.F) {
 // policyCmp compares what decides plans, not where a policy was read from.
 var policyCmp = []cmp.Option{
 	cmpopts.EquateEmpty(),
-	cmpopts.IgnoreFields(planner.Policy{}, "Origin"),
-	cmpopts.IgnoreFields(planner.Module{}, "Filename", "Field", "LineOffset"),
+	cmpopts.IgnoreFields(policy.Policy{}, "Origin"),
+	cmpopts.IgnoreFields(policy.Module{}, "Filename", "Field", "LineOffset"),
 }
 
 // checkPolicy runs what the engine does with a policy before compiling it,
 // and holds validation errors to naming the offending field.
-func checkPolicy(t *testing.T, pol planner.Policy) {
+func checkPolicy(t *testing.T, pol policy.Policy) {
 	t.Helper()
 	for _, e := range pol.Validate() {
 		if e.Field != "spec" && !strings.HasPrefix(e.Field, "spec.") {
@@ -149,7 +151,7 @@ func checkPolicy(t *testing.T, pol planner.Policy) {
 }
 
 // toAPI writes a policy back as the NodeDisruptionPolicy it was read from.
-func toAPI(pol planner.Policy) *v1alpha1.NodeDisruptionPolicy {
+func toAPI(pol policy.Policy) *v1alpha1.NodeDisruptionPolicy {
 	prio := pol.Priority
 	ndp := &v1alpha1.NodeDisruptionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
@@ -174,7 +176,7 @@ func toAPI(pol planner.Policy) *v1alpha1.NodeDisruptionPolicy {
 // checkPolicyRoundTrip: a decoded policy, marshalled as JSON (what the API
 // server stores) and as YAML (what `kubectl get -o yaml` prints), decodes
 // to the same policy.
-func checkPolicyRoundTrip(t *testing.T, pol planner.Policy) {
+func checkPolicyRoundTrip(t *testing.T, pol policy.Policy) {
 	t.Helper()
 	if len(pol.Modules) > 1 || len(pol.Tests) > 1 {
 		t.Fatalf("a NodeDisruptionPolicy document gave %d modules and %d tests", len(pol.Modules), len(pol.Tests))
@@ -189,14 +191,14 @@ func checkPolicyRoundTrip(t *testing.T, pol planner.Policy) {
 		t.Fatalf("marshalling %+v: %v", ndp, err)
 	}
 	for _, doc := range [][]byte{jsonDoc, yamlDoc} {
-		back, err := planner.ParseNodeDisruptionPolicies("policy.yaml", doc)
+		back, err := loader.ParseNodeDisruptionPolicies("policy.yaml", doc)
 		if err != nil {
 			t.Fatalf("a decoded policy, written back, does not decode: %v\n%s", err, doc)
 		}
 		if len(back) != 1 {
 			t.Fatalf("a decoded policy, written back, gives %d policies:\n%s", len(back), doc)
 		}
-		if d := cmp.Diff(pol, back[0], cmpopts.EquateEmpty(), cmpopts.IgnoreFields(planner.Module{}, "LineOffset")); d != "" {
+		if d := cmp.Diff(pol, back[0], cmpopts.EquateEmpty(), cmpopts.IgnoreFields(policy.Module{}, "LineOffset")); d != "" {
 			t.Fatalf("a decoded policy, written back, decodes differently (-first +second):\n%s\n%s", d, doc)
 		}
 	}
@@ -215,8 +217,8 @@ func TestPolicyFieldNamesAreCaseSensitive(t *testing.T) {
 		`{"apiVersion":"ndp.dev/v1alpha1","kind":"NodeDisruptionPolicy","metadata":{"Name":"a"}}`:                                                       `unknown field "metadata.Name"`,
 		"apiVersion: ndp.dev/v1alpha1\nkind: NodeDisruptionPolicy\nmetadata: {name: a}\nspec:\n  files:\n  - {Path: /etc/a, actions: [{type: None}]}\n": `unknown field "spec.files[0].Path"`,
 	} {
-		_, err := planner.ParseNodeDisruptionPolicies("policy.yaml", []byte(doc))
-		var ie *planner.InputError
+		_, err := loader.ParseNodeDisruptionPolicies("policy.yaml", []byte(doc))
+		var ie *machineconfig.InputError
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "policy.yaml: document 1") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an InputError naming %s", doc, err, want)
 		}

@@ -7,22 +7,26 @@ import (
 	"strings"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // Plan is what a node must do to move from one rendered config to another:
 // ordered post-config actions, whether to drain first, whether the actions
 // end in a reboot, and why.
 type Plan struct {
-	From    string   `json:"from"`
-	To      string   `json:"to"`
-	Actions []Action `json:"actions"`
-	Drain   bool     `json:"drain"`
-	Reboot  bool     `json:"reboot"`
-	Reasons []Reason `json:"reasons"`
+	From    string          `json:"from"`
+	To      string          `json:"to"`
+	Actions []policy.Action `json:"actions"`
+	Drain   bool            `json:"drain"`
+	Reboot  bool            `json:"reboot"`
+	Reasons []Reason        `json:"reasons"`
 	// Unreconcilable, when not empty, means there is no plan: the node
 	// cannot apply the change in place and Actions is empty.
-	Unreconcilable []Unreconcilable `json:"unreconcilable"`
-	PolicyRevision string           `json:"policyRevision"`
+	Unreconcilable []changeset.Unreconcilable `json:"unreconcilable"`
+	PolicyRevision string                     `json:"policyRevision"`
 	// PlanHash digests from, to, actions, drain, reboot and the revision;
 	// the node daemon verifies it before executing.
 	PlanHash string `json:"planHash"`
@@ -31,11 +35,11 @@ type Plan struct {
 // Reason explains one change: the policy whose claim won it, and the
 // actions that claim asked for.
 type Reason struct {
-	Change  string   `json:"change"`
-	Policy  string   `json:"policy"`
-	Match   string   `json:"match,omitempty"`
-	Actions []Action `json:"actions"`
-	Detail  string   `json:"detail,omitempty"`
+	Change  string          `json:"change"`
+	Policy  string          `json:"policy"`
+	Match   string          `json:"match,omitempty"`
+	Actions []policy.Action `json:"actions"`
+	Detail  string          `json:"detail,omitempty"`
 }
 
 // NoPolicy is the policy of a reason for an unclaimed change.
@@ -43,7 +47,7 @@ const NoPolicy = "(none)"
 
 // Request is one question for the planner.
 type Request struct {
-	From, To *Config
+	From, To *machineconfig.Config
 	// Pool the configs belong to, if known; part of the Rego input.
 	Pool string
 	// PoolLabels select the policies in force (spec.poolSelector); nil
@@ -56,12 +60,12 @@ type Request struct {
 // Planner computes plans with one compiled policy set. It is safe for
 // concurrent use.
 type Planner struct {
-	Engine *Engine
+	Engine *engine.Engine
 }
 
 // New compiles a policy set into a planner.
-func New(ctx context.Context, pols []Policy, opts EngineOptions) (*Planner, error) {
-	e, err := NewEngine(ctx, pols, opts)
+func New(ctx context.Context, pols []policy.Policy, opts engine.Options) (*Planner, error) {
+	e, err := engine.New(ctx, pols, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +76,7 @@ func New(ctx context.Context, pols []Policy, opts EngineOptions) (*Planner, erro
 // policies on the changes, resolve the claims, normalise. The CLI, the
 // controllers and the webhook all call it.
 func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
-	cs, err := Diff(req.From, req.To)
+	cs, err := changeset.Diff(req.From, req.To)
 	if err != nil {
 		return nil, err
 	}
@@ -82,15 +86,15 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 
 // PlanChanges plans an already computed change set for a pool with the
 // given labels.
-func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet, poolLabels map[string]string) (*Plan, error) {
-	plan := &Plan{From: cs.From, To: cs.To, PolicyRevision: p.Engine.Revision(), Reasons: []Reason{}, Unreconcilable: []Unreconcilable{}}
+func (p *Planner) PlanChanges(ctx context.Context, cs *changeset.ChangeSet, poolLabels map[string]string) (*Plan, error) {
+	plan := &Plan{From: cs.From, To: cs.To, PolicyRevision: p.Engine.Revision(), Reasons: []Reason{}, Unreconcilable: []changeset.Unreconcilable{}}
 	if len(cs.Unreconcilable) > 0 {
 		plan.Unreconcilable = cs.Unreconcilable
-		plan.Actions = []Action{}
+		plan.Actions = []policy.Action{}
 		plan.PlanHash = plan.hash()
 		return plan, nil
 	}
-	var claims []Claim
+	var claims []engine.Claim
 	if len(cs.Changes) > 0 {
 		var err error
 		if claims, err = p.Engine.Evaluate(ctx, cs); err != nil {
@@ -112,9 +116,9 @@ func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet, poolLabels map
 		}
 		return 0
 	}
-	var ordered []Action
+	var ordered []policy.Action
 	for _, w := range Resolve(cs, claims, priority) {
-		r := Reason{Change: w.Change.Describe(), Policy: NoPolicy, Actions: []Action{{Type: ActionReboot}}, Detail: "no policy claims this change"}
+		r := Reason{Change: w.Change.Describe(), Policy: NoPolicy, Actions: []policy.Action{{Type: policy.ActionReboot}}, Detail: "no policy claims this change"}
 		if w.Claim != nil {
 			r = Reason{Change: w.Change.Describe(), Policy: w.Claim.Policy, Match: w.Claim.Match, Actions: w.Claim.Actions, Detail: w.Claim.Reason}
 		}
@@ -129,8 +133,8 @@ func (p *Planner) PlanChanges(ctx context.Context, cs *ChangeSet, poolLabels map
 // Winner is the claim that decides a change; Claim is nil when no policy
 // claimed it (the change then needs a reboot).
 type Winner struct {
-	Change *Change
-	Claim  *Claim
+	Change *changeset.Change
+	Claim  *engine.Claim
 }
 
 // Resolve picks, for each change in change-set order, the winning claims:
@@ -138,8 +142,8 @@ type Winner struct {
 // ties going to the higher priority. Claims still tied (equally specific,
 // equal priority) all win, in policy-name order, so that no policy's
 // actions are lost.
-func Resolve(cs *ChangeSet, claims []Claim, priority func(policy string) int32) []Winner {
-	byChange := make(map[string][]*Claim, len(cs.Changes))
+func Resolve(cs *changeset.ChangeSet, claims []engine.Claim, priority func(policy string) int32) []Winner {
+	byChange := make(map[string][]*engine.Claim, len(cs.Changes))
 	for i := range claims {
 		byChange[claims[i].Change] = append(byChange[claims[i].Change], &claims[i])
 	}
@@ -182,33 +186,15 @@ const exactMatch = 1 << 30
 // specificity: a claim without match, or matching the change's own path or
 // name, is exact; a directory claim counts its length without the final
 // "/", so that /etc/app and /etc/app/ are equally specific.
-func specificity(c *Change, cl *Claim) int {
-	m := PathKey(cl.Match)
+func specificity(c *changeset.Change, cl *engine.Claim) int {
+	m := changeset.PathKey(cl.Match)
 	if cl.Match == "" || m == c.Path || cl.Match == c.Name {
 		return exactMatch
 	}
 	return len(m)
 }
 
-// PathKey is the path a declarative entry or a claim's match names: written
-// with or without a final "/", /etc/app and /etc/app/ are the same key.
-func PathKey(p string) string {
-	if len(p) > 1 {
-		return strings.TrimSuffix(p, "/")
-	}
-	return p
-}
-
-// Covers reports whether a policy path claims a file, as the MCO's
-// FindClosestFilePolicyPathMatch does: the path itself and everything
-// beneath it, with or without a final "/" (/etc/app covers
-// /etc/app/conf.d/x.conf, never /etc/app2/x).
-func Covers(policyPath, file string) bool {
-	k := PathKey(policyPath)
-	return k == file || k == "/" && strings.HasPrefix(file, "/") || strings.HasPrefix(file, k+"/")
-}
-
-func actionsKey(actions []Action) string {
+func actionsKey(actions []policy.Action) string {
 	b, _ := json.Marshal(actions)
 	return string(b)
 }
@@ -218,17 +204,17 @@ func actionsKey(actions []Action) string {
 // dropped unless nothing else remains; duplicates keep their first
 // occurrence; DaemonReload moves before the first Reload or Restart. A
 // single-node cluster is never drained.
-func Normalize(in []Action, singleNode bool) (actions []Action, drain, reboot bool) {
+func Normalize(in []policy.Action, singleNode bool) (actions []policy.Action, drain, reboot bool) {
 	seen := map[string]bool{}
 	for _, a := range in {
 		switch a.Type {
-		case ActionReboot:
+		case policy.ActionReboot:
 			reboot = true
 			continue
-		case ActionDrain:
+		case policy.ActionDrain:
 			drain = true
 			continue
-		case ActionNone:
+		case policy.ActionNone:
 			continue
 		}
 		k := actionKey(a)
@@ -240,9 +226,9 @@ func Normalize(in []Action, singleNode bool) (actions []Action, drain, reboot bo
 	}
 	switch {
 	case reboot:
-		actions, drain = []Action{{Type: ActionReboot}}, true
+		actions, drain = []policy.Action{{Type: policy.ActionReboot}}, true
 	case len(actions) == 0:
-		actions = []Action{{Type: ActionNone}}
+		actions = []policy.Action{{Type: policy.ActionNone}}
 	default:
 		actions = daemonReloadFirst(actions)
 	}
@@ -252,7 +238,7 @@ func Normalize(in []Action, singleNode bool) (actions []Action, drain, reboot bo
 	return actions, drain, reboot
 }
 
-func actionKey(a Action) string {
+func actionKey(a policy.Action) string {
 	k := string(a.Type)
 	if a.Reload != nil {
 		k += "/" + string(a.Reload.ServiceName)
@@ -265,13 +251,13 @@ func actionKey(a Action) string {
 
 // daemonReloadFirst moves a DaemonReload before the first Reload or
 // Restart: systemd must see changed units before they are restarted.
-func daemonReloadFirst(actions []Action) []Action {
+func daemonReloadFirst(actions []policy.Action) []policy.Action {
 	dr, firstService := -1, -1
 	for i, a := range actions {
 		switch a.Type {
-		case ActionDaemonReload:
+		case policy.ActionDaemonReload:
 			dr = i
-		case ActionReload, ActionRestart:
+		case policy.ActionReload, policy.ActionRestart:
 			if firstService < 0 {
 				firstService = i
 			}
@@ -280,7 +266,7 @@ func daemonReloadFirst(actions []Action) []Action {
 	if dr < 0 || firstService < 0 || dr < firstService {
 		return actions
 	}
-	out := make([]Action, 0, len(actions))
+	out := make([]policy.Action, 0, len(actions))
 	out = append(out, actions[:firstService]...)
 	out = append(out, actions[dr])
 	out = append(out, actions[firstService:dr]...)
@@ -305,7 +291,7 @@ func (p *Plan) PostConfigActions() ndpmcv1.PostConfigActions {
 
 // FormatActions writes actions as administrators read them:
 // "Restart chronyd.service, Reload crio.service".
-func FormatActions(actions []Action) string {
+func FormatActions(actions []policy.Action) string {
 	parts := make([]string, 0, len(actions))
 	for _, a := range actions {
 		s := string(a.Type)

@@ -10,7 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // The policy-scaling benchmarks (issue 11): compile time of a set of 1, 100
@@ -34,9 +37,9 @@ var scalingCounts = []int{1, 100, 1000}
 // claims its own directory /etc/app-NNNN/ (which no change touches, so every
 // policy is evaluated and finds nothing), and the last one also claims
 // scalingClaimed, a changed file.
-func scalingPolicies(tb testing.TB, kind string, n int) []planner.Policy {
+func scalingPolicies(tb testing.TB, kind string, n int) []policy.Policy {
 	tb.Helper()
-	pols := make([]planner.Policy, 0, n)
+	pols := make([]policy.Policy, 0, n)
 	for i := range n {
 		name := fmt.Sprintf("app-%04d", i)
 		dir := "/etc/" + name + "/"
@@ -52,12 +55,12 @@ func scalingPolicies(tb testing.TB, kind string, n int) []planner.Policy {
 		case "declarative":
 			obj.Spec.Files = []operatorv1.NodeDisruptionPolicySpecFile{{
 				Path:    dir,
-				Actions: []planner.Action{planner.RestartAction(svc)},
+				Actions: []policy.Action{policy.RestartAction(svc)},
 			}}
 			if claimsChanged {
 				obj.Spec.Files = append(obj.Spec.Files, operatorv1.NodeDisruptionPolicySpecFile{
 					Path:    scalingClaimed,
-					Actions: []planner.Action{planner.ReloadAction("crio.service")},
+					Actions: []policy.Action{policy.ReloadAction("crio.service")},
 				})
 			}
 		case "rego":
@@ -83,14 +86,14 @@ claims contains {"change": c.id, "match": c.path, "actions": [lib.reload("crio.s
 		default:
 			tb.Fatalf("unknown policy kind %q", kind)
 		}
-		pols = append(pols, planner.PolicyFromAPI(name+".yaml", obj, 0, 0))
+		pols = append(pols, policy.FromAPI(name+".yaml", obj, 0, 0))
 	}
 	return pols
 }
 
-func scalingPlanner(tb testing.TB, pols []planner.Policy) *planner.Planner {
+func scalingPlanner(tb testing.TB, pols []policy.Policy) *planner.Planner {
 	tb.Helper()
-	p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{CompileTimeout: 5 * time.Minute})
+	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{CompileTimeout: 5 * time.Minute})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -109,11 +112,11 @@ func BenchmarkPolicyScaling(b *testing.B) {
 			for _, n := range scalingCounts {
 				b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
 					pols := scalingPolicies(b, kind, n)
-					set := append([]planner.Policy{planner.DefaultPolicy()}, pols...)
+					set := append([]policy.Policy{policy.DefaultPolicy()}, pols...)
 					b.Run("op=compile", func(b *testing.B) {
 						b.ReportAllocs()
 						for b.Loop() {
-							if _, err := planner.New(ctx, set, planner.EngineOptions{CompileTimeout: 5 * time.Minute}); err != nil {
+							if _, err := planner.New(ctx, set, engine.Options{CompileTimeout: 5 * time.Minute}); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -137,7 +140,7 @@ func BenchmarkPolicyScaling(b *testing.B) {
 // scalingCheck checks, untimed, that the plan is the one the benchmark
 // claims: 20 changes, scalingClaimed decided by the synthetic policy owner,
 // no synthetic policy deciding anything else.
-func scalingCheck(tb testing.TB, p *planner.Planner, from, to *planner.Config, owner string) {
+func scalingCheck(tb testing.TB, p *planner.Planner, from, to *machineconfig.Config, owner string) {
 	tb.Helper()
 	pl, err := p.Plan(context.Background(), planner.Request{From: from, To: to})
 	if err != nil {
@@ -153,7 +156,7 @@ func scalingCheck(tb testing.TB, p *planner.Planner, from, to *planner.Config, o
 			if r.Match != scalingClaimed || actionsString(r.Actions) != `[{"type":"Reload","reload":{"serviceName":"crio.service"}}]` {
 				tb.Fatalf("%s decided %+v, want a crio reload on %s", owner, r, scalingClaimed)
 			}
-		} else if r.Policy != planner.NoPolicy && r.Policy != planner.DefaultPolicy().Name {
+		} else if r.Policy != planner.NoPolicy && r.Policy != policy.DefaultPolicy().Name {
 			tb.Fatalf("policy %s decided %+v, want only %s among the synthetic policies", r.Policy, r, owner)
 		}
 	}
@@ -176,13 +179,13 @@ func TestPolicyScalingSet(t *testing.T) {
 
 // scalingConfigs are the parsed old and new rendered configs: 200 files, 20
 // of them changed.
-func scalingConfigs(tb testing.TB) (from, to *planner.Config) {
+func scalingConfigs(tb testing.TB) (from, to *machineconfig.Config) {
 	tb.Helper()
-	from, err := planner.ParseMachineConfig("old", benchConfig(tb, "rendered-worker-old", scalingFiles, scalingChanged, false))
+	from, err := machineconfig.Parse("old", benchConfig(tb, "rendered-worker-old", scalingFiles, scalingChanged, false))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	to, err = planner.ParseMachineConfig("new", benchConfig(tb, "rendered-worker-new", scalingFiles, scalingChanged, true))
+	to, err = machineconfig.Parse("new", benchConfig(tb, "rendered-worker-new", scalingFiles, scalingChanged, true))
 	if err != nil {
 		tb.Fatal(err)
 	}

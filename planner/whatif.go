@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // Outcome is what a node does for one move, as far as comparing plans goes:
@@ -13,7 +14,7 @@ import (
 // the policy revision and the plan hash are left out: a new revision that
 // plans the same actions changes nothing a node does.
 type Outcome struct {
-	Actions []Action
+	Actions []policy.Action
 	Drain   bool
 	Reboot  bool
 	// Unreconcilable: the move cannot be applied in place; there is no plan.
@@ -45,7 +46,7 @@ func (o Outcome) Equal(other Outcome) bool {
 	if o.Err != other.Err || o.Unreconcilable != other.Unreconcilable || o.Drain != other.Drain || o.Reboot != other.Reboot {
 		return false
 	}
-	return slices.EqualFunc(o.Actions, other.Actions, func(a, b Action) bool { return actionKey(a) == actionKey(b) })
+	return slices.EqualFunc(o.Actions, other.Actions, func(a, b policy.Action) bool { return actionKey(a) == actionKey(b) })
 }
 
 // String is the outcome on one line, as administrators read it:
@@ -65,7 +66,7 @@ func (o Outcome) String() string {
 	}
 	actions := FormatActions(o.Actions)
 	if actions == "" {
-		actions = string(ActionNone)
+		actions = string(policy.ActionNone)
 	}
 	if o.Drain {
 		return actions + " (drain)"

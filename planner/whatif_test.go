@@ -10,11 +10,13 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
-func chronyPolicy() planner.Policy {
-	return planner.Policy{Name: "chrony", Priority: 100, Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: "/etc/chrony.conf", Actions: []planner.Action{planner.RestartAction("chronyd.service")}}}}
+func chronyPolicy() policy.Policy {
+	return policy.Policy{Name: "chrony", Priority: 100, Files: []operatorv1.NodeDisruptionPolicySpecFile{{
+		Path: "/etc/chrony.conf", Actions: []policy.Action{policy.RestartAction("chronyd.service")}}}}
 }
 
 func TestOutcomeString(t *testing.T) {
@@ -23,12 +25,12 @@ func TestOutcomeString(t *testing.T) {
 		o    planner.Outcome
 		want string
 	}{
-		{"reboot drains", planner.Outcome{Actions: []planner.Action{{Type: planner.ActionReboot}}, Drain: true, Reboot: true}, "Reboot"},
-		{"single-node reboot", planner.Outcome{Actions: []planner.Action{{Type: planner.ActionReboot}}, Reboot: true}, "Reboot (no drain)"},
-		{"restart", planner.Outcome{Actions: []planner.Action{planner.RestartAction("chronyd.service")}}, "Restart chronyd.service (no drain)"},
-		{"reload with a drain", planner.Outcome{Actions: []planner.Action{planner.ReloadAction("crio.service")}, Drain: true}, "Reload crio.service (drain)"},
-		{"several", planner.Outcome{Actions: []planner.Action{{Type: planner.ActionDaemonReload}, planner.RestartAction("kubelet.service")}}, "DaemonReload, Restart kubelet.service (no drain)"},
-		{"nothing", planner.Outcome{Actions: []planner.Action{{Type: planner.ActionNone}}}, "None (no drain)"},
+		{"reboot drains", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}, "Reboot"},
+		{"single-node reboot", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionReboot}}, Reboot: true}, "Reboot (no drain)"},
+		{"restart", planner.Outcome{Actions: []policy.Action{policy.RestartAction("chronyd.service")}}, "Restart chronyd.service (no drain)"},
+		{"reload with a drain", planner.Outcome{Actions: []policy.Action{policy.ReloadAction("crio.service")}, Drain: true}, "Reload crio.service (drain)"},
+		{"several", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionDaemonReload}, policy.RestartAction("kubelet.service")}}, "DaemonReload, Restart kubelet.service (no drain)"},
+		{"nothing", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionNone}}}, "None (no drain)"},
 		{"no actions at all", planner.Outcome{}, "None (no drain)"},
 		{"unreconcilable", planner.Outcome{Unreconcilable: true}, "unreconcilable (cannot be applied in place)"},
 		{"failure", planner.Outcome{Err: "evaluation took longer than 2s"}, "planning fails: evaluation took longer than 2s"},
@@ -77,8 +79,8 @@ func TestPlanChangeOfAPolicy(t *testing.T) {
 func TestPlanChangeIgnoresRevisionAndReasons(t *testing.T) {
 	from := mc(t, "a", nil, nil)
 	to := mc(t, "b", files(file("/etc/chrony.conf", "x"), file("/var/lib/kubelet/config.json", "{}")), nil)
-	unrelated := planner.Policy{Name: "unrelated", Priority: 100, Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: "/etc/unrelated.conf", Actions: []planner.Action{planner.RestartAction("unrelated.service")}}}}
+	unrelated := policy.Policy{Name: "unrelated", Priority: 100, Files: []operatorv1.NodeDisruptionPolicySpecFile{{
+		Path: "/etc/unrelated.conf", Actions: []policy.Action{policy.RestartAction("unrelated.service")}}}}
 	before := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
 	after := plan(t, defaultPlanner(t, chronyPolicy(), unrelated), from, to)
 	if before.PolicyRevision == after.PolicyRevision {
@@ -102,14 +104,14 @@ func TestStoredOutcomeComparesWithThePlan(t *testing.T) {
 	if c := (planner.PlanChange{Before: planner.StoredOutcome(&stored), After: planner.OutcomeOf(p, nil)}); c.Changed() {
 		t.Errorf("the stored plan differs from itself: %s", c)
 	}
-	rebootStored := ndpmcv1.PostConfigActions{From: "a", Actions: []ndpmcv1.PlanAction{{Type: planner.ActionReboot}}, Drain: true, Reboot: true}
+	rebootStored := ndpmcv1.PostConfigActions{From: "a", Actions: []ndpmcv1.PlanAction{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}
 	c := planner.PlanChange{Before: planner.StoredOutcome(&rebootStored), After: planner.OutcomeOf(p, nil)}
 	if got, want := c.String(), "Reboot → Restart chronyd.service (no drain)"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 	// Same actions, other order: a node does something else.
-	two := planner.Outcome{Actions: []planner.Action{planner.RestartAction("a.service"), planner.RestartAction("b.service")}}
-	swapped := planner.Outcome{Actions: []planner.Action{planner.RestartAction("b.service"), planner.RestartAction("a.service")}}
+	two := planner.Outcome{Actions: []policy.Action{policy.RestartAction("a.service"), policy.RestartAction("b.service")}}
+	swapped := planner.Outcome{Actions: []policy.Action{policy.RestartAction("b.service"), policy.RestartAction("a.service")}}
 	if two.Equal(swapped) {
 		t.Error("the order of actions is ignored")
 	}
@@ -120,13 +122,13 @@ func TestStoredOutcomeComparesWithThePlan(t *testing.T) {
 
 // A plan that becomes unreconcilable or fails is a change, and says so.
 func TestPlanChangeToNoPlan(t *testing.T) {
-	reboot := planner.Outcome{Actions: []planner.Action{{Type: planner.ActionReboot}}, Drain: true, Reboot: true}
+	reboot := planner.Outcome{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}
 	for _, tc := range []struct {
 		after planner.Outcome
 		want  string
 	}{
 		{planner.OutcomeOf(nil, errors.New("evaluating policies: deadline")), "Reboot → planning fails: evaluating policies: deadline"},
-		{planner.OutcomeOf(&planner.Plan{Unreconcilable: []planner.Unreconcilable{{Field: "spec.config.storage.disks"}}}, nil), "Reboot → unreconcilable (cannot be applied in place)"},
+		{planner.OutcomeOf(&planner.Plan{Unreconcilable: []changeset.Unreconcilable{{Field: "spec.config.storage.disks"}}}, nil), "Reboot → unreconcilable (cannot be applied in place)"},
 	} {
 		c := planner.PlanChange{Before: reboot, After: tc.after}
 		if !c.Changed() || c.String() != tc.want {

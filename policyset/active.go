@@ -19,6 +19,8 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // ActivePolicies is the policy set in force: for every NodeDisruptionPolicy,
@@ -30,12 +32,12 @@ type ActivePolicies struct {
 	// does not stall the planners reading the current one.
 	update   sync.Mutex
 	mu       sync.RWMutex
-	policies map[string]planner.Policy
+	policies map[string]policy.Policy
 	// seen is the generation of each policy this replica's policy
 	// controller last reconciled, accepted or not: see Pending.
 	seen    map[string]int64
 	planner *planner.Planner
-	opts    planner.EngineOptions
+	opts    engine.Options
 	// changes carries one event whenever the set's revision changes, so that
 	// plans made with the previous revision are recomputed.
 	changes chan event.GenericEvent
@@ -43,12 +45,12 @@ type ActivePolicies struct {
 
 // NewActivePolicies returns an empty set: no policy is in force until the
 // policy controller accepts one, so every change would need a reboot.
-func NewActivePolicies(opts planner.EngineOptions) *ActivePolicies {
-	return &ActivePolicies{policies: map[string]planner.Policy{}, seen: map[string]int64{}, opts: opts, changes: make(chan event.GenericEvent, 1)}
+func NewActivePolicies(opts engine.Options) *ActivePolicies {
+	return &ActivePolicies{policies: map[string]policy.Policy{}, seen: map[string]int64{}, opts: opts, changes: make(chan event.GenericEvent, 1)}
 }
 
 // Options are the sandbox limits the set is compiled and evaluated with.
-func (a *ActivePolicies) Options() planner.EngineOptions { return a.opts }
+func (a *ActivePolicies) Options() engine.Options { return a.opts }
 
 // EvaluationError is a policy set that compiles but fails when evaluated,
 // under the sandbox's limits, on the probe change set (planner.Probe): a
@@ -74,7 +76,7 @@ func (a *ActivePolicies) Planner() *planner.Planner {
 func (a *ActivePolicies) Changes() <-chan event.GenericEvent { return a.changes }
 
 // Get returns the active revision of one policy.
-func (a *ActivePolicies) Get(name string) (planner.Policy, bool) {
+func (a *ActivePolicies) Get(name string) (policy.Policy, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	p, ok := a.policies[name]
@@ -82,10 +84,10 @@ func (a *ActivePolicies) Get(name string) (planner.Policy, bool) {
 }
 
 // Others returns every active policy but the named one, sorted by name.
-func (a *ActivePolicies) Others(name string) []planner.Policy {
+func (a *ActivePolicies) Others(name string) []policy.Policy {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	out := make([]planner.Policy, 0, len(a.policies))
+	out := make([]policy.Policy, 0, len(a.policies))
 	for n, p := range a.policies {
 		if n != name {
 			out = append(out, p)
@@ -142,7 +144,7 @@ func (a *ActivePolicies) Pending(ctx context.Context, c client.Reader) ([]string
 // Put makes p the active revision of its policy, given that the whole set
 // with it compiles and passes the probe (an *EvaluationError otherwise);
 // the set is left unchanged otherwise.
-func (a *ActivePolicies) Put(ctx context.Context, p planner.Policy) error {
+func (a *ActivePolicies) Put(ctx context.Context, p policy.Policy) error {
 	return a.change(ctx, p.Name, &p)
 }
 
@@ -151,11 +153,11 @@ func (a *ActivePolicies) Remove(ctx context.Context, name string) error {
 	return a.change(ctx, name, nil)
 }
 
-func (a *ActivePolicies) change(ctx context.Context, name string, p *planner.Policy) error {
+func (a *ActivePolicies) change(ctx context.Context, name string, p *policy.Policy) error {
 	a.update.Lock()
 	defer a.update.Unlock()
 	a.mu.RLock()
-	next := make(map[string]planner.Policy, len(a.policies)+1)
+	next := make(map[string]policy.Policy, len(a.policies)+1)
 	for n, q := range a.policies {
 		next[n] = q
 	}
@@ -174,7 +176,7 @@ func (a *ActivePolicies) change(ctx context.Context, name string, p *planner.Pol
 	}
 	var pl *planner.Planner
 	if len(next) > 0 {
-		set := make([]planner.Policy, 0, len(next))
+		set := make([]policy.Policy, 0, len(next))
 		for _, q := range next {
 			set = append(set, q)
 		}

@@ -13,6 +13,9 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // Reasons a policy generation is rejected (Check), also the reasons of its
@@ -43,7 +46,7 @@ type PolicyChecker struct {
 // that a policy whose rules blow up on changes is refused before it is
 // active. The limits are the active set's. The reason is one of the
 // Reason* constants.
-func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, string, error) {
+func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (policy.Policy, string, error) {
 	pol, _, reason, err := c.CheckSet(ctx, ndp)
 	return pol, reason, err
 }
@@ -53,8 +56,8 @@ func (c *PolicyChecker) Check(ctx context.Context, ndp *v1alpha1.NodeDisruptionP
 // active set's limits, as the policy controller would put it in force
 // (nil when the check fails). The admission webhook's what-if preview plans
 // with it, so that the set is compiled once.
-func (c *PolicyChecker) CheckSet(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, *planner.Planner, string, error) {
-	pol := planner.PolicyFromAPI("", ndp, 0, 0)
+func (c *PolicyChecker) CheckSet(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (policy.Policy, *planner.Planner, string, error) {
+	pol := policy.FromAPI("", ndp, 0, 0)
 	if ref := ndp.Spec.BundleRef; ref != nil {
 		b, err := c.bundle(ctx, ndp)
 		if err != nil {
@@ -70,7 +73,7 @@ func (c *PolicyChecker) CheckSet(ctx context.Context, ndp *v1alpha1.NodeDisrupti
 	}
 	if len(pol.Tests) > 0 {
 		var out bytes.Buffer
-		sum, err := planner.RunRegoTests(ctx, []planner.Policy{pol}, nil, &out, planner.TestOptions{Timeout: c.TestTimeout, MemoryBytes: opts.EvalMemoryBytes})
+		sum, err := engine.RunRegoTests(ctx, []policy.Policy{pol}, nil, &out, engine.TestOptions{Timeout: c.TestTimeout, MemoryBytes: opts.EvalMemoryBytes})
 		if err != nil {
 			return pol, nil, ReasonTestsFailed, err
 		}
@@ -86,7 +89,7 @@ func (c *PolicyChecker) CheckSet(ctx context.Context, ndp *v1alpha1.NodeDisrupti
 
 // bundle reads and verifies the policy's bundle, and checks that its roots
 // overlap no other policy's bundle.
-func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (planner.Policy, error) {
+func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruptionPolicy) (policy.Policy, error) {
 	ref := ndp.Spec.BundleRef
 	key := ref.Key
 	if key == "" {
@@ -95,23 +98,23 @@ func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruption
 	where := fmt.Sprintf("spec.bundleRef: ConfigMap %s/%s key %s", ref.Namespace, ref.Name, key)
 	var cm corev1.ConfigMap
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &cm); err != nil {
-		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
+		return policy.Policy{}, fmt.Errorf("%s: %w", where, err)
 	}
 	data, ok := cm.BinaryData[key]
 	if !ok {
-		return planner.Policy{}, fmt.Errorf("%s: no such binaryData key", where)
+		return policy.Policy{}, fmt.Errorf("%s: no such binaryData key", where)
 	}
-	b, err := planner.ReadBundle(where, bytes.NewReader(data), []byte(ref.PublicKey))
+	b, err := loader.ReadBundle(where, bytes.NewReader(data), []byte(ref.PublicKey))
 	if err != nil {
-		return planner.Policy{}, err
+		return policy.Policy{}, err
 	}
-	roots, err := planner.BundleRoots(bytes.NewReader(data))
+	roots, err := loader.BundleRoots(bytes.NewReader(data))
 	if err != nil {
-		return planner.Policy{}, fmt.Errorf("%s: %w", where, err)
+		return policy.Policy{}, fmt.Errorf("%s: %w", where, err)
 	}
 	var list v1alpha1.NodeDisruptionPolicyList
 	if err := c.Client.List(ctx, &list); err != nil {
-		return planner.Policy{}, err
+		return policy.Policy{}, err
 	}
 	for _, other := range list.Items {
 		oref := other.Spec.BundleRef
@@ -126,12 +129,12 @@ func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruption
 		if okey == "" {
 			okey = "bundle.tar.gz"
 		}
-		oroots, err := planner.BundleRoots(bytes.NewReader(ocm.BinaryData[okey]))
+		oroots, err := loader.BundleRoots(bytes.NewReader(ocm.BinaryData[okey]))
 		if err != nil {
 			continue
 		}
-		if x, y, overlap := planner.RootsOverlap(roots, oroots); overlap {
-			return planner.Policy{}, fmt.Errorf("%s: bundle root %q overlaps root %q of the bundle of NodeDisruptionPolicy %q", where, x, y, other.Name)
+		if x, y, overlap := loader.RootsOverlap(roots, oroots); overlap {
+			return policy.Policy{}, fmt.Errorf("%s: bundle root %q overlaps root %q of the bundle of NodeDisruptionPolicy %q", where, x, y, other.Name)
 		}
 	}
 	return b, nil

@@ -13,6 +13,10 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
 func changed(a *ActivePolicies) bool {
@@ -26,11 +30,11 @@ func changed(a *ActivePolicies) bool {
 
 func TestActivePolicies(t *testing.T) {
 	ctx := context.Background()
-	a := NewActivePolicies(planner.EngineOptions{})
+	a := NewActivePolicies(engine.Options{})
 	if a.Planner() != nil {
 		t.Fatal("an empty set has a planner")
 	}
-	def := planner.DefaultPolicy()
+	def := policy.DefaultPolicy()
 	if err := a.Put(ctx, def); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +53,7 @@ func TestActivePolicies(t *testing.T) {
 	if others := a.Others(def.Name); len(others) != 0 {
 		t.Errorf("Others: %d policies", len(others))
 	}
-	bad := planner.Policy{Name: "bad", Modules: []planner.Module{{Filename: "bad.rego", Source: "package ndp.policy.bad\nnot rego ("}}}
+	bad := policy.Policy{Name: "bad", Modules: []policy.Module{{Filename: "bad.rego", Source: "package ndp.policy.bad\nnot rego ("}}}
 	if err := a.Put(ctx, bad); err == nil || !strings.Contains(err.Error(), "would not compile") {
 		t.Errorf("a policy that does not compile: %v", err)
 	}
@@ -63,8 +67,8 @@ func TestActivePolicies(t *testing.T) {
 
 func TestPolicyChecker(t *testing.T) {
 	ctx := context.Background()
-	active := NewActivePolicies(planner.EngineOptions{})
-	if err := active.Put(ctx, planner.DefaultPolicy()); err != nil {
+	active := NewActivePolicies(engine.Options{})
+	if err := active.Put(ctx, policy.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	c := &PolicyChecker{Client: fake.NewClientBuilder().WithScheme(scheme.New()).Build(), Active: active}
@@ -91,8 +95,8 @@ func TestPolicyChecker(t *testing.T) {
 // revision stays active and plans as before.
 func TestHostileRevisionKeepsTheLastGood(t *testing.T) {
 	ctx := context.Background()
-	active := NewActivePolicies(planner.EngineOptions{})
-	if err := active.Put(ctx, planner.DefaultPolicy()); err != nil {
+	active := NewActivePolicies(engine.Options{})
+	if err := active.Put(ctx, policy.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	const tests = "package ndp.policy.chrony_test\n\ntest_nothing_else if { count(data.ndp.policy.chrony.claims) == 0 with input as {\"changes\": []} }\n"
@@ -100,25 +104,25 @@ func TestHostileRevisionKeepsTheLastGood(t *testing.T) {
 		return &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "chrony", Generation: 2},
 			Spec: v1alpha1.NodeDisruptionPolicySpec{RegoTests: tests, Rego: "package ndp.policy.chrony\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"Restart\", \"restart\": {\"serviceName\": \"chronyd.service\"}}]} if {\n\tsome c in input.changes\n\tc.path == \"/etc/chrony.conf\"\n" + body + "}\n"}}
 	}
-	good := planner.PolicyFromAPI("", spec(""), 0, 0)
+	good := policy.FromAPI("", spec(""), 0, 0)
 	if err := active.Put(ctx, good); err != nil {
 		t.Fatalf("the good revision: %v", err)
 	}
 	hostileNDP := spec("\tcount([i | some i in numbers.range(1, 200000000)]) > 0\n")
-	hostile := planner.PolicyFromAPI("", hostileNDP, 0, 0)
+	hostile := policy.FromAPI("", hostileNDP, 0, 0)
 	var out bytes.Buffer
-	if sum, err := planner.RunRegoTests(ctx, []planner.Policy{hostile}, nil, &out, planner.TestOptions{}); err != nil || sum.Failed+sum.Errored > 0 {
+	if sum, err := engine.RunRegoTests(ctx, []policy.Policy{hostile}, nil, &out, engine.TestOptions{}); err != nil || sum.Failed+sum.Errored > 0 {
 		t.Fatalf("the hostile revision's own tests must pass: %+v %v\n%s", sum, err, out.String())
 	}
 
 	checkRefusal := func(what string, err error) {
 		t.Helper()
-		var pe *planner.PolicyError
+		var pe *policy.Error
 		var ee *EvaluationError
 		switch {
 		case err == nil:
 			t.Fatalf("%s: the hostile revision is accepted", what)
-		case !errors.Is(err, planner.ErrEvalMemory) || !errors.As(err, &ee) || !errors.As(err, &pe) || pe.Policy != "chrony":
+		case !errors.Is(err, sandbox.ErrEvalMemory) || !errors.As(err, &ee) || !errors.As(err, &pe) || pe.Policy != "chrony":
 			t.Errorf("%s: want an EvaluationError naming policy chrony, over the memory limit: %#v", what, err)
 		case !strings.Contains(err.Error(), `evaluating policies used more than 256 MiB of memory (policy "chrony"`):
 			t.Errorf("%s: unclear error: %v", what, err)
@@ -138,7 +142,7 @@ func TestHostileRevisionKeepsTheLastGood(t *testing.T) {
 	if got, ok := active.Get("chrony"); !ok || got.Revision() != good.Revision() {
 		t.Fatalf("the active revision is %v, want the good one %s", got.Revision(), good.Revision())
 	}
-	cs := &planner.ChangeSet{From: "a", To: "b", Changes: []planner.Change{{ID: "file:/etc/chrony.conf", Kind: planner.KindFile, Op: planner.OpChanged, Path: "/etc/chrony.conf", Dirs: []string{"/etc/", "/"}, Fields: []string{"contents"}}}}
+	cs := &changeset.ChangeSet{From: "a", To: "b", Changes: []changeset.Change{{ID: "file:/etc/chrony.conf", Kind: changeset.KindFile, Op: changeset.OpChanged, Path: "/etc/chrony.conf", Dirs: []string{"/etc/", "/"}, Fields: []string{"contents"}}}}
 	plan, err := active.Planner().PlanChanges(ctx, cs, nil)
 	if err != nil {
 		t.Fatalf("the active set no longer plans: %v", err)

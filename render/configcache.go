@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // ConfigCache keeps parsed MachineConfigs: parsing and validating Ignition
@@ -18,7 +18,7 @@ import (
 type ConfigCache struct {
 	mu      sync.Mutex
 	max     int
-	entries map[configKey]*planner.Config
+	entries map[configKey]*machineconfig.Config
 	order   []configKey // insertion order, oldest first
 }
 
@@ -29,12 +29,12 @@ type configKey struct {
 
 // NewConfigCache keeps up to max parsed configs, evicting the oldest.
 func NewConfigCache(max int) *ConfigCache {
-	return &ConfigCache{max: max, entries: map[configKey]*planner.Config{}}
+	return &ConfigCache{max: max, entries: map[configKey]*machineconfig.Config{}}
 }
 
 // Get returns the parsed config, parsing it on a miss. Parsed configs are
 // shared and must not be modified.
-func (c *ConfigCache) Get(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
+func (c *ConfigCache) Get(mc *ndpmcv1.MachineConfig) (*machineconfig.Config, error) {
 	key := configKey{mc.UID, mc.Generation}
 	c.mu.Lock()
 	cfg, ok := c.entries[key]
@@ -42,7 +42,7 @@ func (c *ConfigCache) Get(mc *ndpmcv1.MachineConfig) (*planner.Config, error) {
 	if ok {
 		return cfg, nil
 	}
-	cfg, err := planner.NewConfig(mc.Name, mc.Spec)
+	cfg, err := machineconfig.New(mc.Name, mc.Spec)
 	if err != nil {
 		return nil, err
 	}

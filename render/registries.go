@@ -9,8 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // DefaultRegistriesBase is the registries.conf the mirror rules are added
@@ -54,7 +53,7 @@ func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []
 	ign, err := json.Marshal(map[string]any{
 		"ignition": map[string]any{"version": "3.5.0"},
 		"storage": map[string]any{"files": []any{map[string]any{
-			"path": planner.RegistriesConfPath, "mode": 0o644, "overwrite": true,
+			"path": registries.ConfPath, "mode": 0o644, "overwrite": true,
 			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(data)},
 		}}},
 	})

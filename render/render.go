@@ -20,7 +20,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // Source is one MachineConfig selected by a pool.
@@ -30,7 +30,7 @@ type Source struct {
 	// Config, when set, is Spec already parsed (planner.NewConfig): callers
 	// that render often (the admission webhook) keep parsed configs, since
 	// parsing is most of the cost of a rendering.
-	Config *planner.Config
+	Config *machineconfig.Config
 }
 
 // Rendered is a pool's merged config.
@@ -70,7 +70,7 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 		cfg := src.Config
 		if cfg == nil {
 			var err error
-			if cfg, err = planner.NewConfig(src.Name, src.Spec); err != nil {
+			if cfg, err = machineconfig.New(src.Name, src.Spec); err != nil {
 				return nil, fmt.Errorf("MachineConfig %q: %w", src.Name, err)
 			}
 		}

@@ -11,7 +11,11 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -37,9 +41,9 @@ func files(paths ...string) map[string]any {
 	return map[string]any{"storage": map[string]any{"files": fs}}
 }
 
-func parse(t *testing.T, r *render.Rendered) *planner.Config {
+func parse(t *testing.T, r *render.Rendered) *machineconfig.Config {
 	t.Helper()
-	cfg, err := planner.NewConfig(r.Name, r.Spec)
+	cfg, err := machineconfig.New(r.Name, r.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +100,11 @@ func TestRenderedChangeCarriesItsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pols, _, err := planner.LoadPolicies("../examples/bundles/haproxy")
+	pols, _, err := loader.Load("../examples/bundles/haproxy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := planner.New(context.Background(), append([]planner.Policy{planner.DefaultPolicy()}, pols...), planner.EngineOptions{})
+	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +112,7 @@ func TestRenderedChangeCarriesItsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Actions) != 1 || plan.Actions[0].Type != planner.ActionReload || plan.Drain || plan.Reasons[0].Policy != "haproxy" {
+	if len(plan.Actions) != 1 || plan.Actions[0].Type != policy.ActionReload || plan.Drain || plan.Reasons[0].Policy != "haproxy" {
 		t.Errorf("a template owner's file from its MachineConfig: %+v", plan)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -55,7 +55,7 @@ func review200(b *testing.B) []byte {
 // everything), and the MachineConfig preview answering from its cache.
 func BenchmarkServeReview(b *testing.B) {
 	body := review200(b)
-	preview := NewMachineConfigPreview(NewPreviewer(nil, policyset.NewActivePolicies(planner.EngineOptions{})), nil)
+	preview := NewMachineConfigPreview(NewPreviewer(nil, policyset.NewActivePolicies(engine.Options{})), nil)
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Name: "50-adm", Operation: admissionv1.Create}}
 	var ar admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &ar); err != nil {

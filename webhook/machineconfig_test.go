@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/apis/scheme"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -67,7 +67,7 @@ func (unreachable) List(context.Context, client.ObjectList, ...client.ListOption
 // An answer that depends on a passing failure (here, an unreadable cache)
 // allows the request with a warning, and is not kept for the next one.
 func TestPassingFailuresAreNotKept(t *testing.T) {
-	h := NewMachineConfigPreview(NewPreviewer(unreachable{}, policyset.NewActivePolicies(planner.EngineOptions{})), admission.NewDecoder(scheme.New()))
+	h := NewMachineConfigPreview(NewPreviewer(unreachable{}, policyset.NewActivePolicies(engine.Options{})), admission.NewDecoder(scheme.New()))
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Name: "50-chrony",
 		Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"50-chrony","labels":{"machineconfiguration.openshift.io/role":"worker"}},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`)}}}
 	for range 2 {

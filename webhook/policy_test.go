@@ -21,7 +21,10 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -84,17 +87,17 @@ func policyValidation(t *testing.T, nodes ...*corev1.Node) *PolicyValidation {
 	t.Helper()
 	ctx := context.Background()
 	c := cluster(t)
-	active := policyset.NewActivePolicies(planner.EngineOptions{})
-	if err := active.Put(ctx, planner.DefaultPolicy()); err != nil {
+	active := policyset.NewActivePolicies(engine.Options{})
+	if err := active.Put(ctx, policy.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	a := renderedMC("rendered-worker-a", `{"ignition":{"version":"3.4.0"}}`)
 	b := renderedMC("rendered-worker-b", `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,pool%20x"}}]}}`)
-	from, err := planner.NewConfig(a.Name, a.Spec)
+	from, err := machineconfig.New(a.Name, a.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	to, err := planner.NewConfig(b.Name, b.Spec)
+	to, err := machineconfig.New(b.Name, b.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +203,7 @@ func TestPolicyWhatIfFailsOpen(t *testing.T) {
 	ctx := context.Background()
 
 	// No policy active yet (a replica that just started).
-	h.Previewer.Active = policyset.NewActivePolicies(planner.EngineOptions{})
+	h.Previewer.Active = policyset.NewActivePolicies(engine.Options{})
 	resp := h.Handle(ctx, policyRequest(admissionv1.Create, "chrony", chronyNDP, true))
 	if !resp.Allowed || len(resp.Warnings) != 1 || resp.Warnings[0] != "ndp: no what-if preview: no NodeDisruptionPolicy is active yet" {
 		t.Errorf("no active set: allowed %t, warnings %q", resp.Allowed, resp.Warnings)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
@@ -38,10 +39,10 @@ type Previewer struct {
 	Client client.Reader
 	Active *policyset.ActivePolicies
 
-	configs    *render.ConfigCache               // cluster MachineConfigs, by UID and generation
-	candidates *bounded[string, *planner.Config] // candidate MachineConfigs, by content digest
-	renders    *bounded[string, *rendering]      // renderings, by pool and sources
-	plans      *bounded[planKey, *planner.Plan]  // plans, by policy revision and configs
+	configs    *render.ConfigCache                     // cluster MachineConfigs, by UID and generation
+	candidates *bounded[string, *machineconfig.Config] // candidate MachineConfigs, by content digest
+	renders    *bounded[string, *rendering]            // renderings, by pool and sources
+	plans      *bounded[planKey, *planner.Plan]        // plans, by policy revision and configs
 
 	// inputs counts changes of what a preview reads besides the candidate
 	// and the policy revision: pools, MachineConfigs, and the nodes' pool
@@ -123,7 +124,7 @@ func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer 
 		Client:     c,
 		Active:     active,
 		configs:    render.NewConfigCache(512),
-		candidates: newBounded[string, *planner.Config](64),
+		candidates: newBounded[string, *machineconfig.Config](64),
 		renders:    newBounded[string, *rendering](256),
 		plans:      newBounded[planKey, *planner.Plan](4096),
 	}
@@ -132,7 +133,7 @@ func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer 
 // rendering is a pool's rendered config, parsed for planning.
 type rendering struct {
 	*render.Rendered
-	config *planner.Config
+	config *machineconfig.Config
 }
 
 type planKey struct {
@@ -358,7 +359,7 @@ func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := planner.NewConfig(merged.Name, merged.Spec)
+	cfg, err := machineconfig.New(merged.Name, merged.Spec)
 	if err != nil {
 		return nil, &InvalidChangeError{fmt.Errorf("the rendered config of pool %q would be invalid: %w", pool.Name, err)}
 	}
@@ -370,7 +371,7 @@ func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides
 
 // candidate parses a MachineConfig that is not in the cluster (yet), keyed
 // by a digest of its name and spec.
-func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*planner.Config, string, error) {
+func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*machineconfig.Config, string, error) {
 	h := sha256.New()
 	h.Write([]byte(name))
 	h.Write([]byte{0})
@@ -386,7 +387,7 @@ func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*planner.
 	if cfg, ok := p.candidates.get(digest); ok {
 		return cfg, digest, nil
 	}
-	cfg, err := planner.NewConfig(fmt.Sprintf("MachineConfig %q", name), mc.Spec)
+	cfg, err := machineconfig.New(fmt.Sprintf("MachineConfig %q", name), mc.Spec)
 	if err != nil {
 		return nil, "", &InvalidChangeError{err}
 	}
@@ -398,7 +399,7 @@ func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*planner.
 // rendering, or the pool's target in the cluster, named by toKey), with the
 // given policy set; plans are kept by revision and configs, so a repeated
 // dry-run plans nothing again.
-func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from, toKey string, toCfg *planner.Config, single bool) (*planner.Plan, error) {
+func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from, toKey string, toCfg *machineconfig.Config, single bool) (*planner.Plan, error) {
 	var fromMC ndpmcv1.MachineConfig
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
 		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", from, pool.Name, err)

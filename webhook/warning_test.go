@@ -5,14 +5,15 @@ import (
 	"testing"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 func TestWarning(t *testing.T) {
-	restart := &planner.Plan{Actions: []planner.Action{planner.RestartAction("chronyd.service")},
+	restart := &planner.Plan{Actions: []policy.Action{policy.RestartAction("chronyd.service")},
 		Reasons: []planner.Reason{{Change: "file /etc/chrony.conf: changed", Policy: "chrony"}}}
-	reboot := &planner.Plan{Actions: []planner.Action{{Type: planner.ActionReboot}}, Drain: true, Reboot: true,
+	reboot := &planner.Plan{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true,
 		Reasons: []planner.Reason{{Change: "file /etc/a: added", Policy: planner.NoPolicy}, {Change: "unit b.service: changed", Policy: "default"}}}
-	none := &planner.Plan{Actions: []planner.Action{{Type: planner.ActionNone}}, Reasons: []planner.Reason{{Change: "file /var/lib/kubelet/config.json: changed", Policy: "default"}}}
+	none := &planner.Plan{Actions: []policy.Action{{Type: policy.ActionNone}}, Reasons: []planner.Reason{{Change: "file /var/lib/kubelet/config.json: changed", Policy: "default"}}}
 	for _, tc := range []struct {
 		name string
 		pp   PoolPreview

@@ -9,11 +9,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 var (
-	rebootOutcome  = planner.Outcome{Actions: []planner.Action{{Type: planner.ActionReboot}}, Drain: true, Reboot: true}
-	restartOutcome = planner.Outcome{Actions: []planner.Action{planner.RestartAction("chronyd.service")}}
+	rebootOutcome  = planner.Outcome{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}
+	restartOutcome = planner.Outcome{Actions: []policy.Action{policy.RestartAction("chronyd.service")}}
 )
 
 func TestWhatIfWarnings(t *testing.T) {

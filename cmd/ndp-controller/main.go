@@ -25,7 +25,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/webhook"
 	"github.com/ndp-dev/ndp/webhook/certs"
 )
@@ -70,7 +70,7 @@ func main() {
 		setup.Error(err, "--policy-eval-memory must be a quantity of at least 16Mi", "value", evalMemory)
 		os.Exit(2)
 	}
-	engineOpts := planner.EngineOptions{EvalMemoryBytes: evalBytes.Value()}
+	engineOpts := engine.Options{EvalMemoryBytes: evalBytes.Value()}
 
 	cfg := ctrl.GetConfigOrDie()
 	ctx := ctrl.SetupSignalHandler()

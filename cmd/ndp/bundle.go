@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 func newBundleCommand() *cobra.Command {
@@ -53,11 +56,11 @@ that is unsigned or altered. Run 'ndp test DIR' before building.`,
 			if err != nil {
 				return err
 			}
-			opts := planner.BundleOptions{Name: name, SigningKey: key}
+			opts := loader.BundleOptions{Name: name, SigningKey: key, Check: planner.CheckPolicy}
 			if cmd.Flags().Changed("priority") {
 				opts.Priority = &priority
 			}
-			b, err := planner.BuildBundle(args[0], opts)
+			b, err := loader.BuildBundle(args[0], opts)
 			if err != nil {
 				return err
 			}
@@ -94,12 +97,12 @@ func newBundleSignCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], unwrapOSError(err))
 			}
-			b, err := planner.ReadUnverifiedBundle(f)
+			b, err := loader.ReadUnverifiedBundle(f)
 			_ = f.Close()
 			if err != nil {
 				return fmt.Errorf("%s: invalid OPA bundle: %w", args[0], err)
 			}
-			if err := planner.SignBundle(b, key); err != nil {
+			if err := loader.SignBundle(b, key); err != nil {
 				return err
 			}
 			if out == "" {
@@ -131,11 +134,11 @@ func newBundleVerifyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pol, err := planner.ReadBundleFile(args[0], key)
+			pol, err := loader.ReadBundleFile(args[0], key)
 			if err != nil {
 				return err
 			}
-			if _, err := planner.NewEngine(cmd.Context(), []planner.Policy{pol}, planner.EngineOptions{}); err != nil {
+			if _, err := engine.New(cmd.Context(), []policy.Policy{pol}, engine.Options{}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: signature verified; policy %s, priority %d, %d modules, %d test files\n",
@@ -149,7 +152,7 @@ func newBundleVerifyCommand() *cobra.Command {
 
 func writeBundleFile(path string, b *bundle.Bundle) error {
 	var buf bytes.Buffer
-	if err := planner.WriteBundle(&buf, b); err != nil {
+	if err := loader.WriteBundle(&buf, b); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

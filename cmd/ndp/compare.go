@@ -10,6 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // comparison is what `ndp plan --compare-policy` prints: the plan with the
@@ -45,8 +48,8 @@ type decision struct {
 
 // withPolicies is the set with the compared policies added, each in place
 // of a policy of the same name.
-func withPolicies(set, compared []planner.Policy) ([]planner.Policy, []policyEdit) {
-	out := append([]planner.Policy(nil), set...)
+func withPolicies(set, compared []policy.Policy) ([]policy.Policy, []policyEdit) {
+	out := append([]policy.Policy(nil), set...)
 	edits := make([]policyEdit, 0, len(compared))
 	for _, p := range compared {
 		e := policyEdit{Name: p.Name, Origin: p.Origin}
@@ -66,8 +69,8 @@ func withPolicies(set, compared []planner.Policy) ([]planner.Policy, []policyEdi
 
 // compare plans req with pols, then with the policies of o.compare added,
 // and prints the comparison.
-func (o *planOptions) compare(cmd *cobra.Command, pols []planner.Policy, req planner.Request) error {
-	compared, _, err := planner.LoadPolicies(o.comparePolicies...)
+func (o *planOptions) compare(cmd *cobra.Command, pols []policy.Policy, req planner.Request) error {
+	compared, _, err := loader.Load(o.comparePolicies...)
 	if err != nil {
 		return err
 	}
@@ -76,11 +79,11 @@ func (o *planOptions) compare(cmd *cobra.Command, pols []planner.Policy, req pla
 	}
 	edited, edits := withPolicies(pols, compared)
 	ctx := cmd.Context()
-	now, err := planner.New(ctx, pols, planner.EngineOptions{})
+	now, err := planner.New(ctx, pols, engine.Options{})
 	if err != nil {
 		return err
 	}
-	with, err := planner.New(ctx, edited, planner.EngineOptions{})
+	with, err := planner.New(ctx, edited, engine.Options{})
 	if err != nil {
 		return err
 	}

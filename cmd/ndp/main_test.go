@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 const examples = "../../examples/machineconfigs/"
@@ -91,7 +92,7 @@ func TestPlanNamesDecidingPolicy(t *testing.T) {
 		Change:  "file /etc/chrony.conf: added",
 		Policy:  "chrony",
 		Match:   "/etc/chrony.conf",
-		Actions: []planner.Action{planner.RestartAction("chronyd.service")},
+		Actions: []policy.Action{policy.RestartAction("chronyd.service")},
 	}}
 	if diff := cmp.Diff(want, p.Reasons); diff != "" {
 		t.Errorf("reasons (-want +got):\n%s", diff)

@@ -11,7 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 type planOptions struct {
@@ -105,7 +109,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if len(o.comparePolicies) > 0 {
 		return o.compare(cmd, pols, req)
 	}
-	p, err := planner.New(cmd.Context(), pols, planner.EngineOptions{})
+	p, err := planner.New(cmd.Context(), pols, engine.Options{})
 	if err != nil {
 		return err
 	}
@@ -122,23 +126,23 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-func readMachineConfig(path string) (*planner.Config, error) {
+func readMachineConfig(path string) (*machineconfig.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, unwrapOSError(err))
 	}
-	return planner.ParseMachineConfig(path, data)
+	return machineconfig.Parse(path, data)
 }
 
 // loadPolicies reads the given policy paths; with defaults, the embedded
 // default policy comes first unless a loaded policy replaces it by name.
-func loadPolicies(paths []string, defaults bool) ([]planner.Policy, []planner.Module, error) {
-	pols, loose, err := planner.LoadPolicies(paths...)
+func loadPolicies(paths []string, defaults bool) ([]policy.Policy, []policy.Module, error) {
+	pols, loose, err := loader.Load(paths...)
 	if err != nil {
 		return nil, nil, err
 	}
 	if defaults {
-		pols = planner.WithDefaultPolicy(pols)
+		pols = policy.WithDefaultPolicy(pols)
 	}
 	return pols, loose, nil
 }

@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 )
 
 func newTestCommand() *cobra.Command {
 	var (
-		opts       planner.TestOptions
+		opts       engine.TestOptions
 		noDefaults bool
 	)
 	cmd := &cobra.Command{
@@ -25,7 +25,7 @@ Exit code 0 when every test passes, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			sum, err := planner.RunRegoTests(cmd.Context(), pols, loose, cmd.OutOrStdout(), opts)
+			sum, err := engine.RunRegoTests(cmd.Context(), pols, loose, cmd.OutOrStdout(), opts)
 			if err != nil {
 				return err
 			}

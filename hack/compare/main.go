@@ -27,7 +27,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // DefaultManifest is the corpus, relative to the repository root.
@@ -76,7 +80,7 @@ func (o Outcome) equal(p Outcome) bool {
 func outcomeOf(p *planner.Plan) Outcome {
 	o := Outcome{Actions: make([]string, 0, len(p.Actions)), Drain: p.Drain, Reboot: p.Reboot}
 	for _, a := range p.Actions {
-		o.Actions = append(o.Actions, planner.FormatActions([]planner.Action{a}))
+		o.Actions = append(o.Actions, planner.FormatActions([]policy.Action{a}))
 	}
 	return o
 }
@@ -107,13 +111,13 @@ func (c Costs) PerNode(o Outcome) float64 {
 	}
 	for _, a := range o.Actions {
 		switch verb, _, _ := strings.Cut(a, " "); verb {
-		case string(planner.ActionRestart):
+		case string(policy.ActionRestart):
 			m += c.Restart
-		case string(planner.ActionReload):
+		case string(policy.ActionReload):
 			m += c.Reload
-		case string(planner.ActionDaemonReload):
+		case string(policy.ActionDaemonReload):
 			m += c.DaemonReload
-		case string(planner.ActionReboot):
+		case string(policy.ActionReboot):
 			m += c.Reboot
 		}
 	}
@@ -204,7 +208,7 @@ func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			if p, err = planner.New(ctx, pols, planner.EngineOptions{}); err != nil {
+			if p, err = planner.New(ctx, pols, engine.Options{}); err != nil {
 				return nil, err
 			}
 			planners[key] = p
@@ -264,22 +268,22 @@ func describe(o Outcome) string {
 	return fmt.Sprintf("[%s] drain=%t reboot=%t", strings.Join(o.Actions, ", "), o.Drain, o.Reboot)
 }
 
-func readConfig(path string) (*planner.Config, error) {
+func readConfig(path string) (*machineconfig.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return planner.ParseMachineConfig(path, data)
+	return machineconfig.Parse(path, data)
 }
 
 // loadPolicies is what `ndp plan --policy` loads: the policies at paths,
 // after the built-in default policy unless one of them replaces it.
-func loadPolicies(paths []string) ([]planner.Policy, error) {
-	pols, _, err := planner.LoadPolicies(paths...)
+func loadPolicies(paths []string) ([]policy.Policy, error) {
+	pols, _, err := loader.Load(paths...)
 	if err != nil {
 		return nil, err
 	}
-	return planner.WithDefaultPolicy(pols), nil
+	return policy.WithDefaultPolicy(pols), nil
 }
 
 // num prints minutes and node-minutes to two decimals at most, without

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/loader"
 )
 
 // Keys generates a PEM private key ("rsa" or "ecdsa") and its PEM public key.
@@ -56,12 +57,12 @@ func Keys(t testing.TB, kind string) (private, public []byte) {
 // is given.
 func Build(t testing.TB, dir string, signingKey []byte) []byte {
 	t.Helper()
-	b, err := planner.BuildBundle(dir, planner.BundleOptions{SigningKey: signingKey})
+	b, err := loader.BuildBundle(dir, loader.BundleOptions{SigningKey: signingKey, Check: planner.CheckPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := planner.WriteBundle(&buf, b); err != nil {
+	if err := loader.WriteBundle(&buf, b); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -10,14 +10,16 @@ import (
 	"slices"
 
 	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // Decision is what the default rules give one change.
 type Decision struct {
 	Change  string // the change's ID
 	Rule    string // the row of the defaults table that decided it
-	Actions []planner.Action
+	Actions []policy.Action
 }
 
 // Rules, as named in decisions; a files-table rule is "path " + its key.
@@ -38,48 +40,48 @@ const (
 )
 
 var (
-	reboot = []planner.Action{{Type: planner.ActionReboot}}
-	none   = []planner.Action{{Type: planner.ActionNone}}
+	reboot = []policy.Action{{Type: policy.ActionReboot}}
+	none   = []policy.Action{{Type: policy.ActionNone}}
 )
 
 // fileRules is the files part of the defaults table. A key covers its own
 // path and every path below it; a final "/" only says it is a directory.
-var fileRules = map[string][]planner.Action{
+var fileRules = map[string][]policy.Action{
 	"/etc/mco/internal-registry-pull-secret.json":             none,
 	"/var/lib/kubelet/config.json":                            none,
 	"/etc/nmstate/openshift/":                                 none,
-	"/etc/machine-config-daemon/no-reboot/containers-gpg.pub": {planner.ReloadAction("crio.service")},
-	"/etc/containers/policy.json":                             {planner.ReloadAction("crio.service")},
-	"/etc/containers/registries.d/":                           {planner.ReloadAction("crio.service")},
-	"/etc/crio/policies/":                                     {planner.ReloadAction("crio.service")},
+	"/etc/machine-config-daemon/no-reboot/containers-gpg.pub": {policy.ReloadAction("crio.service")},
+	"/etc/containers/policy.json":                             {policy.ReloadAction("crio.service")},
+	"/etc/containers/registries.d/":                           {policy.ReloadAction("crio.service")},
+	"/etc/crio/policies/":                                     {policy.ReloadAction("crio.service")},
 	"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt": {
-		planner.RestartAction("coreos-update-ca-trust.service"),
-		planner.RestartAction("crio.service"),
+		policy.RestartAction("coreos-update-ca-trust.service"),
+		policy.RestartAction("crio.service"),
 	},
-	"/etc/kubernetes/credential-providers/": {planner.RestartAction("kubelet.service")},
+	"/etc/kubernetes/credential-providers/": {policy.RestartAction("kubelet.service")},
 	"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf": {
-		{Type: planner.ActionDaemonReload},
-		planner.RestartAction("kubelet.service"),
+		{Type: policy.ActionDaemonReload},
+		policy.RestartAction("kubelet.service"),
 	},
 }
 
 // osRebootFields are the OS fields whose change needs a reboot.
 var osRebootFields = map[string]bool{
-	planner.FieldOSImageURL:                     true,
-	planner.FieldBaseOSExtensionsContainerImage: true,
-	planner.FieldKernelArguments:                true,
-	planner.FieldExtensions:                     true,
-	planner.FieldKernelType:                     true,
+	changeset.FieldOSImageURL:                     true,
+	changeset.FieldBaseOSExtensionsContainerImage: true,
+	changeset.FieldKernelArguments:                true,
+	changeset.FieldExtensions:                     true,
+	changeset.FieldKernelType:                     true,
 }
 
 // Plan gives the default policy's plan for a change set: each change's
 // actions in change-set order, merged by planner.Normalize. An
 // unreconcilable change set has no plan (no actions).
-func Plan(cs *planner.ChangeSet) (actions []planner.Action, drain, reboot bool) {
+func Plan(cs *changeset.ChangeSet) (actions []policy.Action, drain, reboot bool) {
 	if len(cs.Unreconcilable) > 0 {
-		return []planner.Action{}, false, false
+		return []policy.Action{}, false, false
 	}
-	var all []planner.Action
+	var all []policy.Action
 	for _, d := range Decide(cs) {
 		all = append(all, d.Actions...)
 	}
@@ -88,7 +90,7 @@ func Plan(cs *planner.ChangeSet) (actions []planner.Action, drain, reboot bool) 
 
 // Decide gives each change of the set its actions under the default rules,
 // in change-set order.
-func Decide(cs *planner.ChangeSet) []Decision {
+func Decide(cs *changeset.ChangeSet) []Decision {
 	out := make([]Decision, 0, len(cs.Changes))
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
@@ -98,20 +100,20 @@ func Decide(cs *planner.ChangeSet) []Decision {
 	return out
 }
 
-func decide(cs *planner.ChangeSet, c *planner.Change) (string, []planner.Action) {
+func decide(cs *changeset.ChangeSet, c *changeset.Change) (string, []policy.Action) {
 	switch c.Kind {
-	case planner.KindOS:
+	case changeset.KindOS:
 		if osRebootFields[c.Name] {
 			return RuleOS, reboot
 		}
-	case planner.KindSSHKey, planner.KindPassword:
+	case changeset.KindSSHKey, changeset.KindPassword:
 		return RuleUser, none
-	case planner.KindStorage:
-		if c.Name == planner.StorageLUKS {
+	case changeset.KindStorage:
+		if c.Name == changeset.StorageLUKS {
 			return RuleLUKS, none
 		}
-	case planner.KindFile:
-		if c.Path == planner.RegistriesConfPath {
+	case changeset.KindFile:
+		if c.Path == registries.ConfPath {
 			verdict, actions := Registries(cs.Registries)
 			return RuleRegistries + verdict, actions
 		}
@@ -126,7 +128,7 @@ func decide(cs *planner.ChangeSet, c *planner.Change) (string, []planner.Action)
 // the MCO's FindClosestFilePolicyPathMatch does: walk up from the path
 // itself, one directory at a time, and take the first entry found, whether
 // its key is written with a final "/" or not.
-func fileRule(path string) (key string, actions []planner.Action, ok bool) {
+func fileRule(path string) (key string, actions []policy.Action, ok bool) {
 	for p := path; ; p = filepath.Dir(p) {
 		for _, k := range []string{p, p + "/"} {
 			if a, found := fileRules[k]; found {
@@ -143,17 +145,17 @@ func fileRule(path string) (key string, actions []planner.Action, ok bool) {
 // when nothing that CRI-O uses changed, a reload of CRI-O when the change
 // is safe, and a drain first when it is not. nil (no diff computed) is
 // taken as no semantic change, as the Rego rule does.
-func Registries(rc *planner.RegistriesChange) (verdict string, actions []planner.Action) {
+func Registries(rc *changeset.RegistriesChange) (verdict string, actions []policy.Action) {
 	if rc == nil {
-		rc = &planner.RegistriesChange{}
+		rc = &changeset.RegistriesChange{}
 	}
 	switch {
 	case rc.Unknown == "" && !semanticChange(rc.ConfigDiff):
 		return RegistriesNone, none
 	case rc.Unknown == "" && safe(rc.ConfigDiff):
-		return RegistriesSafe, []planner.Action{planner.ReloadAction("crio.service")}
+		return RegistriesSafe, []policy.Action{policy.ReloadAction("crio.service")}
 	default:
-		return RegistriesUnsafe, []planner.Action{planner.ReloadAction("crio.service"), {Type: planner.ActionDrain}}
+		return RegistriesUnsafe, []policy.Action{policy.ReloadAction("crio.service"), {Type: policy.ActionDrain}}
 	}
 }
 

@@ -4,17 +4,18 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/registries"
 )
 
-func fileChange(path string) planner.Change {
-	return planner.Change{ID: "file:" + path, Kind: planner.KindFile, Op: planner.OpChanged, Path: path, Fields: []string{"contents"}}
+func fileChange(path string) changeset.Change {
+	return changeset.Change{ID: "file:" + path, Kind: changeset.KindFile, Op: changeset.OpChanged, Path: path, Fields: []string{"contents"}}
 }
 
 func TestFileRule(t *testing.T) {
-	crio := []planner.Action{planner.ReloadAction("crio.service")}
-	for path, want := range map[string][]planner.Action{
+	crio := []policy.Action{policy.ReloadAction("crio.service")}
+	for path, want := range map[string][]policy.Action{
 		"/var/lib/kubelet/config.json":                        none,
 		"/var/lib/kubelet/config.json.bak":                    reboot,
 		"/etc/nmstate/openshift/a/b":                          none,
@@ -28,12 +29,12 @@ func TestFileRule(t *testing.T) {
 		"/etc/containers/policy.json/x":                       crio, // beneath an entry without "/", as in the MCO
 		"/etc/containers/policy.jsonx":                        reboot,
 		"/etc/machine-config-daemon/no-reboot/other":          reboot,
-		"/etc/kubernetes/credential-providers/ecr.yaml":       {planner.RestartAction("kubelet.service")},
+		"/etc/kubernetes/credential-providers/ecr.yaml":       {policy.RestartAction("kubelet.service")},
 		"/etc/kubernetes/credential-providers-extra/a.yaml":   reboot,
 		"/etc/systemd/system/kubelet.service.d/10-other.conf": reboot,
 		"/etc/chrony.conf":                                    reboot,
 	} {
-		cs := &planner.ChangeSet{Changes: []planner.Change{fileChange(path)}}
+		cs := &changeset.ChangeSet{Changes: []changeset.Change{fileChange(path)}}
 		if got := Decide(cs)[0].Actions; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %v, want %v", path, got, want)
 		}
@@ -45,12 +46,12 @@ func TestRegistries(t *testing.T) {
 	tag := registries.MirrorState{Location: "m.example.com/b", PullFromMirror: registries.PullFromMirrorTagOnly}
 	for _, tc := range []struct {
 		name string
-		rc   *planner.RegistriesChange
+		rc   *changeset.RegistriesChange
 		want string
 	}{
 		{"nil", nil, RegistriesNone},
-		{"empty", &planner.RegistriesChange{}, RegistriesNone},
-		{"unknown", &planner.RegistriesChange{Unknown: "remote"}, RegistriesUnsafe},
+		{"empty", &changeset.RegistriesChange{}, RegistriesNone},
+		{"unknown", &changeset.RegistriesChange{Unknown: "remote"}, RegistriesUnsafe},
 		{"search appended", rc(registries.ConfigDiff{SearchChanged: true, SearchAppendedOnly: true}), RegistriesSafe},
 		{"search reordered", rc(registries.ConfigDiff{SearchChanged: true, SearchReordered: true}), RegistriesUnsafe},
 		{"idms added", rc(registries.ConfigDiff{RegistriesAdded: []registries.RegistryState{{Scope: "q.io/a", Mirrors: []registries.MirrorState{digest}}}}), RegistriesSafe},
@@ -82,32 +83,32 @@ func TestRegistries(t *testing.T) {
 	}
 }
 
-func rc(d registries.ConfigDiff) *planner.RegistriesChange {
-	return &planner.RegistriesChange{ConfigDiff: d}
+func rc(d registries.ConfigDiff) *changeset.RegistriesChange {
+	return &changeset.RegistriesChange{ConfigDiff: d}
 }
 
 func TestPlan(t *testing.T) {
-	crio := planner.ReloadAction("crio.service")
-	kubelet := planner.RestartAction("kubelet.service")
-	unsafe := &planner.RegistriesChange{ConfigDiff: registries.ConfigDiff{OtherChanged: []string{"aliases"}}}
+	crio := policy.ReloadAction("crio.service")
+	kubelet := policy.RestartAction("kubelet.service")
+	unsafe := &changeset.RegistriesChange{ConfigDiff: registries.ConfigDiff{OtherChanged: []string{"aliases"}}}
 	for _, tc := range []struct {
 		name        string
-		cs          *planner.ChangeSet
-		want        []planner.Action
+		cs          *changeset.ChangeSet
+		want        []policy.Action
 		drain, boot bool
 	}{
-		{"nothing", &planner.ChangeSet{}, none, false, false},
-		{"ssh keys", &planner.ChangeSet{Changes: []planner.Change{{ID: "sshkey", Kind: planner.KindSSHKey, Op: planner.OpChanged}}}, none, false, false},
-		{"kargs", &planner.ChangeSet{Changes: []planner.Change{fileChange("/etc/containers/policy.json"), {ID: "os:kernelArguments", Kind: planner.KindOS, Name: planner.FieldKernelArguments}}}, reboot, true, true},
-		{"unit", &planner.ChangeSet{Changes: []planner.Change{{ID: "unit:crio.service", Kind: planner.KindUnit, Name: "crio.service"}}}, reboot, true, true},
-		{"daemon-reload first", &planner.ChangeSet{Changes: []planner.Change{
+		{"nothing", &changeset.ChangeSet{}, none, false, false},
+		{"ssh keys", &changeset.ChangeSet{Changes: []changeset.Change{{ID: "sshkey", Kind: changeset.KindSSHKey, Op: changeset.OpChanged}}}, none, false, false},
+		{"kargs", &changeset.ChangeSet{Changes: []changeset.Change{fileChange("/etc/containers/policy.json"), {ID: "os:kernelArguments", Kind: changeset.KindOS, Name: changeset.FieldKernelArguments}}}, reboot, true, true},
+		{"unit", &changeset.ChangeSet{Changes: []changeset.Change{{ID: "unit:crio.service", Kind: changeset.KindUnit, Name: "crio.service"}}}, reboot, true, true},
+		{"daemon-reload first", &changeset.ChangeSet{Changes: []changeset.Change{
 			fileChange("/etc/containers/policy.json"),
 			fileChange("/etc/kubernetes/credential-providers/a.yaml"),
 			fileChange("/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf"),
-		}}, []planner.Action{{Type: planner.ActionDaemonReload}, crio, kubelet}, false, false},
-		{"unsafe registries", &planner.ChangeSet{Registries: unsafe, Changes: []planner.Change{fileChange(planner.RegistriesConfPath), fileChange("/etc/crio/policies/a")}}, []planner.Action{crio}, true, false},
-		{"unsafe registries, single node", &planner.ChangeSet{SingleNode: true, Registries: unsafe, Changes: []planner.Change{fileChange(planner.RegistriesConfPath)}}, []planner.Action{crio}, false, false},
-		{"unreconcilable", &planner.ChangeSet{Unreconcilable: []planner.Unreconcilable{{Field: "spec.fips"}}, Changes: []planner.Change{fileChange("/etc/a")}}, []planner.Action{}, false, false},
+		}}, []policy.Action{{Type: policy.ActionDaemonReload}, crio, kubelet}, false, false},
+		{"unsafe registries", &changeset.ChangeSet{Registries: unsafe, Changes: []changeset.Change{fileChange(registries.ConfPath), fileChange("/etc/crio/policies/a")}}, []policy.Action{crio}, true, false},
+		{"unsafe registries, single node", &changeset.ChangeSet{SingleNode: true, Registries: unsafe, Changes: []changeset.Change{fileChange(registries.ConfPath)}}, []policy.Action{crio}, false, false},
+		{"unreconcilable", &changeset.ChangeSet{Unreconcilable: []changeset.Unreconcilable{{Field: "spec.fips"}}, Changes: []changeset.Change{fileChange("/etc/a")}}, []policy.Action{}, false, false},
 	} {
 		got, drain, boot := Plan(tc.cs)
 		if !reflect.DeepEqual(got, tc.want) || drain != tc.drain || boot != tc.boot {

@@ -22,12 +22,15 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
 func restart(svc string) operatorv1.NodeDisruptionPolicySpecAction {
-	return planner.RestartAction(svc)
+	return ndppolicy.RestartAction(svc)
 }
 
 func policy(name string, spec v1alpha1.NodeDisruptionPolicySpec) *v1alpha1.NodeDisruptionPolicy {
@@ -75,11 +78,11 @@ func chronyPlan(t *testing.T) *planner.Plan {
 	if p == nil {
 		t.Fatal("no active policy set")
 	}
-	old, err := planner.ParseMachineConfig("old", []byte(`{"kind":"MachineConfig","metadata":{"name":"a"},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`))
+	old, err := machineconfig.Parse("old", []byte(`{"kind":"MachineConfig","metadata":{"name":"a"},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	new, err := planner.ParseMachineConfig("new", []byte(`{"kind":"MachineConfig","metadata":{"name":"b"},"spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,x"}}]}}}}`))
+	new, err := machineconfig.Parse("new", []byte(`{"kind":"MachineConfig","metadata":{"name":"b"},"spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,x"}}]}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,7 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 
 	// A controller that restarts meanwhile starts with an empty set: it
 	// activates the recorded spec again rather than losing the revision.
-	restarted := policyset.NewActivePolicies(planner.EngineOptions{})
+	restarted := policyset.NewActivePolicies(engine.Options{})
 	r := &controllers.PolicyReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Active: restarted}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "chrony-edit"}}); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,9 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -22,9 +24,9 @@ func waitMachineConfig(t *testing.T, name string, ok func(*ndpmcv1.MachineConfig
 	return waitObject(t, name, "MachineConfig as expected", ok)
 }
 
-func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *planner.Config {
+func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *machineconfig.Config {
 	t.Helper()
-	cfg, err := planner.NewConfig(mc.Name, mc.Spec)
+	cfg, err := machineconfig.New(mc.Name, mc.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(added.Actions) != 1 || added.Actions[0].Type != planner.ActionReload || added.Drain {
+	if len(added.Actions) != 1 || added.Actions[0].Type != ndppolicy.ActionReload || added.Drain {
 		t.Errorf("adding an IDMS: %+v", added)
 	}
 
@@ -100,7 +102,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed.Actions) != 1 || removed.Actions[0].Type != planner.ActionReload || !removed.Drain {
+	if len(removed.Actions) != 1 || removed.Actions[0].Type != ndppolicy.ActionReload || !removed.Drain {
 		t.Errorf("deleting the IDMS: %+v", removed)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -69,7 +69,7 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	}
 	var sources map[string]string
 	if err := json.Unmarshal([]byte(rendered.Annotations[ndpmcv1.SourcesAnnotation]), &sources); err != nil ||
-		sources["file:/etc/chrony.conf"] != "50-edge-chrony" || sources["file:"+planner.RegistriesConfPath] != render.GeneratedRegistriesName("edge") {
+		sources["file:/etc/chrony.conf"] != "50-edge-chrony" || sources["file:"+registries.ConfPath] != render.GeneratedRegistriesName("edge") {
 		t.Errorf("sources annotation: %v (%v)", rendered.Annotations, err)
 	}
 

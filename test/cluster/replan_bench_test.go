@@ -15,7 +15,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/planner"
+	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
 )
 
 const (
@@ -50,7 +50,7 @@ func setupReplanBench(b *testing.B) {
 		}
 	}
 	benchMust(b, k8s.Create(ctx, policy(benchPolicy, v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{planner.RestartAction("chronyd.service")}}}})))
+		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{ndppolicy.RestartAction("chronyd.service")}}}})))
 	waitReplanned(b, revisionAfter(b, 1))
 }
 

@@ -44,7 +44,10 @@ import (
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/output"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
 )
 
 // The security review (docs/reliability.md, "Security review"): what each
@@ -567,15 +570,15 @@ func TestSecurityDaemonUpdatesItsNodeConfined(t *testing.T) {
 	from, to := cfg("rendered-security-run-a", "a"), cfg("rendered-security-run-b", "b")
 	np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "security"}, Spec: v1alpha1.NodeDisruptionPolicySpec{
 		Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.DrainSpecAction}}}}}}
-	pl, err := planner.New(ctx, []planner.Policy{planner.DefaultPolicy(), planner.PolicyFromAPI("security", np, 0, 0)}, planner.EngineOptions{})
+	pl, err := planner.New(ctx, []ndppolicy.Policy{ndppolicy.DefaultPolicy(), ndppolicy.FromAPI("security", np, 0, 0)}, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromCfg, err := planner.NewConfig(from.Name, from.Spec)
+	fromCfg, err := machineconfig.New(from.Name, from.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toCfg, err := planner.NewConfig(to.Name, to.Spec)
+	toCfg, err := machineconfig.New(to.Name, to.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}

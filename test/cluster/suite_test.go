@@ -26,7 +26,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/controlplane"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/webhook"
 )
@@ -115,7 +115,7 @@ func startReplica() error {
 	if err != nil {
 		return err
 	}
-	if active, err = controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
+	if active, err = controllers.SetupWithManager(mgr, engine.Options{}); err != nil {
 		return err
 	}
 	if previewer, err = webhook.SetupWithManager(mgr, active, webhook.Options{}); err != nil {

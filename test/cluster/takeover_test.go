@@ -17,7 +17,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -41,7 +41,7 @@ func takeoverReplica(t *testing.T) (manager.Manager, *policyset.ActivePolicies, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := controllers.SetupWithManager(mgr, planner.EngineOptions{})
+	set, err := controllers.SetupWithManager(mgr, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

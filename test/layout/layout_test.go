@@ -1,6 +1,8 @@
-// Package layout checks the import rules of DESIGN §3 with `go list -deps`:
-// the node daemon links no policy engine, and controllers, webhook and
-// daemon are siblings that import none of one another.
+// Package layout checks the import rule of docs/design.md#the-import-rule
+// with `go list`: the node daemon, render and the config parser link no
+// policy engine, only the planner's stages and policyset import OPA, and
+// controllers, webhook and daemon are siblings that import none of one
+// another.
 package layout
 
 import (
@@ -28,12 +30,64 @@ func TestDaemonLinksNoPolicyEngine(t *testing.T) {
 		t.Fatalf("go list gave %d packages: not a real dependency list", len(all))
 	}
 	for _, p := range all {
-		if strings.HasPrefix(p, "github.com/open-policy-agent/opa") {
-			t.Errorf("ndp-daemon links %s: the daemon must never evaluate a policy", p)
-		}
-		if p == module+"planner" || p == module+"policyset" || p == module+"policies" {
+		if p == module+"planner" || strings.HasPrefix(p, module+"planner/") || p == module+"policyset" || p == module+"policies" {
 			t.Errorf("ndp-daemon links %s", p)
 		}
+	}
+}
+
+// opaFree are the packages that must name a parsed config, render a pool or
+// run a node without linking OPA: everything below the policy engine that
+// the daemon, render and the controllers' config cache stand on.
+var opaFree = []string{
+	"./cmd/ndp-daemon", "./daemon/...", "./render/...", "./machineconfig/...", "./registries/...",
+	"./apis/...", "./planner/changeset", "./webhook/certs",
+}
+
+// opaLinkers are the planner's stages and the active policy set: a package
+// that links OPA is one of them or stands above one of them.
+var opaLinkers = []string{
+	"planner", "planner/sandbox", "planner/policy", "planner/engine", "planner/loader",
+	"policyset",
+}
+
+func TestOnlyThePlannerLinksOPA(t *testing.T) {
+	for _, p := range deps(t, opaFree...) {
+		if strings.HasPrefix(p, "github.com/open-policy-agent/opa") {
+			t.Errorf("%s links %s: render, the daemon and the config parser must not link the policy engine", strings.Join(opaFree, " "), p)
+			break
+		}
+	}
+	cmd := exec.Command("go", "list", "-test=false", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	linkers := map[string]bool{}
+	for _, p := range opaLinkers {
+		linkers[module+p] = true
+	}
+	linking := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		opa, above := false, linkers[f[0]]
+		for _, d := range f[1:] {
+			opa = opa || strings.HasPrefix(d, "github.com/open-policy-agent/opa")
+			above = above || linkers[d]
+		}
+		if opa {
+			linking++
+			if !above {
+				t.Errorf("%s links OPA without the planner or policyset: only they and what stands above them may", f[0])
+			}
+		}
+	}
+	if linking < len(opaLinkers) {
+		t.Fatalf("only %d packages link OPA: not a real dependency list", linking)
 	}
 }
 

@@ -25,7 +25,10 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // plan computes the plan from one config to another with the built-in
@@ -33,23 +36,23 @@ import (
 // controller would, in the shape stored in MachineConfig status.
 func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]operatorv1.NodeDisruptionPolicySpecAction) ndpmcv1.PostConfigActions {
 	t.Helper()
-	pols := []planner.Policy{planner.DefaultPolicy()}
+	pols := []policy.Policy{policy.DefaultPolicy()}
 	if len(files) > 0 {
 		np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "test"}}
 		for _, p := range sortedKeysOf(files) {
 			np.Spec.Files = append(np.Spec.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: p, Actions: files[p]})
 		}
-		pols = append(pols, planner.PolicyFromAPI("test", np, 0, 0))
+		pols = append(pols, policy.FromAPI("test", np, 0, 0))
 	}
-	pl, err := planner.New(context.Background(), pols, planner.EngineOptions{})
+	pl, err := planner.New(context.Background(), pols, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromCfg, err := planner.NewConfig(from.Name, from.Spec)
+	fromCfg, err := machineconfig.New(from.Name, from.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toCfg, err := planner.NewConfig(to.Name, to.Spec)
+	toCfg, err := machineconfig.New(to.Name, to.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +72,11 @@ func sortedKeysOf[V any](m map[string]V) []string {
 }
 
 func restart(unit string) operatorv1.NodeDisruptionPolicySpecAction {
-	return planner.RestartAction(unit)
+	return policy.RestartAction(unit)
 }
 
 func reload(unit string) operatorv1.NodeDisruptionPolicySpecAction {
-	return planner.ReloadAction(unit)
+	return policy.ReloadAction(unit)
 }
 
 var (

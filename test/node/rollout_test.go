@@ -26,7 +26,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 const poolLabel = "ndp.dev/test-pool"
@@ -45,7 +45,7 @@ var chronyPolicyOnce sync.Once
 func ensureChronyPolicy(t *testing.T) {
 	chronyPolicyOnce.Do(func() {
 		p := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "rollout-chrony"}}
-		p.Spec.Files = []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{planner.RestartAction("chronyd.service")}}}
+		p.Spec.Files = []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{policy.RestartAction("chronyd.service")}}}
 		if err := k8s.Create(context.Background(), p); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}

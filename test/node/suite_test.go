@@ -43,7 +43,7 @@ import (
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/systemdtest"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/engine"
 )
 
 var (
@@ -136,7 +136,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := controllers.SetupWithManager(mgr, planner.EngineOptions{}); err != nil {
+	if _, err := controllers.SetupWithManager(mgr, engine.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

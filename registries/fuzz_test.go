@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // fuzzSeeds are registries.conf files as the MCO, ndp's renderer and

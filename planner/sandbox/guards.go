@@ -1,4 +1,4 @@
-package planner
+package sandbox
 
 import (
 	"errors"
@@ -31,8 +31,9 @@ import (
 // runs in linear time; it is the compiled program that costs memory).
 //
 // The wrappers replace OPA's implementations process-wide (OPA looks its
-// builtins up in one global table); ndp's binaries evaluate Rego only
-// through this package.
+// builtins up in one global table), when Install is called: the engine and
+// the Rego test runner call it before they compile anything, and ndp's
+// binaries evaluate Rego only through them.
 
 // Limits on the regular expressions and glob patterns of a policy.
 const (
@@ -77,14 +78,21 @@ var guards = map[string]estimator{
 	ast.GlobMatch.Name:                  estimateGlob,
 }
 
-func init() {
-	for name, est := range guards {
-		orig := topdown.GetBuiltin(name)
-		if orig == nil {
-			panic("planner: no OPA builtin " + name + " to guard")
+var installOnce sync.Once
+
+// Install replaces OPA's unbounded builtins with their guarded versions, in
+// OPA's global builtin table, once per process. Every caller that compiles
+// or evaluates Rego calls it first; later calls do nothing.
+func Install() {
+	installOnce.Do(func() {
+		for name, est := range guards {
+			orig := topdown.GetBuiltin(name)
+			if orig == nil {
+				panic("sandbox: no OPA builtin " + name + " to guard") // an OPA upgrade removed one: caught by every test
+			}
+			topdown.RegisterBuiltinFunc(name, guarded(name, est, orig))
 		}
-		topdown.RegisterBuiltinFunc(name, guarded(name, est, orig))
-	}
+	})
 }
 
 func guarded(name string, est estimator, orig topdown.BuiltinFunc) topdown.BuiltinFunc {
@@ -94,9 +102,9 @@ func guarded(name string, est estimator, orig topdown.BuiltinFunc) topdown.Built
 		switch {
 		case err != nil:
 		case need == math.MaxInt64: // the estimator stopped counting
-			err = fmt.Errorf("its result could take more than the %s one builtin call may allocate in an ndp policy", formatBytes(limit))
+			err = fmt.Errorf("its result could take more than the %s one builtin call may allocate in an ndp policy", FormatBytes(limit))
 		case need > limit:
-			err = fmt.Errorf("its result could take up to %s, more than the %s one builtin call may allocate in an ndp policy", formatBytes(need), formatBytes(limit))
+			err = fmt.Errorf("its result could take up to %s, more than the %s one builtin call may allocate in an ndp policy", FormatBytes(need), FormatBytes(limit))
 		}
 		if err != nil {
 			// Halt: the call is refused even where builtin errors
@@ -547,7 +555,7 @@ func estimateUnmarshal(ops []*ast.Term, _ int64) (int64, error) {
 // regular expressions.
 func estimateGlob(ops []*ast.Term, _ int64) (int64, error) {
 	if p, ok := stringOp(ops, 0); ok && len(p) > MaxRegexBytes {
-		return 0, fmt.Errorf("the pattern is %s, more than the %s a glob pattern may have in an ndp policy", formatBytes(int64(len(p))), formatBytes(MaxRegexBytes))
+		return 0, fmt.Errorf("the pattern is %s, more than the %s a glob pattern may have in an ndp policy", FormatBytes(int64(len(p))), FormatBytes(MaxRegexBytes))
 	}
 	return 0, nil
 }
@@ -663,7 +671,7 @@ const maxCheckedBytes = 1 << 20
 // It returns the pattern's number of groups, -1 if it does not parse.
 func checkPattern(p string) (int64, error) {
 	if len(p) > MaxRegexBytes {
-		return 0, fmt.Errorf("the pattern is %s, more than the %s a regular expression may have in an ndp policy", formatBytes(int64(len(p))), formatBytes(MaxRegexBytes))
+		return 0, fmt.Errorf("the pattern is %s, more than the %s a regular expression may have in an ndp policy", FormatBytes(int64(len(p))), FormatBytes(MaxRegexBytes))
 	}
 	checkedMu.RLock()
 	c, ok := checkedPatterns[p]

@@ -548,3 +548,6 @@ func sortedKeys[V any](a, b map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// ConfPath is the file whose changes get a semantic diff.
+const ConfPath = "/etc/containers/registries.conf"

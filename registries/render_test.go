@@ -9,7 +9,7 @@ import (
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 func idms(name string, policy configv1.MirrorSourcePolicy, source string, mirrors ...configv1.ImageMirror) configv1.ImageDigestMirrorSet {

@@ -1,4 +1,4 @@
-package planner
+package sandbox
 
 import (
 	"strings"
@@ -47,9 +47,9 @@ func isRemovedBuiltin(name string) bool {
 	return matchesPrefix(name, removedBuiltinPrefixes) || matchesPrefix(name, unboundedBuiltinPrefixes)
 }
 
-// sandboxCapabilities is this OPA version's capabilities without the
+// Capabilities is this OPA version's capabilities without the
 // removed builtins and with no network access.
-var sandboxCapabilities = func() *ast.Capabilities {
+var Capabilities = func() *ast.Capabilities {
 	caps := ast.CapabilitiesForThisVersion()
 	kept := caps.Builtins[:0]
 	for _, b := range caps.Builtins {
@@ -62,9 +62,9 @@ var sandboxCapabilities = func() *ast.Capabilities {
 	return caps
 }()
 
-// explainRemovedBuiltin rewrites OPA's "undefined function http.send" so
+// ExplainRemovedBuiltin rewrites OPA's "undefined function http.send" so
 // that the policy author learns the builtin is forbidden, not misspelt.
-func explainRemovedBuiltin(msg string) string {
+func ExplainRemovedBuiltin(msg string) string {
 	const undefined = "undefined function "
 	i := strings.Index(msg, undefined)
 	if i < 0 {

@@ -1,4 +1,4 @@
-package planner
+package policy
 
 import (
 	"fmt"
@@ -8,14 +8,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/open-policy-agent/opa/v1/ast"
-
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 	"github.com/ndp-dev/ndp/policies"
 )
 
@@ -41,8 +42,8 @@ const (
 	MaxPolicySetSize = 8 << 20
 )
 
-// serviceNamePattern is openshift/api's NodeDisruptionPolicyServiceName.
-var serviceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$`)
+// ServiceNamePattern is openshift/api's NodeDisruptionPolicyServiceName.
+var ServiceNamePattern = regexp.MustCompile(`^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$`)
 
 // Module is a Rego source. Filename is the file it was read from, if any;
 // Field names it inside that file (`NodeDisruptionPolicy "chrony" spec.rego`)
@@ -67,8 +68,8 @@ func (m *Module) Position(row, col int) string {
 	}
 }
 
-// key identifies the module in the Rego compiler.
-func (m *Module) key() string {
+// Key identifies the module in the Rego compiler.
+func (m *Module) Key() string {
 	if m.Field == "" {
 		return m.Filename
 	}
@@ -93,11 +94,11 @@ type Policy struct {
 	Tests        []Module
 }
 
-// PolicyFromAPI converts a NodeDisruptionPolicy. file is the document it
+// FromAPI converts a NodeDisruptionPolicy. file is the document it
 // was read from ("" for one read from the cluster); regoLine and testsLine
 // are the lines before the spec.rego and spec.regoTests blocks in that file,
 // when known (0 otherwise).
-func PolicyFromAPI(file string, p *v1alpha1.NodeDisruptionPolicy, regoLine, testsLine int) Policy {
+func FromAPI(file string, p *v1alpha1.NodeDisruptionPolicy, regoLine, testsLine int) Policy {
 	object := fmt.Sprintf("%s %q", v1alpha1.Kind, p.Name)
 	origin := object
 	if file != "" {
@@ -144,9 +145,9 @@ func WithDefaultPolicy(pols []Policy) []Policy {
 	return append([]Policy{DefaultPolicy()}, pols...)
 }
 
-// libraryModules are loaded with every policy set: data.ndp.lib and the
+// LibraryModules are loaded with every policy set: data.ndp.lib and the
 // built-in declarative rule.
-func libraryModules() (mods, tests []Module) {
+func LibraryModules() (mods, tests []Module) {
 	return embeddedModules(policies.LibraryDir)
 }
 
@@ -218,7 +219,7 @@ func (p *Policy) Validate() field.ErrorList {
 	seen := map[string]string{}
 	for i, f := range p.Files {
 		fp := spec.Child("files").Index(i)
-		first, dup := seen[PathKey(f.Path)]
+		first, dup := seen[changeset.PathKey(f.Path)]
 		switch {
 		case !strings.HasPrefix(f.Path, "/"):
 			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must be an absolute path"))
@@ -230,7 +231,7 @@ func (p *Policy) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, fmt.Sprintf("names the same path as %q (with or without a final \"/\", a path covers itself and everything beneath it)", first)))
 		}
 		if !dup {
-			seen[PathKey(f.Path)] = f.Path
+			seen[changeset.PathKey(f.Path)] = f.Path
 		}
 		errs = append(errs, ValidateActions(fp.Child("actions"), f.Actions)...)
 	}
@@ -298,15 +299,15 @@ func validateServiceName(fp *field.Path, name string) field.ErrorList {
 	switch {
 	case len(name) > MaxServiceName:
 		return field.ErrorList{field.TooLong(fp, name, MaxServiceName)}
-	case !serviceNamePattern.MatchString(name):
+	case !ServiceNamePattern.MatchString(name):
 		return field.ErrorList{field.Invalid(fp, name, "must be a systemd unit name with a type suffix such as .service, .socket, .mount, .target, .path, .timer, .slice or .scope")}
 	}
 	return nil
 }
 
-// declarativeData indexes every policy's declarative entries for the
+// DeclarativeData indexes every policy's declarative entries for the
 // built-in rule: files by path, units by name, and the sshkey entries.
-func declarativeData(pols []Policy) map[string]any {
+func DeclarativeData(pols []Policy) map[string]any {
 	type entry = map[string]any
 	files := map[string][]any{}
 	units := map[string][]any{}
@@ -351,34 +352,34 @@ func actionsValue(actions []Action) []any {
 	return out
 }
 
-func sortPolicies(pols []Policy) {
+func Sort(pols []Policy) {
 	sort.SliceStable(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
 }
 
-func operatorv1ActionType(s string) operatorv1.NodeDisruptionPolicySpecActionType {
+func ActionType(s string) operatorv1.NodeDisruptionPolicySpecActionType {
 	return operatorv1.NodeDisruptionPolicySpecActionType(s)
 }
 
-func reloadService(name string) *operatorv1.ReloadService {
+func ReloadService(name string) *operatorv1.ReloadService {
 	return &operatorv1.ReloadService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(name)}
 }
 
-func restartService(name string) *operatorv1.RestartService {
+func RestartService(name string) *operatorv1.RestartService {
 	return &operatorv1.RestartService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(name)}
 }
 
 // ReloadAction and RestartAction build actions.
 func ReloadAction(service string) Action {
-	return Action{Type: ActionReload, Reload: reloadService(service)}
+	return Action{Type: ActionReload, Reload: ReloadService(service)}
 }
 func RestartAction(service string) Action {
-	return Action{Type: ActionRestart, Restart: restartService(service)}
+	return Action{Type: ActionRestart, Restart: RestartService(service)}
 }
 
 // Revision digests one policy's content: what its NodeDisruptionPolicy
 // status reports as active.
 func (p *Policy) Revision() string {
-	return revision([]Policy{*p}, nil)
+	return Revision([]Policy{*p}, nil)
 }
 
 // RuleCount counts declarative entries and the "claims" rules of the Rego
@@ -389,7 +390,7 @@ func (p *Policy) RuleCount() int {
 		n++
 	}
 	for _, m := range p.Modules {
-		mod, err := ast.ParseModuleWithOpts(m.key(), m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandboxCapabilities})
+		mod, err := ast.ParseModuleWithOpts(m.Key(), m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandbox.Capabilities})
 		if err != nil || mod == nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package planner
+package changeset
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 var equateEmpty = cmpopts.EquateEmpty()
@@ -20,7 +21,7 @@ var equateEmpty = cmpopts.EquateEmpty()
 // own control files, and a core user left without any way to log in.
 // (LUKS is also applied only on first boot, but the MCO accepts it: it is a
 // change, planned None by the defaults.)
-func unreconcilable(from, to *Config) []Unreconcilable {
+func unreconcilable(from, to *machineconfig.Config) []Unreconcilable {
 	var out []Unreconcilable
 	report := func(field, format string, args ...any) {
 		out = append(out, Unreconcilable{Field: field, Reason: fmt.Sprintf(format, args...)})
@@ -129,7 +130,7 @@ func unreconcilable(from, to *Config) []Unreconcilable {
 }
 
 // coreLogin: the config gives the core user an SSH key or a password hash.
-func coreLogin(cfg *Config) bool {
+func coreLogin(cfg *machineconfig.Config) bool {
 	u := coreUser(cfg)
 	return u != nil && (len(sshKeys(u)) > 0 || deref(u.PasswordHash) != "")
 }

@@ -1,4 +1,4 @@
-package planner
+package sandbox
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultEvalMemoryBytes is how far the Go heap may grow while one
-// evaluation of the policies runs (EngineOptions.EvalMemoryBytes), and the
+// evaluation of the policies runs (Options.EvalMemoryBytes), and the
 // whole of a Rego test run (TestOptions.MemoryBytes).
 const DefaultEvalMemoryBytes = 256 << 20
 
@@ -51,11 +51,11 @@ func readMetrics(names ...string) []uint64 {
 	return out
 }
 
-// heapBytes is the Go heap as the watchdog sees it: the bytes of heap
+// HeapBytes is the Go heap as the watchdog sees it: the bytes of heap
 // objects, live or not yet swept. Tests sample it to report peaks.
-func heapBytes() uint64 { return readMetrics(heapObjectsMetric)[0] }
+func HeapBytes() uint64 { return readMetrics(heapObjectsMetric)[0] }
 
-// memoryWatch is the watchdog of one evaluation: it samples the heap every
+// MemoryWatch is the watchdog of one evaluation: it samples the heap every
 // few milliseconds and cancels the evaluation once the heap has grown more
 // than the budget since the evaluation started. It also cancels it when ctx
 // ends (the deadline), in place of OPA's own context watcher.
@@ -71,7 +71,7 @@ func heapBytes() uint64 { return readMetrics(heapObjectsMetric)[0] }
 //
 // After stopping an evaluation it collects its garbage, so that the next
 // evaluation starts from the live heap.
-type memoryWatch struct {
+type MemoryWatch struct {
 	budget  uint64
 	base    uint64 // heap objects at the start
 	live0   uint64 // live heap at the last collection before the start
@@ -83,11 +83,11 @@ type memoryWatch struct {
 	exited  chan struct{}
 }
 
-// watchMemory starts a watchdog that calls c.Cancel when the evaluation
+// WatchMemory starts a watchdog that calls c.Cancel when the evaluation
 // must stop. budget <= 0 only watches ctx.
-func watchMemory(ctx context.Context, budget int64, c topdown.Cancel) *memoryWatch {
+func WatchMemory(ctx context.Context, budget int64, c topdown.Cancel) *MemoryWatch {
 	m := readMetrics(heapObjectsMetric, heapLiveMetric, gcCyclesMetric)
-	w := &memoryWatch{base: m[0], live0: m[1], cycles0: m[2], cancel: c, stopped: make(chan struct{}), exited: make(chan struct{})}
+	w := &MemoryWatch{base: m[0], live0: m[1], cycles0: m[2], cancel: c, stopped: make(chan struct{}), exited: make(chan struct{})}
 	if budget > 0 {
 		w.budget = uint64(budget)
 	}
@@ -96,7 +96,7 @@ func watchMemory(ctx context.Context, budget int64, c topdown.Cancel) *memoryWat
 	return w
 }
 
-func (w *memoryWatch) run(ctx context.Context) {
+func (w *MemoryWatch) run(ctx context.Context) {
 	defer close(w.exited)
 	var tick <-chan time.Time
 	if w.budget > 0 {
@@ -130,7 +130,7 @@ func (w *memoryWatch) run(ctx context.Context) {
 				return
 			}
 			// Garbage made the crossing: look again after another budget.
-			confirmAt = min(hard, heapBytes()+w.budget)
+			confirmAt = min(hard, HeapBytes()+w.budget)
 		case <-tick:
 			metrics.Read(sample)
 			cur := sample[0].Value.Uint64()
@@ -149,7 +149,7 @@ func (w *memoryWatch) run(ctx context.Context) {
 				confirm = make(chan bool, 1)
 				go func(ch chan<- bool) {
 					runtime.GC()
-					ch <- heapBytes() > limit
+					ch <- HeapBytes() > limit
 				}(confirm)
 			}
 		}
@@ -158,20 +158,20 @@ func (w *memoryWatch) run(ctx context.Context) {
 
 // liveGrown tells whether a collection during the evaluation found the
 // live heap a quarter of the budget above where it was before.
-func (w *memoryWatch) liveGrown() bool {
+func (w *MemoryWatch) liveGrown() bool {
 	m := readMetrics(heapLiveMetric, gcCyclesMetric)
 	return m[1] > w.cycles0 && m[0] > w.live0+w.budget/4
 }
 
-func (w *memoryWatch) trip() {
+func (w *MemoryWatch) trip() {
 	w.tripped.Store(true)
 	w.cancel.Cancel()
 }
 
-// stop ends the watch and says whether it stopped the evaluation, and the
+// Stop ends the watch and says whether it stopped the evaluation, and the
 // highest heap it sampled. The evaluation must have returned: the garbage
 // of a stopped one is collected.
-func (w *memoryWatch) stop() (tripped bool, peak uint64) {
+func (w *MemoryWatch) Stop() (tripped bool, peak uint64) {
 	close(w.stopped)
 	<-w.exited
 	if w.tripped.Load() {
@@ -180,8 +180,11 @@ func (w *memoryWatch) stop() (tripped bool, peak uint64) {
 	return w.tripped.Load(), w.peak.Load()
 }
 
-// formatBytes writes a byte count as people read limits: 256 MiB, 1.5 GiB.
-func formatBytes(n int64) string {
+// Tripped says whether the watchdog stopped the evaluation.
+func (w *MemoryWatch) Tripped() bool { return w.tripped.Load() }
+
+// FormatBytes writes a byte count as people read limits: 256 MiB, 1.5 GiB.
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d bytes", n)
@@ -203,7 +206,7 @@ func formatBytes(n int64) string {
 // the guarded builtins, through the context OPA hands them.
 type callLimitKey struct{}
 
-func withCallLimit(ctx context.Context, evalBudget int64) context.Context {
+func WithCallLimit(ctx context.Context, evalBudget int64) context.Context {
 	return context.WithValue(ctx, callLimitKey{}, evalBudget/callBudgetDivisor)
 }
 
@@ -216,28 +219,31 @@ func callLimit(ctx context.Context) int64 {
 	return DefaultEvalMemoryBytes / callBudgetDivisor
 }
 
-// haltFlag is a topdown.Cancel for work OPA cannot cancel midway: parsing
-// module after module, the compiler stage after stage (see haltable).
-type haltFlag struct {
+// HaltFlag is a topdown.Cancel for work OPA cannot cancel midway: parsing
+// module after module, the compiler stage after stage (see Haltable).
+type HaltFlag struct {
 	flag atomic.Bool
 	once sync.Once
 	done chan struct{}
 }
 
-func newHaltFlag() *haltFlag { return &haltFlag{done: make(chan struct{})} }
+func NewHaltFlag() *HaltFlag { return &HaltFlag{done: make(chan struct{})} }
 
-func (h *haltFlag) Cancel() {
+func (h *HaltFlag) Cancel() {
 	h.once.Do(func() {
 		h.flag.Store(true)
 		close(h.done)
 	})
 }
 
-func (h *haltFlag) Cancelled() bool { return h.flag.Load() }
+func (h *HaltFlag) Cancelled() bool { return h.flag.Load() }
 
-var errHalted = errors.New("compilation halted")
+// Done is closed when the flag is set.
+func (h *HaltFlag) Done() <-chan struct{} { return h.done }
 
-// compilerStages are the compiler's stages; haltable adds a check after
+var ErrHalted = errors.New("compilation halted")
+
+// compilerStages are the compiler's stages; Haltable adds a check after
 // each of them.
 var compilerStages = []ast.StageID{
 	ast.StageResolveRefs, ast.StageCheckUnusedImports, ast.StageInitLocalVarGen, ast.StageRewriteRuleHeadRefs,
@@ -251,8 +257,8 @@ var compilerStages = []ast.StageID{
 	ast.StageBuildRuleIndices, ast.StageBuildComprehensionIndices, ast.StageBuildRequiredCapabilities,
 }
 
-// haltable makes c stop at the end of any stage once h is cancelled.
-func haltable(c *ast.Compiler, h topdown.Cancel) *ast.Compiler {
+// Haltable makes c stop at the end of any stage once h is cancelled.
+func Haltable(c *ast.Compiler, h topdown.Cancel) *ast.Compiler {
 	for _, id := range compilerStages {
 		c = c.WithStageAfterID(id, ast.CompilerStageDefinition{
 			Name:       "ndp-sandbox-after-" + string(id),

@@ -1,4 +1,4 @@
-package planner
+package changeset
 
 import (
 	"crypto/sha256"
@@ -13,14 +13,14 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ndp-dev/ndp/planner/machineconfig"
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // Diff computes the change set from one rendered config to another: files,
 // units, the core user's SSH keys and password hash, the OS fields, LUKS,
 // the semantic diff of registries.conf and what cannot be reconciled.
-func Diff(from, to *Config) (*ChangeSet, error) {
+func Diff(from, to *machineconfig.Config) (*ChangeSet, error) {
 	cs := &ChangeSet{From: from.Name, To: to.Name}
 	cs.Unreconcilable = unreconcilable(from, to)
 	if err := diffFiles(cs, from, to); err != nil {
@@ -33,11 +33,11 @@ func Diff(from, to *Config) (*ChangeSet, error) {
 	if err := diffRegistries(cs, from, to); err != nil {
 		return nil, err
 	}
-	cs.sort()
+	cs.Sort()
 	return cs, nil
 }
 
-func (cs *ChangeSet) add(c Change, from, to *Config) {
+func (cs *ChangeSet) add(c Change, from, to *machineconfig.Config) {
 	if src := to.Sources[c.ID]; src != "" {
 		c.Source = src
 	} else if c.Op == OpRemoved {
@@ -54,12 +54,12 @@ func fileIndex(files []igntypes.File) map[string]*igntypes.File {
 	return m
 }
 
-func diffFiles(cs *ChangeSet, from, to *Config) error {
+func diffFiles(cs *ChangeSet, from, to *machineconfig.Config) error {
 	oldFiles := fileIndex(from.Ignition.Storage.Files)
 	newFiles := fileIndex(to.Ignition.Storage.Files)
 	for i := range to.Ignition.Storage.Files {
 		nf := &to.Ignition.Storage.Files[i]
-		c := Change{ID: "file:" + nf.Path, Kind: KindFile, Path: nf.Path, Dirs: parentDirs(nf.Path)}
+		c := Change{ID: "file:" + nf.Path, Kind: KindFile, Path: nf.Path, Dirs: ParentDirs(nf.Path)}
 		of, existed := oldFiles[nf.Path]
 		if !existed {
 			digest, err := contentDigest(to, nf)
@@ -97,13 +97,13 @@ func diffFiles(cs *ChangeSet, from, to *Config) error {
 		if err != nil {
 			return err
 		}
-		cs.add(Change{ID: "file:" + of.Path, Kind: KindFile, Op: OpRemoved, Path: of.Path, Dirs: parentDirs(of.Path), OldDigest: digest}, from, to)
+		cs.add(Change{ID: "file:" + of.Path, Kind: KindFile, Op: OpRemoved, Path: of.Path, Dirs: ParentDirs(of.Path), OldDigest: digest}, from, to)
 	}
 	return nil
 }
 
 // fileFields lists which of contents, mode, user, group, overwrite differ.
-func fileFields(fromCfg, toCfg *Config, of, nf *igntypes.File) ([]string, error) {
+func fileFields(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) ([]string, error) {
 	var fields []string
 	same, err := sameContents(fromCfg, toCfg, of, nf)
 	if err != nil {
@@ -130,7 +130,7 @@ func fileFields(fromCfg, toCfg *Config, of, nf *igntypes.File) ([]string, error)
 // sameContents compares decoded contents, so that plain and base64 (or
 // gzip) encodings of the same bytes are no change. Identical sources are
 // compared without decoding: the common case in a 2,000-file config.
-func sameContents(fromCfg, toCfg *Config, of, nf *igntypes.File) (bool, error) {
+func sameContents(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) (bool, error) {
 	oc, nc := of.Contents, nf.Contents
 	if deref(oc.Source) == deref(nc.Source) && deref(oc.Compression) == deref(nc.Compression) &&
 		deref(oc.Verification.Hash) == deref(nc.Verification.Hash) && len(oc.HTTPHeaders) == 0 && len(nc.HTTPHeaders) == 0 {
@@ -150,7 +150,7 @@ func sameContents(fromCfg, toCfg *Config, of, nf *igntypes.File) (bool, error) {
 // contentDigest identifies a file's contents: the sha256 of the decoded
 // bytes for inline data, or the source URL and its verification hash for a
 // remote source, which the planner cannot fetch.
-func contentDigest(cfg *Config, f *igntypes.File) (string, error) {
+func contentDigest(cfg *machineconfig.Config, f *igntypes.File) (string, error) {
 	src := deref(f.Contents.Source)
 	if src != "" && !strings.HasPrefix(src, "data:") {
 		// Everything that decides what is fetched and written.
@@ -176,7 +176,7 @@ func contentDigest(cfg *Config, f *igntypes.File) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-func fileContents(cfg *Config, f *igntypes.File) ([]byte, error) {
+func fileContents(cfg *machineconfig.Config, f *igntypes.File) ([]byte, error) {
 	return machineconfig.FileContents(cfg, f)
 }
 
@@ -207,7 +207,7 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func diffUnits(cs *ChangeSet, from, to *Config) {
+func diffUnits(cs *ChangeSet, from, to *machineconfig.Config) {
 	oldUnits := make(map[string]*igntypes.Unit, len(from.Ignition.Systemd.Units))
 	for i := range from.Ignition.Systemd.Units {
 		oldUnits[from.Ignition.Systemd.Units[i].Name] = &from.Ignition.Systemd.Units[i]
@@ -277,7 +277,7 @@ func dropinChanges(old, new []igntypes.Dropin) []string {
 	return changed
 }
 
-func coreUser(cfg *Config) *igntypes.PasswdUser {
+func coreUser(cfg *machineconfig.Config) *igntypes.PasswdUser {
 	for i := range cfg.Ignition.Passwd.Users {
 		if cfg.Ignition.Passwd.Users[i].Name == "core" {
 			return &cfg.Ignition.Passwd.Users[i]
@@ -286,7 +286,7 @@ func coreUser(cfg *Config) *igntypes.PasswdUser {
 	return nil
 }
 
-func diffPasswd(cs *ChangeSet, from, to *Config) {
+func diffPasswd(cs *ChangeSet, from, to *machineconfig.Config) {
 	oc, nc := coreUser(from), coreUser(to)
 	var oldKeys, newKeys []string
 	var oldHash, newHash string
@@ -356,7 +356,7 @@ func setDiff(a, b []string) (added, removed []string) {
 // volumes added, removed or changed. Like the MCO, ndp accepts it: Ignition
 // only sets LUKS up (and binds Tang/TPM) when a node is provisioned, so the
 // default policy plans it as None.
-func diffLUKS(cs *ChangeSet, from, to *Config) {
+func diffLUKS(cs *ChangeSet, from, to *machineconfig.Config) {
 	o, n := from.Ignition.Storage.Luks, to.Ignition.Storage.Luks
 	if cmp.Equal(o, n, equateEmpty) {
 		return
@@ -389,7 +389,7 @@ func diffLUKS(cs *ChangeSet, from, to *Config) {
 	cs.add(c, from, to)
 }
 
-func diffOS(cs *ChangeSet, from, to *Config) {
+func diffOS(cs *ChangeSet, from, to *machineconfig.Config) {
 	osChange := func(field string, oldV, newV any) Change {
 		op := OpChanged
 		if isZero(oldV) {
@@ -460,8 +460,8 @@ func isZero(v any) bool {
 
 // diffRegistries adds the semantic diff of registries.conf when that file
 // is part of the change set.
-func diffRegistries(cs *ChangeSet, from, to *Config) error {
-	if cs.Change("file:"+RegistriesConfPath) == nil {
+func diffRegistries(cs *ChangeSet, from, to *machineconfig.Config) error {
+	if cs.Change("file:"+registries.ConfPath) == nil {
 		return nil
 	}
 	rc := &RegistriesChange{}
@@ -469,7 +469,7 @@ func diffRegistries(cs *ChangeSet, from, to *Config) error {
 	if err != nil {
 		// The old side is what nodes run today; if it cannot be read, no
 		// change from it can be shown to be safe, but it can be planned.
-		rc.Unknown = "old " + RegistriesConfPath + ": " + err.Error()
+		rc.Unknown = "old " + registries.ConfPath + ": " + err.Error()
 	} else if oldUnknown != "" {
 		rc.Unknown = oldUnknown
 	}
@@ -489,14 +489,14 @@ func diffRegistries(cs *ChangeSet, from, to *Config) error {
 
 // registriesConf parses a config's registries.conf; nil when absent. A
 // remote source cannot be read: it is reported as unknown.
-func registriesConf(cfg *Config) (*registries.Config, string, error) {
+func registriesConf(cfg *machineconfig.Config) (*registries.Config, string, error) {
 	for i := range cfg.Ignition.Storage.Files {
 		f := &cfg.Ignition.Storage.Files[i]
-		if f.Path != RegistriesConfPath {
+		if f.Path != registries.ConfPath {
 			continue
 		}
 		if src := deref(f.Contents.Source); src != "" && !strings.HasPrefix(src, "data:") {
-			return nil, RegistriesConfPath + " comes from a remote source and cannot be inspected", nil
+			return nil, registries.ConfPath + " comes from a remote source and cannot be inspected", nil
 		}
 		data, err := fileContents(cfg, f)
 		if err != nil {
@@ -504,7 +504,7 @@ func registriesConf(cfg *Config) (*registries.Config, string, error) {
 		}
 		conf, err := registries.Parse(data)
 		if err != nil {
-			return nil, "", &InputError{Object: cfg.Name, Field: fmt.Sprintf("spec.config.storage.files[path=%s]", RegistriesConfPath), Err: err}
+			return nil, "", &machineconfig.InputError{Object: cfg.Name, Field: fmt.Sprintf("spec.config.storage.files[path=%s]", registries.ConfPath), Err: err}
 		}
 		return conf, "", nil
 	}

@@ -1,9 +1,7 @@
-package planner
+package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,21 +17,20 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
-// Rego layout: every policy's modules live under policyPackage.<root>, and
-// the engine's generated module collects their claims in one query.
+// The engine's generated module collects the policies' claims in one query.
 const (
-	policyPackage = "ndp.policy"
 	enginePackage = "ndp.engine"
 	engineQuery   = "data.ndp.engine.claims"
-	// engineFormat versions how policies become plans; it is part of every
-	// policy revision, so plans are recomputed when it changes.
-	engineFormat = "ndp-engine/v1"
 )
 
-// EngineOptions bound the work a policy set may cause.
-type EngineOptions struct {
+// Options bound the work a policy set may cause.
+type Options struct {
 	// CompileTimeout bounds compiling the policy set (default 30s).
 	CompileTimeout time.Duration
 	// EvalTimeout bounds one evaluation (default 5s).
@@ -47,7 +44,7 @@ type EngineOptions struct {
 	EvalMemoryBytes int64
 }
 
-func (o EngineOptions) withDefaults() EngineOptions {
+func (o Options) withDefaults() Options {
 	if o.CompileTimeout <= 0 {
 		o.CompileTimeout = 30 * time.Second
 	}
@@ -55,23 +52,17 @@ func (o EngineOptions) withDefaults() EngineOptions {
 		o.EvalTimeout = 5 * time.Second
 	}
 	if o.EvalMemoryBytes <= 0 {
-		o.EvalMemoryBytes = DefaultEvalMemoryBytes
+		o.EvalMemoryBytes = sandbox.DefaultEvalMemoryBytes
 	}
 	return o
 }
 
-// Errors an evaluation the sandbox stopped wraps (errors.Is).
-var (
-	ErrEvalMemory  = errors.New("evaluation stopped by the sandbox's memory limit")
-	ErrEvalTimeout = errors.New("evaluation stopped by the sandbox's deadline")
-)
-
 // Engine is a compiled policy set: it turns a change set into claims.
 type Engine struct {
-	*sources
+	src      *policy.Sources // the parsed modules and who owns each
 	query    rego.PreparedEvalQuery
 	revision string
-	opts     EngineOptions
+	opts     Options
 
 	// What it takes to evaluate one policy's claims alone, to name the
 	// policy when an evaluation is stopped.
@@ -83,58 +74,38 @@ type Engine struct {
 	solo       map[string]rego.PreparedEvalQuery
 }
 
-// PolicyError says why a policy cannot be used, naming the policy, where it
-// came from and, for Rego, the line and column.
-type PolicyError struct {
-	Policy   string
-	Origin   string
-	Messages []string
-	// Err, if set, is the kind of failure (ErrEvalMemory, ErrEvalTimeout).
-	Err error
-}
-
-// Unwrap returns the kind of failure, if known.
-func (e *PolicyError) Unwrap() error { return e.Err }
-
-func (e *PolicyError) Error() string {
-	msg := strings.Join(e.Messages, "; ")
-	if e.Origin != "" && strings.HasPrefix(msg, e.Origin) {
-		return msg // a Rego position already names the file or object
-	}
-	return e.Origin + ": " + msg
-}
-
 // Claim is one policy's claim on one change.
 type Claim struct {
 	Policy  string
 	Change  string
 	Match   string
-	Actions []Action
+	Actions []policy.Action
 	Reason  string
 }
 
-// NewEngine validates and compiles a policy set, library included, inside
+// New validates and compiles a policy set, library included, inside
 // the sandbox. Policy names must be unique.
-func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine, error) {
+func New(ctx context.Context, pols []policy.Policy, opts Options) (*Engine, error) {
+	sandbox.Install()
 	opts = opts.withDefaults()
 	// Policies are checked in the caller's order, so that when two claim the
 	// same package root the later one (a candidate added to an active set)
 	// is the one reported; everything derived from the set is sorted.
-	pols = append([]Policy(nil), pols...)
-	e := &Engine{sources: newSources(), opts: opts}
+	pols = append([]policy.Policy(nil), pols...)
+	e := &Engine{src: policy.NewSources(), opts: opts}
 	// Parsing and compiling cost a hundred times the Rego's size and more:
 	// the memory watchdog and the deadline stop them, between two modules
 	// or two compiler stages.
 	cctx, cancel := context.WithTimeout(ctx, opts.CompileTimeout)
 	defer cancel()
-	halt := newHaltFlag()
-	w := watchMemory(cctx, opts.EvalMemoryBytes, halt)
-	defer w.stop()
+	halt := sandbox.NewHaltFlag()
+	w := sandbox.WatchMemory(cctx, opts.EvalMemoryBytes, halt)
+	defer w.Stop()
 	stopped := func() error {
 		if !halt.Cancelled() {
 			return nil
 		}
-		if w.tripped.Load() {
+		if w.Tripped() {
 			return e.compileOverBudget(pols)
 		}
 		if ctx.Err() != nil {
@@ -149,14 +120,13 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 	for i := range pols {
 		p := &pols[i]
 		if p.Name == "" {
-			return nil, &PolicyError{Origin: p.Origin, Messages: []string{"metadata.name: Required value"}}
+			return nil, &policy.Error{Origin: p.Origin, Messages: []string{"metadata.name: Required value"}}
 		}
-		if prev, dup := e.policies[p.Name]; dup {
-			return nil, &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: []string{fmt.Sprintf("a policy named %q is already defined by %s", p.Name, prev.Origin)}}
+		if prev, dup := e.src.AddPolicy(p); dup {
+			return nil, &policy.Error{Policy: p.Name, Origin: p.Origin, Messages: []string{fmt.Sprintf("a policy named %q is already defined by %s", p.Name, prev.Origin)}}
 		}
-		e.policies[p.Name] = p
 		if errs := p.Validate(); len(errs) > 0 {
-			return nil, &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: fieldMessages(errs)}
+			return nil, &policy.Error{Policy: p.Name, Origin: p.Origin, Messages: fieldMessages(errs)}
 		}
 		root := ""
 		for j := range p.Modules {
@@ -165,19 +135,19 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 			if err := stopped(); err != nil {
 				return nil, err
 			}
-			mod, err := e.parse(p, m)
+			mod, err := e.src.Parse(p, m)
 			if err != nil {
 				return nil, err
 			}
-			r, err := policyRoot(mod)
+			r, err := policy.Root(mod)
 			if err != nil {
-				return nil, &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: []string{m.Position(mod.Package.Location.Row, mod.Package.Location.Col) + ": " + err.Error()}}
+				return nil, &policy.Error{Policy: p.Name, Origin: p.Origin, Messages: []string{m.Position(mod.Package.Location.Row, mod.Package.Location.Col) + ": " + err.Error()}}
 			}
 			switch owner, taken := roots[r]; {
 			case root != "" && r != root:
-				return nil, &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: []string{fmt.Sprintf("%s: all modules of a policy must share one package root, found %s.%s and %s.%s", m.Position(mod.Package.Location.Row, 1), policyPackage, root, policyPackage, r)}}
+				return nil, &policy.Error{Policy: p.Name, Origin: p.Origin, Messages: []string{fmt.Sprintf("%s: all modules of a policy must share one package root, found %s.%s and %s.%s", m.Position(mod.Package.Location.Row, 1), policy.Package, root, policy.Package, r)}}
 			case taken && owner != p.Name:
-				return nil, &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: []string{fmt.Sprintf("%s: package %s.%s is already owned by policy %q", m.Position(mod.Package.Location.Row, 1), policyPackage, r, owner)}}
+				return nil, &policy.Error{Policy: p.Name, Origin: p.Origin, Messages: []string{fmt.Sprintf("%s: package %s.%s is already owned by policy %q", m.Position(mod.Package.Location.Row, 1), policy.Package, r, owner)}}
 			case !taken:
 				roots[r] = p.Name
 				rootOrder = append(rootOrder, r)
@@ -185,34 +155,34 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 			root = r
 		}
 	}
-	if total > MaxPolicySetSize {
-		return nil, fmt.Errorf("policy set is %d bytes of Rego, more than the limit of %d", total, MaxPolicySetSize)
+	if total > policy.MaxPolicySetSize {
+		return nil, fmt.Errorf("policy set is %d bytes of Rego, more than the limit of %d", total, policy.MaxPolicySetSize)
 	}
-	lib, _ := libraryModules()
+	lib, _ := policy.LibraryModules()
 	for i := range lib {
-		if _, err := e.parse(nil, &lib[i]); err != nil {
+		if _, err := e.src.Parse(nil, &lib[i]); err != nil {
 			return nil, err
 		}
 	}
 	sort.Strings(rootOrder)
-	wrapper := &Module{Filename: "ndp-engine.rego", Source: engineModule(rootOrder, roots)}
-	if _, err := e.parse(nil, wrapper); err != nil {
+	wrapper := &policy.Module{Filename: "ndp-engine.rego", Source: engineModule(rootOrder, roots)}
+	if _, err := e.src.Parse(nil, wrapper); err != nil {
 		return nil, err
 	}
 
-	compiler := haltable(ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(false), halt)
+	compiler := sandbox.Haltable(ast.NewCompiler().WithCapabilities(sandbox.Capabilities).WithEnablePrintStatements(false), halt)
 	if err := e.compile(cctx, compiler, halt); err != nil {
 		if serr := stopped(); serr != nil {
 			return nil, serr
 		}
 		return nil, err
 	}
-	store := inmem.NewFromObject(map[string]any{"ndp": map[string]any{"declarative": declarativeData(pols)}})
+	store := inmem.NewFromObject(map[string]any{"ndp": map[string]any{"declarative": policy.DeclarativeData(pols)}})
 	q, err := rego.New(
 		rego.Query(engineQuery),
 		rego.Compiler(compiler),
 		rego.Store(store),
-		rego.Capabilities(sandboxCapabilities),
+		rego.Capabilities(sandbox.Capabilities),
 		rego.StrictBuiltinErrors(true),
 		rego.EnablePrintStatements(false),
 	).PrepareForEval(cctx)
@@ -224,9 +194,9 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 	}
 	e.query = q
 	e.compiler, e.store, e.rootOrder, e.rootOwners = compiler, store, rootOrder, roots
-	sorted := append([]Policy(nil), pols...) // e.policies points into pols
-	sortPolicies(sorted)
-	e.revision = revision(sorted, lib)
+	sorted := append([]policy.Policy(nil), pols...) // e.policies points into pols
+	policy.Sort(sorted)
+	e.revision = policy.Revision(sorted, lib)
 	return e, nil
 }
 
@@ -234,32 +204,32 @@ func NewEngine(ctx context.Context, pols []Policy, opts EngineOptions) (*Engine,
 // (the deadline or the memory watchdog). The compiler stops at the end of
 // its current stage; it is left to get there in the background and its
 // result is discarded.
-func (e *Engine) compile(ctx context.Context, c *ast.Compiler, halt *haltFlag) error {
+func (e *Engine) compile(ctx context.Context, c *ast.Compiler, halt *sandbox.HaltFlag) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Compile(e.parsed)
+		c.Compile(e.src.ParsedModules())
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		halt.Cancel()
 		return ctx.Err()
-	case <-halt.done:
-		return errHalted
+	case <-halt.Done():
+		return sandbox.ErrHalted
 	}
 	if halt.Cancelled() {
-		return errHalted
+		return sandbox.ErrHalted
 	}
 	if c.Failed() {
-		return e.regoError(c.Errors, nil)
+		return e.src.RegoError(c.Errors, nil)
 	}
 	return nil
 }
 
 // compileOverBudget is the error of a compilation the watchdog stopped. No
 // one policy is to blame for the size of a set, but the largest is named.
-func (e *Engine) compileOverBudget(pols []Policy) error {
+func (e *Engine) compileOverBudget(pols []policy.Policy) error {
 	total, largest, size := 0, -1, 0
 	for i := range pols {
 		n := 0
@@ -271,27 +241,13 @@ func (e *Engine) compileOverBudget(pols []Policy) error {
 			largest, size = i, n
 		}
 	}
-	msg := fmt.Sprintf("compiling policies used more than %s of memory: the sandbox stopped it (the set holds %s of Rego", formatBytes(e.opts.EvalMemoryBytes), formatBytes(int64(total)))
+	msg := fmt.Sprintf("compiling policies used more than %s of memory: the sandbox stopped it (the set holds %s of Rego", sandbox.FormatBytes(e.opts.EvalMemoryBytes), sandbox.FormatBytes(int64(total)))
 	if largest < 0 {
-		return &limitError{msg: msg + ")", kind: ErrEvalMemory}
+		return sandbox.NewLimitError(sandbox.ErrEvalMemory, msg+")")
 	}
 	p := &pols[largest]
-	return &PolicyError{Policy: p.Name, Origin: p.Origin, Err: ErrEvalMemory,
-		Messages: []string{fmt.Sprintf("%s; the largest policy, %q, %s)", msg, p.Name, formatBytes(int64(size)))}}
-}
-
-// policyRoot is the first package segment under ndp.policy.
-func policyRoot(mod *ast.Module) (string, error) {
-	path := mod.Package.Path
-	// path[0] is "data".
-	if len(path) < 4 || !path[1].Equal(ast.InternedTerm("ndp")) || !path[2].Equal(ast.InternedTerm("policy")) {
-		return "", fmt.Errorf("package %s is not under %s: policy packages must be %s.<name>", strings.TrimPrefix(path.String(), "data."), policyPackage, policyPackage)
-	}
-	root, ok := path[3].Value.(ast.String)
-	if !ok {
-		return "", fmt.Errorf("package %s: invalid package name", path)
-	}
-	return string(root), nil
+	return &policy.Error{Policy: p.Name, Origin: p.Origin, Err: sandbox.ErrEvalMemory,
+		Messages: []string{fmt.Sprintf("%s; the largest policy, %q, %s)", msg, p.Name, sandbox.FormatBytes(int64(size)))}}
 }
 
 // engineModule collects every policy's claims, attributed to the policy,
@@ -302,50 +258,32 @@ func engineModule(roots []string, owners map[string]string) string {
 	b.WriteString("claims contains {\"policy\": p, \"claim\": c} if {\n\tsome [p, c] in data.ndp.builtin.declarative.claims\n}\n")
 	for _, r := range roots {
 		fmt.Fprintf(&b, "\nclaims contains {\"policy\": %s, \"claim\": c} if {\n\tsome c in data.%s[%s].claims\n}\n",
-			strconv.Quote(owners[r]), policyPackage, strconv.Quote(r))
+			strconv.Quote(owners[r]), policy.Package, strconv.Quote(r))
 	}
 	return b.String()
-}
-
-// revision digests everything that decides a plan: the engine format, the
-// library and each policy's name, priority, entries and Rego.
-func revision(pols []Policy, lib []Module) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(engineFormat)
-	for _, m := range lib {
-		_ = enc.Encode(m.Source)
-	}
-	for _, p := range pols {
-		_ = enc.Encode([]any{p.Name, p.Priority, p.PoolSelector, p.Files, p.Units, p.SSHKey})
-		for _, m := range p.Modules {
-			_ = enc.Encode(m.Source)
-		}
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Revision is the digest of the compiled policy set; plans record it.
 func (e *Engine) Revision() string { return e.revision }
 
 // Policy returns a policy of the set by name.
-func (e *Engine) Policy(name string) (*Policy, bool) {
-	p, ok := e.policies[name]
+func (e *Engine) Policy(name string) (*policy.Policy, bool) {
+	p, ok := e.src.PolicyNamed(name)
 	return p, ok
 }
 
 // Evaluate runs the policies on a change set and returns the claims, each
 // checked: it must name a change of the set, match it, and carry a valid
 // action list.
-func (e *Engine) Evaluate(ctx context.Context, cs *ChangeSet) ([]Claim, error) {
-	return e.evaluate(ctx, cs, "")
+func (e *Engine) Evaluate(ctx context.Context, cs *changeset.ChangeSet) ([]Claim, error) {
+	return e.EvaluateNaming(ctx, cs, "")
 }
 
-// evaluate is Evaluate; when the sandbox stops the evaluation, the error
+// EvaluateNaming is Evaluate; when the sandbox stops the evaluation, the error
 // names suspect if given, else the policy whose claims alone exceed the
 // same limit, if one does.
-func (e *Engine) evaluate(ctx context.Context, cs *ChangeSet, suspect string) ([]Claim, error) {
-	input, err := ast.InterfaceToValue(cs.regoInput())
+func (e *Engine) EvaluateNaming(ctx context.Context, cs *changeset.ChangeSet, suspect string) ([]Claim, error) {
+	input, err := ast.InterfaceToValue(regoInput(cs))
 	if err != nil {
 		return nil, fmt.Errorf("building policy input: %w", err)
 	}
@@ -360,7 +298,7 @@ func (e *Engine) evaluate(ctx context.Context, cs *ChangeSet, suspect string) ([
 	if !ok {
 		return nil, fmt.Errorf("policy claims are %T, expected a set", rs[0].Expressions[0].Value)
 	}
-	byID := make(map[string]*Change, len(cs.Changes))
+	byID := make(map[string]*changeset.Change, len(cs.Changes))
 	for i := range cs.Changes {
 		byID[cs.Changes[i].ID] = &cs.Changes[i]
 	}
@@ -370,12 +308,12 @@ func (e *Engine) evaluate(ctx context.Context, cs *ChangeSet, suspect string) ([
 		name, _ := obj["policy"].(string)
 		c, err := decodeClaim(obj["claim"], byID)
 		if err != nil {
-			p := e.policies[name]
+			p, _ := e.src.PolicyNamed(name)
 			origin := name
 			if p != nil {
 				origin = p.Origin
 			}
-			return nil, &PolicyError{Policy: name, Origin: origin, Messages: []string{err.Error()}}
+			return nil, &policy.Error{Policy: name, Origin: origin, Messages: []string{err.Error()}}
 		}
 		c.Policy = name
 		claims = append(claims, c)
@@ -391,33 +329,24 @@ type stoppedEval struct {
 
 func (s *stoppedEval) Error() string { return s.err.Error() }
 
-// limitError is a stop by the sandbox that names no policy.
-type limitError struct {
-	msg  string
-	kind error // ErrEvalMemory or ErrEvalTimeout
-}
-
-func (e *limitError) Error() string { return e.msg }
-func (e *limitError) Unwrap() error { return e.kind }
-
 // run evaluates a prepared query in the sandbox: under the deadline, with
 // the memory watchdog, and with the per-call limit the guarded builtins
 // read.
 func (e *Engine) run(parent context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
 	ctx, cancel := context.WithTimeout(parent, e.opts.EvalTimeout)
 	defer cancel()
-	ctx = withCallLimit(ctx, e.opts.EvalMemoryBytes)
+	ctx = sandbox.WithCallLimit(ctx, e.opts.EvalMemoryBytes)
 	c := topdown.NewCancel()
-	w := watchMemory(ctx, e.opts.EvalMemoryBytes, c)
+	w := sandbox.WatchMemory(ctx, e.opts.EvalMemoryBytes, c)
 	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(c))
-	tripped, _ := w.stop()
+	tripped, _ := w.Stop()
 	switch {
 	case err == nil:
 		return rs, nil
 	case tripped:
-		return nil, &stoppedEval{err: ErrEvalMemory}
+		return nil, &stoppedEval{err: sandbox.ErrEvalMemory}
 	case parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && topdown.IsCancel(err):
-		return nil, &stoppedEval{err: ErrEvalTimeout}
+		return nil, &stoppedEval{err: sandbox.ErrEvalTimeout}
 	}
 	return nil, err
 }
@@ -430,23 +359,23 @@ func (e *Engine) run(parent context.Context, q rego.PreparedEvalQuery, input ast
 func (e *Engine) explain(ctx context.Context, err error, input ast.Value, suspect string) error {
 	var st *stoppedEval
 	if !errors.As(err, &st) {
-		return e.evalError(err)
+		return e.src.EvalError(err)
 	}
 	msg := e.limitMessage(st.err)
 	if suspect == "" && ctx.Err() == nil {
 		suspect = e.culprit(ctx, input)
 	}
-	p := e.policies[suspect]
+	p, _ := e.src.PolicyNamed(suspect)
 	if p == nil {
-		return &limitError{msg: msg + ": the sandbox stopped the evaluation (no one policy exceeds the limit alone)", kind: st.err}
+		return sandbox.NewLimitError(st.err, msg+": the sandbox stopped the evaluation (no one policy exceeds the limit alone)")
 	}
-	return &PolicyError{Policy: p.Name, Origin: p.Origin, Err: st.err,
+	return &policy.Error{Policy: p.Name, Origin: p.Origin, Err: st.err,
 		Messages: []string{fmt.Sprintf("%s (policy %q: the sandbox stopped the evaluation)", msg, p.Name)}}
 }
 
 func (e *Engine) limitMessage(kind error) string {
-	if kind == ErrEvalMemory {
-		return fmt.Sprintf("evaluating policies used more than %s of memory", formatBytes(e.opts.EvalMemoryBytes))
+	if kind == sandbox.ErrEvalMemory {
+		return fmt.Sprintf("evaluating policies used more than %s of memory", sandbox.FormatBytes(e.opts.EvalMemoryBytes))
 	}
 	return fmt.Sprintf("evaluating policies took longer than %s", e.opts.EvalTimeout)
 }
@@ -481,10 +410,10 @@ func (e *Engine) soloQuery(ctx context.Context, root string) (rego.PreparedEvalQ
 		return q, nil
 	}
 	q, err := rego.New(
-		rego.Query(fmt.Sprintf("data.%s[%s].claims", policyPackage, strconv.Quote(root))),
+		rego.Query(fmt.Sprintf("data.%s[%s].claims", policy.Package, strconv.Quote(root))),
 		rego.Compiler(e.compiler),
 		rego.Store(e.store),
-		rego.Capabilities(sandboxCapabilities),
+		rego.Capabilities(sandbox.Capabilities),
 		rego.StrictBuiltinErrors(true),
 		rego.EnablePrintStatements(false),
 	).PrepareForEval(ctx)
@@ -498,25 +427,8 @@ func (e *Engine) soloQuery(ctx context.Context, root string) (rego.PreparedEvalQ
 	return q, nil
 }
 
-func (e *Engine) evalError(err error) error {
-	var te *topdown.Error
-	if errors.As(err, &te) {
-		msg := te.Code + ": " + te.Message
-		if te.Location != nil {
-			if m, ok := e.modules[te.Location.File]; ok {
-				msg = m.Position(te.Location.Row, te.Location.Col) + ": " + msg
-				if p := e.ownerOf(m); p != nil {
-					return &PolicyError{Policy: p.Name, Origin: p.Origin, Messages: []string{msg}}
-				}
-			}
-		}
-		return fmt.Errorf("evaluating policies: %s", msg)
-	}
-	return fmt.Errorf("evaluating policies: %w", err)
-}
-
 // decodeClaim checks one claim object produced by Rego.
-func decodeClaim(v any, changes map[string]*Change) (Claim, error) {
+func decodeClaim(v any, changes map[string]*changeset.Change) (Claim, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return Claim{}, fmt.Errorf("a claim must be an object with change and actions, got %s", brief(v))
@@ -546,37 +458,37 @@ func decodeClaim(v any, changes map[string]*Change) (Claim, error) {
 	if !ok {
 		return Claim{}, fmt.Errorf("claim %s: change %q is not in the change set", brief(v), c.Change)
 	}
-	if c.Match != "" && c.Match != change.Name && (change.Path == "" || !Covers(c.Match, change.Path)) {
+	if c.Match != "" && c.Match != change.Name && (change.Path == "" || !changeset.Covers(c.Match, change.Path)) {
 		return Claim{}, fmt.Errorf("claim on %s: match %q is neither the change's path or name nor one of its directories", c.Change, c.Match)
 	}
 	actions, err := decodeActions(obj["actions"])
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim on %s: %w", c.Change, err)
 	}
-	if errs := ValidateActions(field.NewPath("actions"), actions); len(errs) > 0 {
+	if errs := policy.ValidateActions(field.NewPath("actions"), actions); len(errs) > 0 {
 		return Claim{}, fmt.Errorf("claim on %s: %s", c.Change, strings.Join(fieldMessages(errs), "; "))
 	}
 	c.Actions = actions
 	return c, nil
 }
 
-func decodeActions(v any) ([]Action, error) {
+func decodeActions(v any) ([]policy.Action, error) {
 	list, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("actions must be a list, got %s", brief(v))
 	}
-	out := make([]Action, 0, len(list))
+	out := make([]policy.Action, 0, len(list))
 	for i, item := range list {
 		obj, ok := item.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("actions[%d] must be an object, got %s", i, brief(item))
 		}
-		var a Action
+		var a policy.Action
 		for k, val := range obj {
 			switch k {
 			case "type":
 				s, _ := val.(string)
-				a.Type = operatorv1ActionType(s)
+				a.Type = policy.ActionType(s)
 			case "reload", "restart":
 				svc, ok := val.(map[string]any)
 				name, _ := svc["serviceName"].(string)
@@ -584,9 +496,9 @@ func decodeActions(v any) ([]Action, error) {
 					return nil, fmt.Errorf("actions[%d].%s must be {\"serviceName\": \"<unit>\"}, got %s", i, k, brief(val))
 				}
 				if k == "reload" {
-					a.Reload = reloadService(name)
+					a.Reload = policy.ReloadService(name)
 				} else {
-					a.Restart = restartService(name)
+					a.Restart = policy.RestartService(name)
 				}
 			default:
 				return nil, fmt.Errorf("actions[%d]: unknown field %q", i, k)
@@ -620,10 +532,10 @@ func fieldMessages(errs field.ErrorList) []string {
 
 // regoInput is the change set as Rego input, built as plain maps so that
 // converting it to an AST value needs no JSON round trip.
-func (cs *ChangeSet) regoInput() map[string]any {
+func regoInput(cs *changeset.ChangeSet) map[string]any {
 	changes := make([]any, len(cs.Changes))
 	for i := range cs.Changes {
-		changes[i] = cs.Changes[i].regoValue()
+		changes[i] = regoValue(&cs.Changes[i])
 	}
 	in := map[string]any{
 		"from":       cs.From,
@@ -641,7 +553,7 @@ func (cs *ChangeSet) regoInput() map[string]any {
 	return in
 }
 
-func (c *Change) regoValue() map[string]any {
+func regoValue(c *changeset.Change) map[string]any {
 	m := map[string]any{"id": c.ID, "kind": c.Kind, "op": c.Op}
 	setString := func(k, v string) {
 		if v != "" {
@@ -675,7 +587,7 @@ func (c *Change) regoValue() map[string]any {
 			setList(k, x)
 		}
 	}
-	if c.Kind == KindFile && c.Fields == nil {
+	if c.Kind == changeset.KindFile && c.Fields == nil {
 		m["fields"] = []any{}
 	}
 	return m

@@ -1,11 +1,11 @@
-package planner
+package changeset
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 
-	"github.com/ndp-dev/ndp/planner/registries"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // Change kinds, in the order changes are sorted (and so the order in which
@@ -42,9 +42,6 @@ const (
 	FieldExtensions                     = "extensions"
 	FieldKernelType                     = "kernelType"
 )
-
-// RegistriesConfPath is the file whose changes get a semantic diff.
-const RegistriesConfPath = "/etc/containers/registries.conf"
 
 // Change is one difference between two rendered configs. Its fields are the
 // Rego input of one element of input.changes.
@@ -149,7 +146,7 @@ type RegistriesChange struct {
 	Unknown string `json:"unknown,omitempty"`
 }
 
-func (cs *ChangeSet) sort() {
+func (cs *ChangeSet) Sort() {
 	sort.SliceStable(cs.Changes, func(i, j int) bool {
 		ri, ki := cs.Changes[i].sortKey()
 		rj, kj := cs.Changes[j].sortKey()
@@ -170,9 +167,9 @@ func (cs *ChangeSet) Change(id string) *Change {
 	return nil
 }
 
-// parentDirs lists the ancestor directories of an absolute path, each with
+// ParentDirs lists the ancestor directories of an absolute path, each with
 // a trailing slash, most specific first: /etc/a/b → /etc/a/, /etc/, /.
-func parentDirs(p string) []string {
+func ParentDirs(p string) []string {
 	var dirs []string
 	for i := strings.LastIndexByte(p, '/'); i >= 0; i = strings.LastIndexByte(p[:i], '/') {
 		dirs = append(dirs, p[:i+1])

@@ -1,4 +1,4 @@
-package planner
+package engine
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
 // contextCancel is a topdown.Cancel that cancels a context.
@@ -51,12 +54,13 @@ type TestSummary struct {
 // regoTests and any extra test modules) in the same sandbox as planning,
 // with the library and the declarative entries loaded, and reports like
 // `opa test`.
-func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, out io.Writer, opts TestOptions) (TestSummary, error) {
+func RunRegoTests(ctx context.Context, pols []policy.Policy, extra []policy.Module, out io.Writer, opts TestOptions) (TestSummary, error) {
+	sandbox.Install()
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
 	if opts.MemoryBytes <= 0 {
-		opts.MemoryBytes = DefaultEvalMemoryBytes
+		opts.MemoryBytes = sandbox.DefaultEvalMemoryBytes
 	}
 	// The memory watchdog covers the whole run, parsing and compiling
 	// included: it cancels the run's context, so the test running fails
@@ -64,33 +68,33 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, out io.Wri
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	stop := &contextCancel{cancel: cancelRun}
-	w := watchMemory(runCtx, opts.MemoryBytes, stop)
-	defer w.stop()
+	w := sandbox.WatchMemory(runCtx, opts.MemoryBytes, stop)
+	defer w.Stop()
 	overBudget := func() error {
-		if !w.tripped.Load() {
+		if !w.Tripped() {
 			return nil
 		}
-		return &limitError{kind: ErrEvalMemory, msg: fmt.Sprintf("compiling the Rego tests used more than %s of memory: the sandbox stopped it", formatBytes(opts.MemoryBytes))}
+		return sandbox.NewLimitError(sandbox.ErrEvalMemory, fmt.Sprintf("compiling the Rego tests used more than %s of memory: the sandbox stopped it", sandbox.FormatBytes(opts.MemoryBytes)))
 	}
-	e := newSources()
+	e := policy.NewSources()
 	for i := range pols {
-		e.policies[pols[i].Name] = &pols[i]
+		e.AddPolicy(&pols[i])
 	}
-	lib, libTests := libraryModules()
-	all := append(append([]Module(nil), lib...), libTests...)
+	lib, libTests := policy.LibraryModules()
+	all := append(append([]policy.Module(nil), lib...), libTests...)
 	for i := range all {
-		if _, err := e.parse(nil, &all[i]); err != nil {
+		if _, err := e.Parse(nil, &all[i]); err != nil {
 			return TestSummary{}, err
 		}
 	}
 	for i := range pols {
 		p := &pols[i]
-		for _, list := range [][]Module{p.Modules, p.Tests} {
+		for _, list := range [][]policy.Module{p.Modules, p.Tests} {
 			for j := range list {
 				if err := overBudget(); err != nil {
 					return TestSummary{}, err
 				}
-				if _, err := e.parse(p, &list[j]); err != nil {
+				if _, err := e.Parse(p, &list[j]); err != nil {
 					return TestSummary{}, err
 				}
 			}
@@ -100,32 +104,32 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, out io.Wri
 		if err := overBudget(); err != nil {
 			return TestSummary{}, err
 		}
-		if _, err := e.parse(nil, &extra[i]); err != nil {
+		if _, err := e.Parse(nil, &extra[i]); err != nil {
 			return TestSummary{}, err
 		}
 	}
 
-	store := inmem.NewFromObject(map[string]any{"ndp": map[string]any{"declarative": declarativeData(pols)}})
+	store := inmem.NewFromObject(map[string]any{"ndp": map[string]any{"declarative": policy.DeclarativeData(pols)}})
 	txn, err := store.NewTransaction(ctx)
 	if err != nil {
 		return TestSummary{}, err
 	}
 	defer store.Abort(ctx, txn)
 	runner := tester.NewRunner().
-		SetCompiler(haltable(ast.NewCompiler().WithCapabilities(sandboxCapabilities).WithEnablePrintStatements(true), stop)).
+		SetCompiler(sandbox.Haltable(ast.NewCompiler().WithCapabilities(sandbox.Capabilities).WithEnablePrintStatements(true), stop)).
 		SetStore(store).
-		SetModules(e.parsed).
+		SetModules(e.ParsedModules()).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(opts.Timeout).
 		SetParallel(1).
 		Filter(opts.Run)
-	ch, err := runner.RunTests(withCallLimit(runCtx, opts.MemoryBytes), txn)
+	ch, err := runner.RunTests(sandbox.WithCallLimit(runCtx, opts.MemoryBytes), txn)
 	if err != nil {
 		if err := overBudget(); err != nil {
 			return TestSummary{}, err
 		}
-		return TestSummary{}, e.regoError(err, nil)
+		return TestSummary{}, e.RegoError(err, nil)
 	}
 	var sum TestSummary
 	var stoppedTests []string
@@ -135,8 +139,8 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, out io.Wri
 		for r := range ch {
 			if r.Error != nil && topdown.IsCancel(r.Error) {
 				switch {
-				case w.tripped.Load():
-					r.Error = fmt.Errorf("the test used more than %s of memory: the sandbox stopped it, and the tests after it", formatBytes(opts.MemoryBytes))
+				case w.Tripped():
+					r.Error = fmt.Errorf("the test used more than %s of memory: the sandbox stopped it, and the tests after it", sandbox.FormatBytes(opts.MemoryBytes))
 					stoppedTests = append(stoppedTests, r.Package+"."+r.Name)
 				case ctx.Err() == nil:
 					r.Error = fmt.Errorf("the test took longer than %s: the sandbox stopped it", opts.Timeout)
@@ -159,7 +163,7 @@ func RunRegoTests(ctx context.Context, pols []Policy, extra []Module, out io.Wri
 		return sum, err
 	}
 	if len(stoppedTests) > 0 {
-		return sum, &limitError{kind: ErrEvalMemory, msg: fmt.Sprintf("Rego test %s used more than %s of memory: the sandbox stopped it and the tests after it", strings.Join(stoppedTests, ", "), formatBytes(opts.MemoryBytes))}
+		return sum, sandbox.NewLimitError(sandbox.ErrEvalMemory, fmt.Sprintf("Rego test %s used more than %s of memory: the sandbox stopped it and the tests after it", strings.Join(stoppedTests, ", "), sandbox.FormatBytes(opts.MemoryBytes)))
 	}
 	if sum.Passed+sum.Failed+sum.Errored+sum.Skipped == 0 {
 		return sum, fmt.Errorf("no Rego tests found")

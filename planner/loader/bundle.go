@@ -1,10 +1,9 @@
-package planner
+package loader
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -26,6 +25,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/bundle"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
 // MaxBundleBytes bounds an OPA bundle.
@@ -44,12 +46,18 @@ type BundleOptions struct {
 	// SigningKey is a PEM private key (RSA or ECDSA); when set the bundle
 	// carries a signature over every file.
 	SigningKey []byte
+	// Check, when set, is run on the bundle's policy before it is signed:
+	// planner.CheckPolicy compiles it and evaluates the probe change set as
+	// the planner will. Building is the only step that needs the engine, so
+	// the loader leaves it to the caller rather than link the planner.
+	Check func(policy.Policy) error
 }
 
 // BuildBundle packages the Rego modules and tests under dir as an OPA
 // bundle: roots ndp/policy/<name> (and <name>_test), a revision that digests
-// the files, and metadata name and priority. The modules are checked as the
-// planner would (Rego v1, the sandbox, one package root).
+// the files, and metadata name and priority. The modules are parsed as the
+// planner would (Rego v1, the sandbox, one package root), then opts.Check
+// runs on the policy.
 func BuildBundle(dir string, opts BundleOptions) (*bundle.Bundle, error) {
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -70,15 +78,15 @@ func BuildBundle(dir string, opts BundleOptions) (*bundle.Bundle, error) {
 	name := opts.Name
 	digest := sha256.New()
 	for _, path := range files {
-		raw, err := readLimited(path, MaxModuleBytes)
+		raw, err := readLimited(path, policy.MaxModuleBytes)
 		if err != nil {
 			return nil, fmt.Errorf("bundle %s: %s: %w", dir, path, err)
 		}
-		mod, err := ast.ParseModuleWithOpts(path, string(raw), ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandboxCapabilities})
+		mod, err := ast.ParseModuleWithOpts(path, string(raw), ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandbox.Capabilities})
 		if err != nil {
-			return nil, newSources().regoError(err, &Policy{Name: name, Origin: path})
+			return nil, policy.NewSources().RegoError(err, &policy.Policy{Name: name, Origin: path})
 		}
-		root, err := policyRoot(mod)
+		root, err := policy.Root(mod)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -111,18 +119,14 @@ func BuildBundle(dir string, opts BundleOptions) (*bundle.Bundle, error) {
 	}
 	regoV1 := 1
 	b.Manifest.RegoVersion = &regoV1
-	// The policy must compile as the planner will compile it, and
-	// evaluate the probe change set within the sandbox's limits.
 	pol, err := bundlePolicy(dir, b)
 	if err != nil {
 		return nil, err
 	}
-	e, err := NewEngine(context.Background(), []Policy{pol}, EngineOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if err := (&Planner{Engine: e}).Probe(context.Background(), pol.Name); err != nil {
-		return nil, err
+	if opts.Check != nil {
+		if err := opts.Check(pol); err != nil {
+			return nil, err
+		}
 	}
 	if len(opts.SigningKey) > 0 {
 		if err := SignBundle(b, opts.SigningKey); err != nil {
@@ -154,19 +158,19 @@ func WriteBundle(w io.Writer, b *bundle.Bundle) error {
 // key, the bundle must be signed by the matching private key and every file
 // must match its signed digest. Its name and priority come from the manifest
 // metadata ("name", "priority"), else from its roots ndp/policy/<name>.
-func ReadBundle(origin string, r io.Reader, publicKey []byte) (Policy, error) {
+func ReadBundle(origin string, r io.Reader, publicKey []byte) (policy.Policy, error) {
 	data, err := readArchive(r)
 	if err != nil {
-		return Policy{}, &InputError{Object: origin, Err: fmt.Errorf("invalid OPA bundle: %w", err)}
+		return policy.Policy{}, &machineconfig.InputError{Object: origin, Err: fmt.Errorf("invalid OPA bundle: %w", err)}
 	}
 	reader := bundle.NewReader(bytes.NewReader(data)).
 		WithRegoVersion(ast.RegoV1).
-		WithCapabilities(sandboxCapabilities).
+		WithCapabilities(sandbox.Capabilities).
 		WithSizeLimitBytes(MaxBundleBytes)
 	if len(publicKey) > 0 {
 		alg, err := keyAlgorithm(publicKey, false)
 		if err != nil {
-			return Policy{}, &InputError{Object: origin, Field: "public key", Err: err}
+			return policy.Policy{}, &machineconfig.InputError{Object: origin, Field: "public key", Err: err}
 		}
 		keys := map[string]*bundle.KeyConfig{bundleKeyID: {Key: string(publicKey), Algorithm: alg}}
 		reader = reader.WithBundleVerificationConfig(bundle.NewVerificationConfig(keys, bundleKeyID, "", nil))
@@ -179,13 +183,13 @@ func ReadBundle(origin string, r io.Reader, publicKey []byte) (Policy, error) {
 		if len(publicKey) > 0 && strings.Contains(msg, "signature") {
 			msg = "signature verification failed: " + msg
 		}
-		return Policy{}, &InputError{Object: origin, Err: fmt.Errorf("invalid OPA bundle: %s", msg)}
+		return policy.Policy{}, &machineconfig.InputError{Object: origin, Err: fmt.Errorf("invalid OPA bundle: %s", msg)}
 	}
 	return bundlePolicy(origin, &b)
 }
 
-func bundlePolicy(origin string, b *bundle.Bundle) (Policy, error) {
-	p := Policy{Origin: origin, Priority: v1alpha1.UserDefaultPriority}
+func bundlePolicy(origin string, b *bundle.Bundle) (policy.Policy, error) {
+	p := policy.Policy{Origin: origin, Priority: v1alpha1.UserDefaultPriority}
 	if name, ok := b.Manifest.Metadata["name"].(string); ok {
 		p.Name = name
 	}
@@ -194,11 +198,11 @@ func bundlePolicy(origin string, b *bundle.Bundle) (Policy, error) {
 	case json.Number, float64, int32, int:
 		v, err := jsonInt(prio)
 		if err != nil || v < 0 || v > 1000000 {
-			return Policy{}, &InputError{Object: origin, Field: ".manifest metadata.priority", Err: fmt.Errorf("must be an integer from 0 to 1000000, got %v", prio)}
+			return policy.Policy{}, &machineconfig.InputError{Object: origin, Field: ".manifest metadata.priority", Err: fmt.Errorf("must be an integer from 0 to 1000000, got %v", prio)}
 		}
 		p.Priority = int32(v)
 	default:
-		return Policy{}, &InputError{Object: origin, Field: ".manifest metadata.priority", Err: fmt.Errorf("must be an integer, got %v", prio)}
+		return policy.Policy{}, &machineconfig.InputError{Object: origin, Field: ".manifest metadata.priority", Err: fmt.Errorf("must be an integer, got %v", prio)}
 	}
 	if p.Name == "" && b.Manifest.Roots != nil {
 		// Roots ndp/policy/<name> (and its tests, ndp/policy/<name>_test).
@@ -213,12 +217,12 @@ func bundlePolicy(origin string, b *bundle.Bundle) (Policy, error) {
 		}
 	}
 	if p.Name == "" {
-		return Policy{}, &InputError{Object: origin, Field: ".manifest", Err: errors.New(`name the policy: metadata.name, or roots "ndp/policy/<name>" (and "ndp/policy/<name>_test")`)}
+		return policy.Policy{}, &machineconfig.InputError{Object: origin, Field: ".manifest", Err: errors.New(`name the policy: metadata.name, or roots "ndp/policy/<name>" (and "ndp/policy/<name>_test")`)}
 	}
 	mods := append([]bundle.ModuleFile(nil), b.Modules...)
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Path < mods[j].Path })
 	for _, m := range mods {
-		mod := Module{Filename: origin + ":" + strings.TrimPrefix(m.Path, "/"), Source: string(m.Raw)}
+		mod := policy.Module{Filename: origin + ":" + strings.TrimPrefix(m.Path, "/"), Source: string(m.Raw)}
 		if strings.HasSuffix(m.Path, "_test.rego") {
 			p.Tests = append(p.Tests, mod)
 		} else {
@@ -285,7 +289,7 @@ func readArchive(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > MaxBundleBytes {
-		return nil, fmt.Errorf("the bundle is more than %s", formatBytes(MaxBundleBytes))
+		return nil, fmt.Errorf("the bundle is more than %s", sandbox.FormatBytes(MaxBundleBytes))
 	}
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -299,7 +303,7 @@ func readArchive(r io.Reader) ([]byte, error) {
 			return data, nil // the end, or a broken archive OPA reports
 		}
 		if h.Size > MaxBundleBytes-total {
-			return nil, fmt.Errorf("file %s is %s uncompressed, and the files of a bundle may hold %s in all", strings.TrimPrefix(h.Name, "/"), formatBytes(h.Size), formatBytes(MaxBundleBytes))
+			return nil, fmt.Errorf("file %s is %s uncompressed, and the files of a bundle may hold %s in all", strings.TrimPrefix(h.Name, "/"), sandbox.FormatBytes(h.Size), sandbox.FormatBytes(MaxBundleBytes))
 		}
 		n, err := io.Copy(io.Discard, tr)
 		total += n
@@ -374,10 +378,10 @@ func keyAlgorithm(pemBytes []byte, private bool) (string, error) {
 }
 
 // ReadBundleFile reads a bundle from disk.
-func ReadBundleFile(path string, publicKey []byte) (Policy, error) {
+func ReadBundleFile(path string, publicKey []byte) (policy.Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Policy{}, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+		return policy.Policy{}, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
 	return ReadBundle(path, bytes.NewReader(data), publicKey)
 }

@@ -1,4 +1,4 @@
-package planner
+package loader
 
 import (
 	"bytes"
@@ -15,15 +15,18 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
-// LoadPolicies reads policies from files: NodeDisruptionPolicy YAML or JSON
+// Load reads policies from files: NodeDisruptionPolicy YAML or JSON
 // (one or more documents), Rego modules (*.rego; *_test.rego are their
 // tests), OPA bundles (*.tar.gz), and directories of them (recursively, in
 // name order). Loose .rego files of one package root form one policy named
 // after that root, priority 100. Loose *_test.rego files join the policy
 // whose package they test; the others are returned apart, for `ndp test`.
-func LoadPolicies(paths ...string) (pols []Policy, looseTests []Module, err error) {
+func Load(paths ...string) (pols []policy.Policy, looseTests []policy.Module, err error) {
 	l := &loader{regoByRoot: map[string]int{}}
 	for _, p := range paths {
 		if err := l.load(p, true); err != nil {
@@ -34,9 +37,9 @@ func LoadPolicies(paths ...string) (pols []Policy, looseTests []Module, err erro
 }
 
 type loader struct {
-	policies   []Policy
+	policies   []policy.Policy
 	regoByRoot map[string]int // index into policies
-	tests      []Module
+	tests      []policy.Module
 }
 
 func (l *loader) load(path string, explicit bool) error {
@@ -95,11 +98,11 @@ func unwrapPathError(err error) error {
 }
 
 func (l *loader) loadRego(path string) error {
-	data, err := readLimited(path, MaxModuleBytes)
+	data, err := readLimited(path, policy.MaxModuleBytes)
 	if err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
 	}
-	m := Module{Filename: path, Source: string(data)}
+	m := policy.Module{Filename: path, Source: string(data)}
 	if strings.HasSuffix(path, "_test.rego") {
 		l.tests = append(l.tests, m)
 		return nil
@@ -107,8 +110,8 @@ func (l *loader) loadRego(path string) error {
 	// The package decides which policy a loose module belongs to; a parse
 	// error is reported by the engine, with its line, under the file's name.
 	root := strings.TrimSuffix(filepath.Base(path), ".rego")
-	if mod, err := ast.ParseModuleWithOpts(path, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandboxCapabilities}); err == nil && mod != nil {
-		if r, err := policyRoot(mod); err == nil {
+	if mod, err := ast.ParseModuleWithOpts(path, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandbox.Capabilities}); err == nil && mod != nil {
+		if r, err := policy.Root(mod); err == nil {
 			root = r
 		}
 	}
@@ -116,7 +119,7 @@ func (l *loader) loadRego(path string) error {
 	if !ok {
 		i = len(l.policies)
 		l.regoByRoot[root] = i
-		l.policies = append(l.policies, Policy{Name: root, Priority: v1alpha1.UserDefaultPriority, Origin: path})
+		l.policies = append(l.policies, policy.Policy{Name: root, Priority: v1alpha1.UserDefaultPriority, Origin: path})
 	}
 	l.policies[i].Modules = append(l.policies[i].Modules, m)
 	return nil
@@ -124,12 +127,12 @@ func (l *loader) loadRego(path string) error {
 
 // attachTests gives each loose *_test.rego to the loose-Rego policy whose
 // package it tests (ndp.policy.<root>[_test]...) and returns the others.
-func (l *loader) attachTests() []Module {
-	var loose []Module
+func (l *loader) attachTests() []policy.Module {
+	var loose []policy.Module
 	for _, t := range l.tests {
 		root := ""
-		if mod, err := ast.ParseModuleWithOpts(t.Filename, t.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandboxCapabilities}); err == nil && mod != nil {
-			if r, err := policyRoot(mod); err == nil {
+		if mod, err := ast.ParseModuleWithOpts(t.Filename, t.Source, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: sandbox.Capabilities}); err == nil && mod != nil {
+			if r, err := policy.Root(mod); err == nil {
 				root = strings.TrimSuffix(r, "_test")
 			}
 		}
@@ -143,7 +146,7 @@ func (l *loader) attachTests() []Module {
 }
 
 func (l *loader) loadYAML(path string) error {
-	data, err := readLimited(path, MaxPolicySetSize)
+	data, err := readLimited(path, policy.MaxPolicySetSize)
 	if err != nil {
 		return fmt.Errorf("policy %s: %w", path, err)
 	}
@@ -158,9 +161,9 @@ func (l *loader) loadYAML(path string) error {
 // ParseNodeDisruptionPolicies decodes one or more NodeDisruptionPolicy
 // documents. Unknown fields are errors (a typo must not silently drop a
 // rule); errors carry the file, the document and, where known, the line.
-func ParseNodeDisruptionPolicies(file string, data []byte) ([]Policy, error) {
+func ParseNodeDisruptionPolicies(file string, data []byte) ([]policy.Policy, error) {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
-	var out []Policy
+	var out []policy.Policy
 	for doc := 1; ; doc++ {
 		var node yamlv3.Node
 		err := dec.Decode(&node)
@@ -168,7 +171,7 @@ func ParseNodeDisruptionPolicies(file string, data []byte) ([]Policy, error) {
 			break
 		}
 		if err != nil {
-			return nil, &InputError{Object: file, Err: fmt.Errorf("malformed YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))}
+			return nil, &machineconfig.InputError{Object: file, Err: fmt.Errorf("malformed YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))}
 		}
 		if len(node.Content) == 0 || node.Content[0].Kind == yamlv3.ScalarNode && node.Content[0].Tag == "!!null" {
 			continue // an empty document between separators
@@ -180,39 +183,39 @@ func ParseNodeDisruptionPolicies(file string, data []byte) ([]Policy, error) {
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, &InputError{Object: file, Err: errors.New("no NodeDisruptionPolicy documents")}
+		return nil, &machineconfig.InputError{Object: file, Err: errors.New("no NodeDisruptionPolicy documents")}
 	}
 	return out, nil
 }
 
-func decodePolicyNode(file string, doc int, node *yamlv3.Node) (Policy, error) {
+func decodePolicyNode(file string, doc int, node *yamlv3.Node) (policy.Policy, error) {
 	object := fmt.Sprintf("%s: document %d", file, doc)
 	var generic any
 	if err := node.Decode(&generic); err != nil {
-		return Policy{}, &InputError{Object: object, Line: node.Line, Err: err}
+		return policy.Policy{}, &machineconfig.InputError{Object: object, Line: node.Line, Err: err}
 	}
 	raw, err := json.Marshal(generic)
 	if err != nil {
-		return Policy{}, &InputError{Object: object, Err: err}
+		return policy.Policy{}, &machineconfig.InputError{Object: object, Err: err}
 	}
 	var ndp v1alpha1.NodeDisruptionPolicy
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ndp); err != nil {
-		return Policy{}, &InputError{Object: object, Err: fmt.Errorf("not a valid NodeDisruptionPolicy: %s", strings.TrimPrefix(err.Error(), "json: "))}
+		return policy.Policy{}, &machineconfig.InputError{Object: object, Err: fmt.Errorf("not a valid NodeDisruptionPolicy: %s", strings.TrimPrefix(err.Error(), "json: "))}
 	}
 	// encoding/json matches field names case-insensitively; the API server
 	// does not, and drops (or refuses) "Priority" where it wants "priority".
 	// A document the cluster reads otherwise is refused, naming the field.
 	if strictErrs, err := kjson.UnmarshalStrict(raw, &v1alpha1.NodeDisruptionPolicy{}, kjson.DisallowUnknownFields); err == nil && len(strictErrs) > 0 {
-		return Policy{}, &InputError{Object: object, Err: fmt.Errorf("not a valid NodeDisruptionPolicy: %v (field names are case-sensitive)", strictErrs[0])}
+		return policy.Policy{}, &machineconfig.InputError{Object: object, Err: fmt.Errorf("not a valid NodeDisruptionPolicy: %v (field names are case-sensitive)", strictErrs[0])}
 	}
 	if ndp.Kind != v1alpha1.Kind || ndp.APIVersion != v1alpha1.GroupVersion.String() {
-		return Policy{}, &InputError{Object: object, Field: "kind", Err: fmt.Errorf("is %s %s, expected %s %s", ndp.APIVersion, ndp.Kind, v1alpha1.GroupVersion, v1alpha1.Kind)}
+		return policy.Policy{}, &machineconfig.InputError{Object: object, Field: "kind", Err: fmt.Errorf("is %s %s, expected %s %s", ndp.APIVersion, ndp.Kind, v1alpha1.GroupVersion, v1alpha1.Kind)}
 	}
 	regoLine := blockOffset(node, "spec", "rego")
 	testsLine := blockOffset(node, "spec", "regoTests")
-	return PolicyFromAPI(file, &ndp, regoLine, testsLine), nil
+	return policy.FromAPI(file, &ndp, regoLine, testsLine), nil
 }
 
 // blockOffset is the line before the first line of a scalar at keys, so
