@@ -424,109 +424,154 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	return 0, nil
 }
 
-// step runs one step. The journal says it started before anything of it
-// happens; a step found started but not done is resumed in a way that does
-// not repeat what it already did.
+// step runs one step: begin journals that it started, then execute runs it
+// between what is reported before it (reportStarting) and after it
+// (reportStep).
 func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, boot string) error {
+	resumed, err := d.begin(ctx, node, u.j, i, boot)
+	if err != nil {
+		return err
+	}
+	if err := d.reportStarting(ctx, node, u.j, i, resumed, boot); err != nil {
+		return err
+	}
+	out, err := d.execute(ctx, node, u, i, resumed, boot)
+	return d.reportStep(ctx, node, u, i, out, err)
+}
+
+// begin records in the journal that step i started, before anything of it
+// happens, with what resuming it needs (the node's schedulability before a
+// cordon, the unit's run before a Reload or Restart). A step found started
+// but not done is resumed: resumed is true, and executing it does not
+// repeat what it already did.
+func (d *Daemon) begin(ctx context.Context, node *corev1.Node, j *Journal, i int, boot string) (resumed bool, err error) {
+	s := &j.Steps[i]
+	if s.Started {
+		return true, nil
+	}
+	if s.Name == StepCordon && !j.InheritedCordon {
+		j.NodeWasUnschedulable = node.Spec.Unschedulable
+	}
+	if s.Action != nil && (s.Action.Reload != nil || s.Action.Restart != nil) {
+		m, err := d.Systemd.Marker(ctx, unitOf(s.Action))
+		if err != nil {
+			return false, err
+		}
+		s.Marker = &m
+	}
+	now := time.Now().UTC()
+	s.Started, s.BootID, s.StartedAt = true, boot, &now
+	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+		return false, err
+	}
+	d.crash(i, "started")
+	return false, nil
+}
+
+// stepOutcome is what executing a step did, for reportStep to tell.
+type stepOutcome int
+
+const (
+	// stepRan: the step did its work.
+	stepRan stepOutcome = iota
+	// stepRebooted: the reboot step found the node booted again since it
+	// requested the reboot.
+	stepRebooted
+	// stepKeptCordon: the uncordon step left cordoned a node that was
+	// cordoned before the update.
+	stepKeptCordon
+)
+
+// rebooted tells whether the reboot step s, resumed, started in another
+// boot than the current one: the reboot it requested happened.
+func rebooted(s *Step, resumed bool, boot string) bool {
+	return resumed && s.BootID != boot
+}
+
+// execute executes step i, started (see begin): cordon, drain, files, OS,
+// actions, reboot... It reports nothing but the drain's wait for pods,
+// through the Drainer's Waiting hook. A reboot it requests returns
+// errRebooting.
+func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i int, resumed bool, boot string) (stepOutcome, error) {
 	j := u.j
 	s := &j.Steps[i]
-	resumed := s.Started
-	if !resumed {
-		if s.Name == StepCordon && !j.InheritedCordon {
-			j.NodeWasUnschedulable = node.Spec.Unschedulable
-		}
-		if s.Action != nil && (s.Action.Reload != nil || s.Action.Restart != nil) {
-			m, err := d.Systemd.Marker(ctx, unitOf(s.Action))
-			if err != nil {
-				return err
-			}
-			s.Marker = &m
-		}
-		now := time.Now().UTC()
-		s.Started, s.BootID, s.StartedAt = true, boot, &now
-		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
-			return err
-		}
-		d.crash(i, "started")
-	}
 	switch s.Name {
 	case StepCordon:
 		if err := d.Drainer.Cordon(ctx, node, true); err != nil {
-			return transient(err)
+			return stepRan, transient(err)
 		}
-		msg := "cordoned for the update"
-		if j.NodeWasUnschedulable {
-			msg = "already cordoned before the update"
-		}
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateCordoned, metav1.ConditionTrue, "Cordoned", msg)
-		d.Status.event(node, corev1.EventTypeNormal, "Cordoned", "Cordon", msg)
 	case StepDrain:
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "Draining", "evicting pods")
-		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
-			return err
+		d.Drainer.Waiting = d.reportDrainWaiting(ctx, node, j)
+		if err := d.Drainer.Drain(ctx, d.NodeName); err != nil {
+			return stepRan, transient(err)
 		}
-		d.Drainer.Waiting = func(attempt int, pods []string, err error) {
-			drainBlockedPods.WithLabelValues(d.NodeName).Set(float64(len(pods)))
-			msg := waitingMessage(attempt, pods, err)
-			d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "WaitingForPods", msg)
-			d.Status.event(node, corev1.EventTypeWarning, "DrainWaiting", "Drain", msg)
-			if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
-				d.Log.Error(err, "reporting the drain's progress")
-			}
-		}
-		err := d.Drainer.Drain(ctx, d.NodeName)
-		drainBlockedPods.WithLabelValues(d.NodeName).Set(0)
-		if err != nil {
-			return transient(err)
-		}
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionTrue, "Drained", "every evictable pod left the node")
-		d.Status.event(node, corev1.EventTypeNormal, "Drained", "Drain", "every evictable pod left the node")
 	case StepBackup:
 		if err := u.configs(ctx); err != nil {
-			return err
+			return stepRan, err
 		}
 		if err := d.backup(ctx, u.files); err != nil {
-			return err
+			return stepRan, err
 		}
 	case StepFiles:
 		if err := u.configs(ctx); err != nil {
-			return err
+			return stepRan, err
 		}
 		if err := d.writeFiles(ctx, u.files); err != nil {
-			return err
+			return stepRan, err
 		}
-		msg := fmt.Sprintf("%d files and units written, %d removed", len(u.files.Writes), len(u.files.Removes))
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFiles, metav1.ConditionTrue, "Applied", msg)
-		d.Status.event(node, corev1.EventTypeNormal, "AppliedFiles", "WriteFiles", msg)
 	case StepOS:
 		if err := u.configs(ctx); err != nil {
-			return err
+			return stepRan, err
 		}
 		if err := d.OS.Apply(ctx, osConfig(u.from.Spec), osConfig(u.to.Spec)); err != nil {
-			return err
+			return stepRan, err
 		}
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateOS, metav1.ConditionTrue, "Applied", "OS changes staged for "+j.To)
-		d.Status.event(node, corev1.EventTypeNormal, "AppliedOSImage", "UpdateOS", "OS changes staged for "+j.To)
 	case StepCurrentConfig:
 		if err := u.loadTarget(ctx); err != nil {
-			return err
+			return stepRan, err
 		}
 		if err := d.Host.WriteJSON(CurrentConfigPath, &StoredConfig{Name: j.To, Pool: j.Pool, Spec: u.target.Spec}); err != nil {
-			return err
+			return stepRan, err
 		}
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
 	case StepAction:
-		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title())
 		if err := d.action(ctx, s, resumed); err != nil {
-			return err
-		}
-		d.Status.event(node, corev1.EventTypeNormal, "ActionDone", "RunAction", s.Title()+" done")
-		if last := lastAction(j); last == i {
-			d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionTrue, "Done", "every action of the plan ran")
+			return stepRan, err
 		}
 	case StepReboot:
-		if resumed && s.BootID != boot {
-			d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionTrue, "Rebooted", "the node rebooted into "+j.To)
+		if rebooted(s, resumed, boot) {
+			return stepRebooted, nil
+		}
+		if err := d.Rebooter.Reboot(ctx, "ndp: update to "+j.To); err != nil {
+			return stepRan, fmt.Errorf("requesting the reboot: %w", err)
+		}
+		d.rebooting = true
+		return stepRan, errRebooting
+	case StepUncordon:
+		if !j.CordonedByDaemon() {
+			return stepKeptCordon, nil
+		}
+		if err := d.Drainer.Cordon(ctx, node, false); err != nil {
+			return stepRan, transient(err)
+		}
+	default:
+		return stepRan, fmt.Errorf("unknown step %q in the journal", s.Name)
+	}
+	return stepRan, nil
+}
+
+// reportStarting reports what a step is about to do, before execute runs
+// it: the drain and the reboot are written to the cluster first (a reboot
+// leaves no time after it).
+func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journal, i int, resumed bool, boot string) error {
+	s := &j.Steps[i]
+	switch s.Name {
+	case StepDrain:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "Draining", "evicting pods")
+		return d.report(ctx, node, "", j.To, nil, j.Pool)
+	case StepAction:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title())
+	case StepReboot:
+		if rebooted(s, resumed, boot) {
 			return nil
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionUnknown, "Rebooting", "reboot requested")
@@ -534,23 +579,72 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 			return err
 		}
 		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
-		if err := d.Rebooter.Reboot(ctx, "ndp: update to "+j.To); err != nil {
-			return fmt.Errorf("requesting the reboot: %w", err)
+	}
+	return nil
+}
+
+// reportDrainWaiting returns the Drainer's Waiting hook: it reports the
+// pods a drain still waits for.
+func (d *Daemon) reportDrainWaiting(ctx context.Context, node *corev1.Node, j *Journal) func(attempt int, pods []string, err error) {
+	return func(attempt int, pods []string, err error) {
+		drainBlockedPods.WithLabelValues(d.NodeName).Set(float64(len(pods)))
+		msg := waitingMessage(attempt, pods, err)
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "WaitingForPods", msg)
+		d.Status.event(node, corev1.EventTypeWarning, "DrainWaiting", "Drain", msg)
+		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
+			d.Log.Error(err, "reporting the drain's progress")
 		}
-		d.rebooting = true
-		return errRebooting
+	}
+}
+
+// reportStep reports step i once execute returned out and err. An error is
+// returned as it is, after the drain's gauge is reset: run retries the
+// step or fails the update, which reports it.
+func (d *Daemon) reportStep(ctx context.Context, node *corev1.Node, u *update, i int, out stepOutcome, err error) error {
+	j := u.j
+	s := &j.Steps[i]
+	if s.Name == StepDrain {
+		drainBlockedPods.WithLabelValues(d.NodeName).Set(0) // the drain waits for no pod any more
+	}
+	if err != nil {
+		return err
+	}
+	switch s.Name {
+	case StepCordon:
+		msg := "cordoned for the update"
+		if j.NodeWasUnschedulable {
+			msg = "already cordoned before the update"
+		}
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateCordoned, metav1.ConditionTrue, "Cordoned", msg)
+		d.Status.event(node, corev1.EventTypeNormal, "Cordoned", "Cordon", msg)
+	case StepDrain:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionTrue, "Drained", "every evictable pod left the node")
+		d.Status.event(node, corev1.EventTypeNormal, "Drained", "Drain", "every evictable pod left the node")
+	case StepFiles:
+		msg := fmt.Sprintf("%d files and units written, %d removed", len(u.files.Writes), len(u.files.Removes))
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFiles, metav1.ConditionTrue, "Applied", msg)
+		d.Status.event(node, corev1.EventTypeNormal, "AppliedFiles", "WriteFiles", msg)
+	case StepOS:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateOS, metav1.ConditionTrue, "Applied", "OS changes staged for "+j.To)
+		d.Status.event(node, corev1.EventTypeNormal, "AppliedOSImage", "UpdateOS", "OS changes staged for "+j.To)
+	case StepCurrentConfig:
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
+	case StepAction:
+		d.Status.event(node, corev1.EventTypeNormal, "ActionDone", "RunAction", s.Title()+" done")
+		if last := lastAction(j); last == i {
+			d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionTrue, "Done", "every action of the plan ran")
+		}
+	case StepReboot:
+		// A reboot requested returned errRebooting: here the node rebooted.
+		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionTrue, "Rebooted", "the node rebooted into "+j.To)
+		return nil
 	case StepUncordon:
-		if !j.CordonedByDaemon() {
+		if out == stepKeptCordon {
 			d.Status.condition(mcfgv1.MachineConfigNodeUpdateUncordoned, metav1.ConditionFalse, "CordonedBeforeUpdate", "the node was cordoned before the update and stays cordoned")
 			return nil
 		}
-		if err := d.Drainer.Cordon(ctx, node, false); err != nil {
-			return transient(err)
-		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateUncordoned, metav1.ConditionTrue, "Uncordoned", "schedulable again")
 		d.Status.event(node, corev1.EventTypeNormal, "Uncordoned", "Uncordon", "schedulable again")
-	default:
-		return fmt.Errorf("unknown step %q in the journal", s.Name)
 	}
 	return d.report(ctx, node, "", j.To, nil, j.Pool)
 }

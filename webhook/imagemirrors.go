@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -33,11 +34,13 @@ type ImageMirrorPreview struct {
 	Decoder        admission.Decoder
 	Client         client.Reader
 	RegistriesBase string
+	// Deadline bounds a preview (DefaultPreviewDeadline when zero).
+	Deadline time.Duration
 }
 
 // Handle implements admission.Handler.
 func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) admission.Response {
-	ctx, cancel := context.WithTimeout(ctx, PreviewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, previewDeadline(h.Deadline))
 	defer cancel()
 	var idms configv1.ImageDigestMirrorSetList
 	var itms configv1.ImageTagMirrorSetList

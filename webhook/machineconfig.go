@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"golang.org/x/sync/singleflight"
@@ -35,6 +36,8 @@ import (
 type MachineConfigPreview struct {
 	Previewer *Previewer
 	Decoder   admission.Decoder
+	// Deadline bounds a preview (DefaultPreviewDeadline when zero).
+	Deadline time.Duration
 
 	answers *bounded[answerKey, answer]
 	// inflight computes each answer once when identical requests arrive
@@ -184,7 +187,7 @@ func splitMetadata(raw []byte) (map[string]string, []byte, error) {
 // handle computes the answer; final is false when it depends on a passing
 // condition (a failed read, a deadline), so that it is not kept.
 func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request) (resp admission.Response, final bool) {
-	ctx, cancel := context.WithTimeout(ctx, PreviewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, previewDeadline(h.Deadline))
 	defer cancel()
 	var candidate, old *ndpmcv1.MachineConfig
 	if req.Operation == admissionv1.Create || req.Operation == admissionv1.Update {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -87,5 +89,45 @@ func TestPassingFailuresAreNotKept(t *testing.T) {
 	}
 	if n := len(h.answers.entries); n != 1 {
 		t.Errorf("%d answers kept, want the denial", n)
+	}
+}
+
+// deadlineReader is a cluster that cannot be read; it records the deadline
+// of the last List.
+type deadlineReader struct {
+	client.Reader
+	left time.Duration
+}
+
+func (r *deadlineReader) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	if d, ok := ctx.Deadline(); ok {
+		r.left = time.Until(d)
+	}
+	return errors.New("connection refused")
+}
+
+// The preview handlers' Deadline bounds a preview: DefaultPreviewDeadline
+// when zero.
+func TestPreviewDeadline(t *testing.T) {
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Name: "50-chrony",
+		Kind:   metav1.GroupVersionKind{Kind: "ImageDigestMirrorSet"},
+		Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"50-chrony","labels":{"machineconfiguration.openshift.io/role":"worker"}},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`)}}}
+	for _, tc := range []struct {
+		deadline time.Duration
+		want     time.Duration
+	}{{0, DefaultPreviewDeadline}, {time.Minute, time.Minute}} {
+		r := &deadlineReader{}
+		mc := NewMachineConfigPreview(NewPreviewer(r, policyset.NewActivePolicies(planner.EngineOptions{})), admission.NewDecoder(scheme.New()))
+		mc.Deadline = tc.deadline
+		mc.Handle(context.Background(), req)
+		if r.left > tc.want || r.left < tc.want-time.Second {
+			t.Errorf("MachineConfigPreview with Deadline %s: %s left, want %s", tc.deadline, r.left, tc.want)
+		}
+		r.left = 0
+		im := &ImageMirrorPreview{Client: r, Deadline: tc.deadline}
+		im.Handle(context.Background(), req)
+		if r.left > tc.want || r.left < tc.want-time.Second {
+			t.Errorf("ImageMirrorPreview with Deadline %s: %s left, want %s", tc.deadline, r.left, tc.want)
+		}
 	}
 }

@@ -31,13 +31,23 @@ const (
 	PolicyPath        = "/validate-nodedisruptionpolicy"
 )
 
-// Deadlines of the handlers: below the timeoutSeconds of their webhook
-// configurations (5 s and 15 s), so the handler answers before the API
-// server gives up on it.
-var (
-	PreviewDeadline    = 4 * time.Second
-	ValidationDeadline = 12 * time.Second
-)
+// DefaultPreviewDeadline and ValidationDeadline are the deadlines of the
+// handlers: below the timeoutSeconds of their webhook configurations (5 s
+// and 15 s), so the handler answers before the API server gives up on it.
+// A preview handler's Deadline overrides DefaultPreviewDeadline.
+const DefaultPreviewDeadline = 4 * time.Second
+
+// ValidationDeadline: see DefaultPreviewDeadline.
+var ValidationDeadline = 12 * time.Second
+
+// previewDeadline is a preview handler's deadline: d, or
+// DefaultPreviewDeadline when zero.
+func previewDeadline(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultPreviewDeadline
+	}
+	return d
+}
 
 // Options configure the handlers.
 type Options struct {
@@ -47,6 +57,9 @@ type Options struct {
 	RegistriesBase string
 	// TestTimeout bounds each Rego test of a validated policy.
 	TestTimeout time.Duration
+	// PreviewDeadline is the preview handlers' deadline
+	// (DefaultPreviewDeadline when zero).
+	PreviewDeadline time.Duration
 }
 
 // SetupWithManager registers the handlers on the manager's webhook server.
@@ -60,8 +73,10 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	if base == "" {
 		base = render.DefaultRegistriesBase
 	}
-	srv.Register(MachineConfigPath, &admission.Webhook{Handler: NewMachineConfigPreview(previewer, decoder)})
-	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base}})
+	mcPreview := NewMachineConfigPreview(previewer, decoder)
+	mcPreview.Deadline = opts.PreviewDeadline
+	srv.Register(MachineConfigPath, &admission.Webhook{Handler: mcPreview})
+	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}})
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder:   decoder,

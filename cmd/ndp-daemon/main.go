@@ -25,39 +25,60 @@ import (
 	"github.com/ndp-dev/ndp/daemon"
 )
 
+// config is what ndp-daemon runs with: the flags, bound to its fields by
+// bindFlags.
+type config struct {
+	NodeName string
+	// Root is the host's root directory; UnitDir where unit files go, as a
+	// path on the host.
+	Root, UnitDir string
+	// SystemdAddress is the D-Bus address of the systemd manager (empty:
+	// the system manager's private socket).
+	SystemdAddress string
+	BootIDPath     string
+	// SimulateReboot and SimulateOSUpdates, when set, name files that
+	// record reboot requests and OS changes instead of doing them.
+	SimulateReboot, SimulateOSUpdates string
+	// MetricsAddress and ProbeAddress are the manager's endpoints ("0"
+	// disables them).
+	MetricsAddress, ProbeAddress string
+	// PollInterval is the daemon's; the rest configure its Drainer.
+	PollInterval, DrainAttemptTimeout, DrainEvictRetryDelay, DrainRetryMax time.Duration
+}
+
+// bindFlags binds c's fields to flags of fs, with their defaults.
+func (c *config) bindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node this daemon runs on (default $NODE_NAME)")
+	fs.StringVar(&c.Root, "root", "/", "the host's root directory: files and the daemon's journal are written under it")
+	fs.StringVar(&c.UnitDir, "unit-dir", "/etc/systemd/system", "where unit files go, as a path on the host")
+	fs.StringVar(&c.SystemdAddress, "systemd-address", "", "D-Bus address of the systemd manager (default: the system manager's private socket)")
+	fs.StringVar(&c.BootIDPath, "boot-id-file", daemon.DefaultBootIDPath, "file holding the current boot's ID")
+	fs.StringVar(&c.SimulateReboot, "simulate-reboot", "", "record reboot requests as lines of this file instead of rebooting (tests, local clusters)")
+	fs.StringVar(&c.SimulateOSUpdates, "simulate-os-updates", "", "record OS changes as lines of this file instead of running rpm-ostree (tests, local clusters)")
+	fs.StringVar(&c.MetricsAddress, "metrics-bind-address", ":8797", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&c.ProbeAddress, "health-probe-bind-address", ":8798", "address of the health and readiness probes (0 disables them)")
+	fs.DurationVar(&c.PollInterval, "plan-poll-interval", 10*time.Second, "how often to look again for a plan that is not written yet")
+	fs.DurationVar(&c.DrainAttemptTimeout, "drain-attempt-timeout", 90*time.Second, "deadline of one drain attempt")
+	fs.DurationVar(&c.DrainEvictRetryDelay, "drain-evict-retry-delay", 5*time.Second, "pause between evictions a PodDisruptionBudget refused")
+	fs.DurationVar(&c.DrainRetryMax, "drain-retry-max", time.Minute, "longest pause between drain attempts")
+}
+
 func main() {
-	var (
-		nodeName, root, unitDir, systemdAddr, bootIDPath string
-		simulateReboot, simulateOS                       string
-		metricsAddr, probeAddr                           string
-		poll, drainAttempt, evictDelay, drainMax         time.Duration
-	)
-	flag.StringVar(&nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this daemon runs on (default $NODE_NAME)")
-	flag.StringVar(&root, "root", "/", "the host's root directory: files and the daemon's journal are written under it")
-	flag.StringVar(&unitDir, "unit-dir", "/etc/systemd/system", "where unit files go, as a path on the host")
-	flag.StringVar(&systemdAddr, "systemd-address", "", "D-Bus address of the systemd manager (default: the system manager's private socket)")
-	flag.StringVar(&bootIDPath, "boot-id-file", daemon.DefaultBootIDPath, "file holding the current boot's ID")
-	flag.StringVar(&simulateReboot, "simulate-reboot", "", "record reboot requests as lines of this file instead of rebooting (tests, local clusters)")
-	flag.StringVar(&simulateOS, "simulate-os-updates", "", "record OS changes as lines of this file instead of running rpm-ostree (tests, local clusters)")
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8797", "address of the Prometheus metrics endpoint (0 disables it)")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8798", "address of the health and readiness probes (0 disables them)")
-	flag.DurationVar(&poll, "plan-poll-interval", 10*time.Second, "how often to look again for a plan that is not written yet")
-	flag.DurationVar(&drainAttempt, "drain-attempt-timeout", 90*time.Second, "deadline of one drain attempt")
-	flag.DurationVar(&evictDelay, "drain-evict-retry-delay", 5*time.Second, "pause between evictions a PodDisruptionBudget refused")
-	flag.DurationVar(&drainMax, "drain-retry-max", time.Minute, "longest pause between drain attempts")
+	var c config
+	c.bindFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("ndp-daemon")
-	if err := run(log.Info, nodeName, root, unitDir, systemdAddr, bootIDPath, simulateReboot, simulateOS, metricsAddr, probeAddr, poll, drainAttempt, evictDelay, drainMax); err != nil {
+	if err := run(log.Info, c); err != nil {
 		log.Error(err, "exiting")
 		os.Exit(1)
 	}
 }
 
-func run(info func(string, ...any), nodeName, root, unitDir, systemdAddr, bootIDPath, simulateReboot, simulateOS, metricsAddr, probeAddr string, poll, drainAttempt, evictDelay, drainMax time.Duration) error {
-	if nodeName == "" {
+func run(info func(string, ...any), c config) error {
+	if c.NodeName == "" {
 		return fmt.Errorf("--node-name (or $NODE_NAME) is required")
 	}
 	cfg, err := ctrl.GetConfig()
@@ -74,23 +95,23 @@ func run(info func(string, ...any), nodeName, root, unitDir, systemdAddr, bootID
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 s,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: c.MetricsAddress},
+		HealthProbeBindAddress: c.ProbeAddress,
 		// The daemon watches its own Node only: a thousand daemons must not
 		// each cache every node.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", nodeName)},
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", c.NodeName)},
 		}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	host, err := daemon.OpenHost(root, unitDir)
+	host, err := daemon.OpenHost(c.Root, c.UnitDir)
 	if err != nil {
 		return err
 	}
 	defer host.Close()
-	sd, err := daemon.Connect(ctx, systemdAddr)
+	sd, err := daemon.Connect(ctx, c.SystemdAddress)
 	if err != nil {
 		return err
 	}
@@ -100,15 +121,15 @@ func run(info func(string, ...any), nodeName, root, unitDir, systemdAddr, bootID
 		return err
 	}
 	var rebooter daemon.Rebooter = daemon.SystemdRebooter{Systemd: sd}
-	if simulateReboot != "" {
-		rebooter = daemon.RecordingRebooter{Path: simulateReboot}
+	if c.SimulateReboot != "" {
+		rebooter = daemon.RecordingRebooter{Path: c.SimulateReboot}
 	}
-	var osUpdater daemon.OSUpdater = daemon.RpmOstree{Root: root}
-	if simulateOS != "" {
-		osUpdater = daemon.RecordingOSUpdater{Path: simulateOS}
+	var osUpdater daemon.OSUpdater = daemon.RpmOstree{Root: c.Root}
+	if c.SimulateOSUpdates != "" {
+		osUpdater = daemon.RecordingOSUpdater{Path: c.SimulateOSUpdates}
 	}
 	d := &daemon.Daemon{
-		NodeName: nodeName,
+		NodeName: c.NodeName,
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
 		Host:     host,
@@ -116,20 +137,20 @@ func run(info func(string, ...any), nodeName, root, unitDir, systemdAddr, bootID
 		OS:       osUpdater,
 		Rebooter: rebooter,
 		Drainer: &daemon.Drainer{
-			Client: clientset, AttemptTimeout: drainAttempt, EvictRetryDelay: evictDelay,
-			RetryMin: evictDelay, RetryMax: drainMax, Log: os.Stderr,
+			Client: clientset, AttemptTimeout: c.DrainAttemptTimeout, EvictRetryDelay: c.DrainEvictRetryDelay,
+			RetryMin: c.DrainEvictRetryDelay, RetryMax: c.DrainRetryMax, Log: os.Stderr,
 		},
-		Status:       &daemon.Status{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ndp-daemon"), NodeName: nodeName},
-		BootIDPath:   bootIDPath,
-		PollInterval: poll,
-		Log:          ctrl.Log.WithName("daemon").WithValues("node", nodeName),
+		Status:       &daemon.Status{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ndp-daemon"), NodeName: c.NodeName},
+		BootIDPath:   c.BootIDPath,
+		PollInterval: c.PollInterval,
+		Log:          ctrl.Log.WithName("daemon").WithValues("node", c.NodeName),
 		// Fault injection for the crash tests; unset in production.
 		CrashAt: os.Getenv("NDP_DAEMON_CRASH_AT"),
 	}
 	if err := d.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if probeAddr != "0" {
+	if c.ProbeAddress != "0" {
 		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 			return err
 		}
@@ -137,6 +158,6 @@ func run(info func(string, ...any), nodeName, root, unitDir, systemdAddr, bootID
 			return err
 		}
 	}
-	info("starting", "node", nodeName, "root", root, "unitDir", unitDir)
+	info("starting", "node", c.NodeName, "root", c.Root, "unitDir", c.UnitDir)
 	return mgr.Start(ctx)
 }
