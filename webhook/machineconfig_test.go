@@ -117,7 +117,7 @@ func TestPreviewDeadline(t *testing.T) {
 		want     time.Duration
 	}{{0, DefaultPreviewDeadline}, {time.Minute, time.Minute}} {
 		r := &deadlineReader{}
-		mc := NewMachineConfigPreview(NewPreviewer(r, policyset.NewActivePolicies(planner.EngineOptions{})), admission.NewDecoder(scheme.New()))
+		mc := NewMachineConfigPreview(NewPreviewer(r, policyset.NewActivePolicies(engine.Options{})), admission.NewDecoder(scheme.New()))
 		mc.Deadline = tc.deadline
 		mc.Handle(context.Background(), req)
 		if r.left > tc.want || r.left < tc.want-time.Second {
