@@ -1,4 +1,4 @@
-// Package layout checks the import rules of DESIGN §3 with `go list -deps`:
+// Package layout checks the import rule of docs/design.md#the-import-rule with `go list -deps`:
 // the node daemon links no policy engine, and controllers, webhook and
 // daemon are siblings that import none of one another.
 package layout
