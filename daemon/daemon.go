@@ -1,4 +1,4 @@
-// Package daemon is the node executor (DESIGN §5b): it makes its node match
+// Package daemon is the node executor (docs/design.md#the-node-daemon): it makes its node match
 // the desiredConfig annotation by running exactly the plan the plan
 // controller stored in the target MachineConfig's status, step by step,
 // journaled on the host. It never evaluates a policy: it links no policy

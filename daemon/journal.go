@@ -37,7 +37,7 @@ const (
 	StepUncordon      = "uncordon"
 )
 
-// Journal is the daemon's record of one update, on the host (DESIGN §5b).
+// Journal is the daemon's record of one update, on the host (docs/design.md#the-journal).
 // It is written atomically before and after every step, so that after a
 // crash or a reboot the daemon resumes at the first step not done and never
 // repeats a completed disruptive step. It holds the verified plan itself:

@@ -1168,7 +1168,7 @@ func genSameTri(a, b *bool) bool {
 	return *a == *b
 }
 
-// genRegistriesVerdict applies DESIGN §5's safety rule to the two models:
+// genRegistriesVerdict applies the safety rule (docs/design.md#the-registries-safety-rule) to the two models:
 // unknown contents are unsafe; an identical meaning is no change.
 func genRegistriesVerdict(old, nw *genConfig, of, nf *genFile) string {
 	if (of != nil && (of.Remote != "" || old.RegBroken)) || (nf != nil && (nf.Remote != "" || nw.RegBroken)) {

@@ -1,5 +1,5 @@
 // Package render merges a pool's MachineConfigs into its rendered config:
-// the first box of the flow (DESIGN §2), shared by the render controller and
+// the first box of the flow (docs/design.md#the-flow), shared by the render controller and
 // the admission webhook's in-memory preview. It also renders registries.conf
 // from the image-mirror objects (RegistriesConfig), keeps parsed
 // MachineConfigs (ConfigCache), and reads what a pool's rendering and plans

@@ -27,7 +27,7 @@ import (
 	"github.com/ndp-dev/ndp/render"
 )
 
-// Previewer runs the render and plan boxes of the flow (DESIGN §2) in
+// Previewer runs the render and plan boxes of the flow (docs/design.md#the-flow) in
 // memory, for a proposed change of MachineConfigs: what would each pool's
 // nodes do? It reads the cluster through the manager's cache and writes
 // nothing.

@@ -1,6 +1,6 @@
 // Command ndp-daemon runs on every node and executes, step by step, the
 // plan the plan controller stored for the node's move to its desiredConfig
-// (DESIGN §5b). It decides nothing: it links no policy engine.
+// (docs/design.md#the-node-daemon). It decides nothing: it links no policy engine.
 package main
 
 import (

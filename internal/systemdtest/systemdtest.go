@@ -1,5 +1,5 @@
 // Package systemdtest runs a real systemd user manager for tests, in a
-// private mount namespace (DESIGN §7): the machines here run as root but
+// private mount namespace (docs/design.md#testing): the machines here run as root but
 // were not booted with systemd, and a user manager only needs its own
 // /run/systemd. Tests talk to it over D-Bus exactly as the node daemon
 // talks to the system manager in production.

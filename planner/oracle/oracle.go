@@ -1,5 +1,5 @@
 // Package oracle is a plain-Go reference implementation of ndp's default
-// policy (DESIGN §5, the defaults table and the registries.conf safety
+// policy (docs/design.md#the-default-policy: the defaults table and the registries.conf safety
 // rule). It exists only so that tests and benchmarks can check the Rego
 // planner against something written independently and obviously: it shares
 // nothing with policies/ but the change set it reads and planner.Normalize.
@@ -166,7 +166,7 @@ func semanticChange(d registries.ConfigDiff) bool {
 		len(d.OtherChanged) > 0
 }
 
-// safe is the DESIGN §5 rule: the change only appends search registries,
+// safe is the rule of docs/design.md#the-registries-safety-rule: the change only appends search registries,
 // adds digest-only ways to pull, or makes existing mirrors digest-only.
 // Reordering mirrors is safe.
 func safe(d registries.ConfigDiff) bool {

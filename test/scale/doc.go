@@ -1,4 +1,4 @@
-// Package scale measures a rollout at scale (DESIGN §7, issue 11 part 3):
+// Package scale measures a rollout at scale (docs/design.md#testing, issue 11 part 3):
 // 1,000 Node objects in 5 MachineConfigPools on a real kube-apiserver and
 // etcd, ndp-controller as a process of its own, and 1,000 simulated nodes
 // running the real daemon code (daemon.Daemon: its Sync, Drainer and
