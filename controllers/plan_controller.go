@@ -62,45 +62,30 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	target := pool.Spec.Configuration.Name
-	p := r.Active.Planner()
 	if target == "" {
 		return reconcile.Result{}, nil
-	}
-	if p == nil {
-		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil // no policy accepted yet
 	}
 	// A replica that just started (a new leader, a restart of the API
 	// server) must not plan before every policy is loaded: without them a
 	// change they claim would be planned as a reboot, and kept for the
 	// nodes already sent.
-	if pending, err := r.Active.Pending(ctx, r.Client); err != nil || len(pending) > 0 {
-		if err == nil {
-			log.FromContext(ctx).V(1).Info("waiting for policies to load", "policies", pending)
-		}
-		return reconcile.Result{RequeueAfter: time.Second}, err
+	p, err := r.Active.Ready(ctx, r.Client)
+	var notReady *policyset.NotReadyError
+	if errors.As(err, &notReady) {
+		log.FromContext(ctx).V(1).Info("waiting for policies to load", "reason", err.Error())
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	view := render.NewPoolView(r.Client, &pool)
-	byConfig, err := view.NodesByConfig(ctx)
+	groups, err := view.Waiting(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {
 		return reconcile.Result{}, nil // the render controller reports bad selectors
 	}
 	if err != nil {
 		return reconcile.Result{}, err
-	}
-	// Configs nodes move from; a node already updating keeps its plan.
-	froms := map[string]bool{}
-	updating := map[string]bool{}
-	for cur, nodes := range byConfig {
-		if cur == "" || cur == target {
-			continue
-		}
-		froms[cur] = true
-		for _, n := range nodes {
-			if ndpmcv1.ExecutingPlanTo(n.Annotations, target) {
-				updating[cur] = true
-			}
-		}
 	}
 	single, err := view.SingleNode(ctx)
 	if err != nil {
@@ -115,17 +100,14 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	existing := map[string]ndpmcv1.PostConfigActions{}
-	for _, pca := range to.Status.PostConfigActions {
-		existing[pca.From] = pca
-	}
 	status := to.Status.DeepCopy()
 	status.PostConfigActions = nil
 	var unreconcilable []string
 	var planErrs []string
-	for from := range froms {
-		if prev, ok := existing[from]; ok && (updating[from] || prev.PolicyRevision == p.Engine.Revision()) {
-			status.PostConfigActions = append(status.PostConfigActions, prev)
+	for _, g := range groups {
+		from := g.From
+		if prev := to.Status.StandingPlan(from, p.Engine.Revision(), g.Updating > 0); prev != nil {
+			status.PostConfigActions = append(status.PostConfigActions, *prev)
 			continue
 		}
 		var fromMC ndpmcv1.MachineConfig

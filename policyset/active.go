@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +140,41 @@ func (a *ActivePolicies) Pending(ctx context.Context, c client.Reader) ([]string
 	}
 	sort.Strings(pending)
 	return pending, nil
+}
+
+// NotReadyError says why this replica cannot plan yet: no policy is active,
+// or the policy controller has not loaded some policies' current
+// generation. Planning then would plan their changes as reboots.
+type NotReadyError struct {
+	// Pending names the policies not loaded yet; empty when none is active.
+	Pending []string
+}
+
+func (e *NotReadyError) Error() string {
+	if len(e.Pending) == 0 {
+		return "no NodeDisruptionPolicy is active yet"
+	}
+	return fmt.Sprintf("NodeDisruptionPolicies %s are still being loaded by this replica; try again in a moment", strings.Join(e.Pending, ", "))
+}
+
+// Ready returns the planner of the active set when this replica may plan
+// with it: a policy is active and every NodeDisruptionPolicy (read from c,
+// the cache) is loaded at its current generation. Otherwise it returns a
+// *NotReadyError, or the error of reading the policies. Every plan and
+// preview starts here.
+func (a *ActivePolicies) Ready(ctx context.Context, c client.Reader) (*planner.Planner, error) {
+	p := a.Planner()
+	if p == nil {
+		return nil, &NotReadyError{}
+	}
+	pending, err := a.Pending(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if len(pending) > 0 {
+		return nil, &NotReadyError{Pending: pending}
+	}
+	return p, nil
 }
 
 // Put makes p the active revision of its policy, given that the whole set

@@ -151,3 +151,32 @@ func TestHostileRevisionKeepsTheLastGood(t *testing.T) {
 		t.Errorf("the active set plans %q by %q, want the good revision's Restart chronyd.service", got, plan.Reasons[0].Policy)
 	}
 }
+
+// Ready is the one check every plan and preview starts with.
+func TestReady(t *testing.T) {
+	ctx := context.Background()
+	obj := func(name string, gen int64) *v1alpha1.NodeDisruptionPolicy {
+		return &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: gen}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(obj("default", 1), obj("chrony", 2)).Build()
+	a := NewActivePolicies(engine.Options{})
+
+	var nr *NotReadyError
+	if _, err := a.Ready(ctx, c); !errors.As(err, &nr) || len(nr.Pending) != 0 || err.Error() != "no NodeDisruptionPolicy is active yet" {
+		t.Fatalf("empty set: %v", err)
+	}
+	if err := a.Put(ctx, policy.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	a.Seen("default", 1)
+	a.Seen("chrony", 1) // an older generation than the cluster's
+	if _, err := a.Ready(ctx, c); !errors.As(err, &nr) || len(nr.Pending) != 1 || nr.Pending[0] != "chrony" ||
+		!strings.Contains(err.Error(), "NodeDisruptionPolicies chrony are still being loaded") {
+		t.Fatalf("chrony's generation 2 not loaded: %v", err)
+	}
+	a.Seen("chrony", 2)
+	p, err := a.Ready(ctx, c)
+	if err != nil || p == nil || p != a.Planner() {
+		t.Fatalf("every policy loaded: %v, %v", p, err)
+	}
+}

@@ -224,14 +224,9 @@ func (p *Previewer) pools(ctx context.Context) ([]*mcfgv1.MachineConfigPool, err
 // Preview renders pool with the overrides in place and plans, from each
 // config its nodes run, to that rendering, with the active policy set.
 func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool, overrides Overrides) (*PoolPreview, error) {
-	pl := p.Active.Planner()
-	if pl == nil {
-		return nil, fmt.Errorf("no NodeDisruptionPolicy is active yet")
-	}
-	if pending, err := p.Active.Pending(ctx, p.Client); err != nil {
+	pl, err := p.Active.Ready(ctx, p.Client)
+	if err != nil {
 		return nil, err
-	} else if len(pending) > 0 {
-		return nil, fmt.Errorf("NodeDisruptionPolicies %s are still being loaded by this replica; try again in a moment", strings.Join(pending, ", "))
 	}
 	view := p.view(pool)
 	r, err := p.render(ctx, view, overrides)

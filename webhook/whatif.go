@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -51,14 +50,9 @@ type WhatIf struct {
 // that only the edit's own effect is shown. A group with a node already
 // updating keeps its stored plan, as the plan controller does.
 func (p *Previewer) WhatIf(ctx context.Context, edited *planner.Planner) (*WhatIf, error) {
-	current := p.Active.Planner()
-	if current == nil {
-		return nil, fmt.Errorf("no NodeDisruptionPolicy is active yet")
-	}
-	if pending, err := p.Active.Pending(ctx, p.Client); err != nil {
+	current, err := p.Active.Ready(ctx, p.Client)
+	if err != nil {
 		return nil, err
-	} else if len(pending) > 0 {
-		return nil, fmt.Errorf("NodeDisruptionPolicies %s are still being loaded by this replica; try again in a moment", strings.Join(pending, ", "))
 	}
 	pools, err := p.pools(ctx)
 	if err != nil {
@@ -85,7 +79,7 @@ func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		return nil, 0, nil // not rendered yet: nothing is planned
 	}
 	view := p.view(pool)
-	byConfig, err := view.NodesByConfig(ctx)
+	groups, err := view.Waiting(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {
 		return nil, 0, nil // the render controller reports bad selectors
@@ -93,34 +87,13 @@ func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	if err != nil {
 		return nil, 0, err
 	}
-	type group struct {
-		from            string
-		nodes, updating int
-	}
-	var groups []group
 	waiting := 0
-	for cur, nodes := range byConfig {
-		if cur == "" || cur == target {
-			continue
-		}
-		g := group{from: cur, nodes: len(nodes)}
-		for _, n := range nodes {
-			if ndpmcv1.ExecutingPlanTo(n.Annotations, target) {
-				g.updating++
-			}
-		}
-		groups = append(groups, g)
-		waiting += len(nodes)
+	for _, g := range groups {
+		waiting += len(g.Nodes)
 	}
 	if len(groups) == 0 {
 		return nil, 0, nil
 	}
-	sort.Slice(groups, func(i, j int) bool {
-		if groups[i].nodes != groups[j].nodes {
-			return groups[i].nodes > groups[j].nodes
-		}
-		return groups[i].from < groups[j].from
-	})
 	var to ndpmcv1.MachineConfig
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: target}, &to); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -138,20 +111,19 @@ func (p *Previewer) whatIfPool(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	}
 	var out []WaitingChange
 	for _, g := range groups {
-		stored := to.Status.PlanFrom(g.from)
 		var before planner.Outcome
-		if stored != nil && (g.updating > 0 || stored.PolicyRevision == current.Engine.Revision()) {
-			before = planner.StoredOutcome(stored)
+		if standing := to.Status.StandingPlan(g.From, current.Engine.Revision(), g.Updating > 0); standing != nil {
+			before = planner.StoredOutcome(standing)
 		} else {
-			before = planner.OutcomeOf(p.plan(ctx, current, pool, g.from, targetKey(&to), toCfg, single))
+			before = planner.OutcomeOf(p.plan(ctx, current, pool, g.From, targetKey(&to), toCfg, single))
 		}
-		after := planner.OutcomeOf(p.plan(ctx, edited, pool, g.from, targetKey(&to), toCfg, single))
+		after := planner.OutcomeOf(p.plan(ctx, edited, pool, g.From, targetKey(&to), toCfg, single))
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err // a plan cut short is no answer
 		}
-		c := WaitingChange{Pool: pool.Name, From: g.from, To: target, Nodes: g.nodes, PlanChange: planner.PlanChange{Before: before, After: after}}
-		if stored != nil {
-			c.Updating = g.updating
+		c := WaitingChange{Pool: pool.Name, From: g.From, To: target, Nodes: len(g.Nodes), PlanChange: planner.PlanChange{Before: before, After: after}}
+		if to.Status.PlanFrom(g.From) != nil {
+			c.Updating = g.Updating
 		}
 		if c.Changed() {
 			out = append(out, c)

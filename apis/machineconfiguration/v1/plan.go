@@ -21,6 +21,21 @@ func (s *MachineConfigStatus) PlanFrom(from string) *PostConfigActions {
 	return nil
 }
 
+// StandingPlan returns the stored plan of the move from the named config
+// if it stands, or nil when a new one must be computed: a plan stands when
+// it was made with the active policy revision, or when a node of the group
+// has started executing it (a plan is never replaced under a running
+// node). This is the other half of the plan rule (render.PlanGroups says
+// which plans a pool needs); the plan controller and the webhook's what-if
+// both decide with it.
+func (s *MachineConfigStatus) StandingPlan(from, activeRevision string, updating bool) *PostConfigActions {
+	stored := s.PlanFrom(from)
+	if stored == nil || (!updating && stored.PolicyRevision != activeRevision) {
+		return nil
+	}
+	return stored
+}
+
 // PlanHash digests what a node executes for the move from one config to
 // another: the configs' names, the ordered actions, drain, reboot and the
 // policy revision. The plan controller stores it with every plan; the node

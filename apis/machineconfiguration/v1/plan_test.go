@@ -86,3 +86,33 @@ func TestActionsConvertBothWays(t *testing.T) {
 		t.Fatalf("round trip: %v", back)
 	}
 }
+
+func TestStandingPlan(t *testing.T) {
+	stored := MachineConfigStatus{PostConfigActions: []PostConfigActions{
+		{From: "c1", PolicyRevision: "sha256:1"},
+		{From: "c2", PolicyRevision: "sha256:old"},
+	}}
+	for _, tc := range []struct {
+		name     string
+		from     string
+		revision string
+		updating bool
+		want     string // the stored plan's From, "" for nil
+	}{
+		{name: "made with the active revision: stands", from: "c1", revision: "sha256:1", want: "c1"},
+		{name: "another revision, nobody running it: replaced", from: "c2", revision: "sha256:1"},
+		{name: "another revision, a node running it: stands", from: "c2", revision: "sha256:1", updating: true, want: "c2"},
+		{name: "no stored plan: computed", from: "c3", revision: "sha256:1"},
+		{name: "no stored plan, even with a node updating", from: "c3", revision: "sha256:1", updating: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := stored.StandingPlan(tc.from, tc.revision, tc.updating)
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("StandingPlan = plan from %s, want none", got.From)
+			case tc.want != "" && (got == nil || got.From != tc.want):
+				t.Errorf("StandingPlan = %v, want the plan from %s", got, tc.want)
+			}
+		})
+	}
+}
