@@ -5,9 +5,19 @@
 package controllers
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// Options tune the controllers SetupWithManager wires; the zero value is
+// what ships.
+type Options struct {
+	// RetryRejected is how often a rejected NodeDisruptionPolicy is
+	// compiled again (PolicyReconciler.RetryRejected; a minute when zero).
+	RetryRejected time.Duration
+}
 
 // ClientOptions configure the manager's client: bundles live in ConfigMaps
 // in any namespace, so the controller watches only their metadata and reads

@@ -110,6 +110,9 @@ type PolicyReconciler struct {
 	Active   *policyset.ActivePolicies
 	// TestTimeout bounds each Rego test (default 5s).
 	TestTimeout time.Duration
+	// RetryRejected is how often a rejected policy is compiled again (a
+	// minute when zero): a rejection can depend on the rest of the set.
+	RetryRejected time.Duration
 	// Elected is closed once this replica leads: SetupWithManager sets the
 	// manager's Elected(). While it is open (or nil) the reconciler stands
 	// by: it keeps Active current and writes nothing.
@@ -264,7 +267,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			if _, ok := r.Active.Get(ndp.Name); !ok {
 				r.restorePrevious(ctx, &ndp)
 			}
-			return reconcile.Result{RequeueAfter: RetryRejected}, nil
+			return reconcile.Result{RequeueAfter: r.retryRejected()}, nil
 		}
 		return reconcile.Result{}, nil
 	}
@@ -276,7 +279,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		// A rejection can depend on the rest of the set (a package root
 		// another policy owns) or on a bundle yet to be fixed: retry now and
 		// then, so the policy is accepted once it can be.
-		result.RequeueAfter = RetryRejected
+		result.RequeueAfter = r.retryRejected()
 		compileErrors.WithLabelValues(ndp.Name, reason).Inc()
 		msg := err.Error()
 		before := meta.FindStatusCondition(ndp.Status.Conditions, v1alpha1.ConditionAccepted)
@@ -337,8 +340,12 @@ func (r *PolicyReconciler) checker() *policyset.PolicyChecker {
 // maxMessage is metav1.Condition's limit on a message.
 const maxMessage = 32768
 
-// RetryRejected is how often a rejected policy is compiled again.
-var RetryRejected = time.Minute
+func (r *PolicyReconciler) retryRejected() time.Duration {
+	if r.RetryRejected > 0 {
+		return r.RetryRejected
+	}
+	return time.Minute
+}
 
 func setCondition(s *v1alpha1.NodeDisruptionPolicyStatus, gen int64, typ string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncate(msg, maxMessage), ObservedGeneration: gen})

@@ -2,10 +2,6 @@ package controllers
 
 import (
 	"context"
-
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -106,7 +102,8 @@ const (
 // conditions (Updated, Updating, NodeDegraded, Degraded) derived from its
 // nodes and its target's plans, and the conditions other controllers
 // report to PoolConditions. It is level-triggered: the status is
-// re-derived from the cluster at every reconcile.
+// re-derived from the cluster at every reconcile (calculatePoolStatus);
+// the reconciler reads and applies.
 type PoolStatusReconciler struct {
 	Client     client.Client
 	Conditions *PoolConditions
@@ -148,86 +145,27 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 			return reconcile.Result{}, err
 		}
 	}
-	s := summarize(&pool, nodes, targetMC)
-	for state, n := range map[string]int{"total": len(nodes), "updated": s.updated, "ready": s.ready, "updating": len(s.updating), "unavailable": s.unavailable, "degraded": len(s.degraded)} {
+	st := calculatePoolStatus(&pool, nodes, targetMC, r.Conditions.get(pool.Name), metav1.Now())
+	c := st.Counts
+	for state, n := range map[string]int{"total": c.Total, "updated": c.Updated, "ready": c.Ready, "updating": c.Updating, "unavailable": c.Unavailable, "degraded": c.Degraded} {
 		poolNodes.WithLabelValues(pool.Name, state).Set(float64(n))
 	}
-
-	conds := map[mcfgv1.MachineConfigPoolConditionType]mcfgv1.MachineConfigPoolCondition{}
-	for _, c := range pool.Status.Conditions {
-		conds[c.Type] = c
-	}
-	set := func(typ mcfgv1.MachineConfigPoolConditionType, ok bool, reason, msg string) {
-		st := corev1.ConditionFalse
-		if ok {
-			st = corev1.ConditionTrue
-		}
-		conds[typ] = mcfgv1.MachineConfigPoolCondition{Type: typ, Status: st, Reason: reason, Message: truncate(msg, maxMessage)}
-	}
-	for typ, c := range r.Conditions.get(pool.Name) {
-		conds[typ] = c
-	}
-	set(ConditionPoolUpdated, s.updated == len(nodes) && target != "", "AllNodesUpdated", fmt.Sprintf("all %d nodes run %s", len(nodes), target))
-	if c := conds[ConditionPoolUpdated]; c.Status != corev1.ConditionTrue {
-		c.Reason, c.Message = "NodesNotUpdated", fmt.Sprintf("%d of %d nodes run %s", s.updated, len(nodes), target)
-		conds[ConditionPoolUpdated] = c
-	}
-	switch {
-	case s.updated == len(nodes):
-		set(ConditionPoolUpdating, false, "Idle", "")
-	case pool.Spec.Paused:
-		set(ConditionPoolUpdating, false, "Paused", fmt.Sprintf("paused with %d of %d nodes on %s", s.updated, len(nodes), target))
-	default:
-		set(ConditionPoolUpdating, true, "Updating", fmt.Sprintf("%d of %d nodes on %s; updating: %s", s.updated, len(nodes), target, names(s.updating)))
-	}
-	set(ConditionPoolNodeDegraded, len(s.degraded) > 0, "NodeDegraded", strings.Join(s.degraded, "; "))
-	if len(s.degraded) == 0 {
-		c := conds[ConditionPoolNodeDegraded]
-		c.Reason, c.Message = "AsExpected", ""
-		conds[ConditionPoolNodeDegraded] = c
-	}
-	var why []string
-	for _, typ := range []mcfgv1.MachineConfigPoolConditionType{ConditionPoolNodeDegraded, mcfgv1.MachineConfigPoolRenderDegraded, ndpmcv1.ConditionRegistriesDegraded} {
-		if c, ok := conds[typ]; ok && c.Status == corev1.ConditionTrue {
-			why = append(why, fmt.Sprintf("%s: %s", typ, c.Message))
-		}
-	}
-	if s.unreconcilable != "" {
-		why = append(why, s.unreconcilable)
-	}
-	set(ConditionPoolDegraded, len(why) > 0, "Degraded", strings.Join(why, "; "))
-	if len(why) == 0 {
-		c := conds[ConditionPoolDegraded]
-		c.Reason = "AsExpected"
-		conds[ConditionPoolDegraded] = c
-	}
-
-	// lastTransitionTime moves only when a condition's status does.
-	var out []any
-	for _, typ := range sortedConditionTypes(conds) {
-		c := conds[typ]
-		ltt := metav1.Now()
-		for _, old := range pool.Status.Conditions {
-			if old.Type == typ && old.Status == c.Status && !old.LastTransitionTime.IsZero() {
-				ltt = old.LastTransitionTime
-			}
-		}
-		out = append(out, map[string]any{"type": string(typ), "status": string(c.Status), "reason": c.Reason, "message": c.Message,
-			"lastTransitionTime": ltt.UTC().Format(time.RFC3339)})
+	var conds []any
+	for _, cond := range st.Conditions {
+		conds = append(conds, map[string]any{"type": string(cond.Type), "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
+			"lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339)})
 	}
 	status := map[string]any{
 		"observedGeneration":      pool.Generation,
-		"machineCount":            int64(len(nodes)),
-		"updatedMachineCount":     int64(s.updated),
-		"readyMachineCount":       int64(s.ready),
-		"unavailableMachineCount": int64(s.unavailable),
-		"degradedMachineCount":    int64(len(s.degraded)),
-		"conditions":              out,
+		"machineCount":            int64(c.Total),
+		"updatedMachineCount":     int64(c.Updated),
+		"readyMachineCount":       int64(c.Ready),
+		"unavailableMachineCount": int64(c.Unavailable),
+		"degradedMachineCount":    int64(c.Degraded),
+		"conditions":              conds,
 	}
-	if target != "" && s.updated == len(nodes) {
-		status["configuration"] = map[string]any{"name": target}
-	} else if pool.Status.Configuration.Name != "" {
-		status["configuration"] = map[string]any{"name": pool.Status.Configuration.Name}
+	if st.Configuration != "" {
+		status["configuration"] = map[string]any{"name": st.Configuration}
 	}
 	if same(&pool, status) {
 		return reconcile.Result{}, nil
@@ -266,86 +204,4 @@ func same(pool *mcfgv1.MachineConfigPool, status map[string]any) bool {
 		}
 	}
 	return true
-}
-
-func sortedConditionTypes(m map[mcfgv1.MachineConfigPoolConditionType]mcfgv1.MachineConfigPoolCondition) []mcfgv1.MachineConfigPoolConditionType {
-	out := make([]mcfgv1.MachineConfigPoolConditionType, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// poolSummary is what a pool's nodes say about its rollout.
-type poolSummary struct {
-	updated, ready, unavailable int
-	updating                    []*corev1.Node
-	degraded                    []string // "node: reason"
-	unreconcilable              string
-}
-
-func names(nodes []*corev1.Node) string {
-	out := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		out = append(out, n.Name)
-	}
-	return strings.Join(out, ", ")
-}
-
-func summarize(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig) poolSummary {
-	var s poolSummary
-	name := pool.Spec.Configuration.Name
-	for _, n := range nodes {
-		cur, desired := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-		state := n.Annotations[ndpmcv1.StateAnnotation]
-		if name != "" && cur == name && (desired == "" || desired == name) && state != ndpmcv1.StateDegraded && state != ndpmcv1.StateUnreconcilable {
-			s.updated++
-			if nodeReady(n) && !n.Spec.Unschedulable {
-				s.ready++
-			}
-		}
-		if unavailable(n) {
-			s.unavailable++
-		}
-		if updating(n) {
-			s.updating = append(s.updating, n)
-		}
-		if state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable {
-			s.degraded = append(s.degraded, fmt.Sprintf("node %s: %s", n.Name, n.Annotations[ndpmcv1.ReasonAnnotation]))
-		}
-	}
-	sort.Strings(s.degraded)
-	if target != nil {
-		for _, c := range target.Status.Conditions {
-			if c.Type == ndpmcv1.ConditionUnreconcilable && c.Status == metav1.ConditionTrue {
-				s.unreconcilable = fmt.Sprintf("the plans to %s are unreconcilable: %s", target.Name, c.Message)
-			}
-		}
-	}
-	return s
-}
-
-// nodeReady: the kubelet reports the node Ready.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// updating: the node was sent to a config it does not run yet, or its
-// daemon is at work.
-func updating(n *corev1.Node) bool {
-	cur, desired := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-	return (desired != "" && desired != cur) || n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking
-}
-
-// unavailable: updating, not Ready, cordoned or degraded. Degraded nodes
-// consume the budget, so that a bad config stops spreading.
-func unavailable(n *corev1.Node) bool {
-	state := n.Annotations[ndpmcv1.StateAnnotation]
-	return updating(n) || !nodeReady(n) || n.Spec.Unschedulable || state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable
 }

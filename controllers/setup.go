@@ -13,13 +13,14 @@ import (
 const LeaderElectionID = "ndp-controller.ndp.dev"
 
 // SetupWithManager wires every ndp controller into mgr, sharing one active
-// policy set, and returns that set. ndp-controller and the cluster tests
-// call it, so the tests run exactly the wiring that ships.
-func SetupWithManager(mgr ctrl.Manager, opts engine.Options) (*policyset.ActivePolicies, error) {
-	active := policyset.NewActivePolicies(opts)
+// policy set compiled with engineOpts, and returns that set. ndp-controller and
+// the cluster tests call it, so the tests run exactly the wiring that
+// ships (opts tunes its timing).
+func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
+	active := policyset.NewActivePolicies(engineOpts)
 	conds := NewPoolConditions()
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
-		"policy":     &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active},
+		"policy":     &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
 		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
 		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
 		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},

@@ -127,7 +127,7 @@ func main() {
 		setup.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	active, err := controllers.SetupWithManager(mgr, engineOpts)
+	active, err := controllers.SetupWithManager(mgr, engineOpts, controllers.Options{})
 	if err != nil {
 		setup.Error(err, "setting up the controllers")
 		os.Exit(1)

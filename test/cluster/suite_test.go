@@ -85,7 +85,6 @@ func run(m *testing.M) int {
 	}
 
 	webhookInstall = &env.WebhookInstallOptions
-	controllers.RetryRejected = 2 * time.Second // a minute in production
 	if err := startReplica(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -93,6 +92,10 @@ func run(m *testing.M) int {
 	defer func() { stopReplica() }()
 	return m.Run()
 }
+
+// controllerOptions are the suite's controllers' (and a takeover
+// replica's): a rejected policy is retried every 2s, not every minute.
+var controllerOptions = controllers.Options{RetryRejected: 2 * time.Second}
 
 // startReplica runs ndp-controller's wiring in this process: controllers
 // with leader election, and the webhook server on the port envtest
@@ -115,7 +118,7 @@ func startReplica() error {
 	if err != nil {
 		return err
 	}
-	if active, err = controllers.SetupWithManager(mgr, engine.Options{}); err != nil {
+	if active, err = controllers.SetupWithManager(mgr, engine.Options{}, controllerOptions); err != nil {
 		return err
 	}
 	if previewer, err = webhook.SetupWithManager(mgr, active, webhook.Options{}); err != nil {

@@ -41,7 +41,7 @@ func takeoverReplica(t *testing.T) (manager.Manager, *policyset.ActivePolicies, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := controllers.SetupWithManager(mgr, engine.Options{})
+	set, err := controllers.SetupWithManager(mgr, engine.Options{}, controllerOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := controllers.SetupWithManager(mgr, engine.Options{}); err != nil {
+	if _, err := controllers.SetupWithManager(mgr, engine.Options{}, controllers.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
