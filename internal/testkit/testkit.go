@@ -5,7 +5,9 @@
 package testkit
 
 import (
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,4 +81,16 @@ func LastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Terminate stops a process a test started: SIGTERM, then, if it has not
+// exited (closed done) within grace, SIGKILL; it returns once it exited.
+func Terminate(p *os.Process, done <-chan struct{}, grace time.Duration) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-done
+	}
 }
