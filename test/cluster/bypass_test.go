@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -50,7 +51,7 @@ func withoutWebhook(t *testing.T, name string, probe client.Object) (restore fun
 	probeAllowed := func() bool {
 		return k8s.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll) == nil
 	}
-	eventually(t, name+" is no longer called", probeAllowed)
+	testkit.Until(t, name+" is no longer called", probeAllowed)
 	restored := false
 	restore = func() {
 		if restored {
@@ -65,7 +66,7 @@ func withoutWebhook(t *testing.T, name string, probe client.Object) (restore fun
 		if err := k8s.Update(ctx, &cfg); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, name+" is called again", func() bool { return !probeAllowed() })
+		testkit.Until(t, name+" is called again", func() bool { return !probeAllowed() })
 	}
 	t.Cleanup(restore)
 	return restore

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 const exampleMachineConfiguration = "../../examples/machineconfiguration.yaml"
@@ -85,7 +86,7 @@ func TestKubectlNdpImportMachineConfigurationFromTheCluster(t *testing.T) {
 		if err := k8s.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
-		eventually(t, "MachineConfiguration cluster is gone", func() bool {
+		testkit.Until(t, "MachineConfiguration cluster is gone", func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(mc), mc.DeepCopy()))
 		})
 	})
@@ -113,7 +114,7 @@ func TestKubectlNdpImportMachineConfigurationFromTheCluster(t *testing.T) {
 		if err := k8s.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
-		eventually(t, name+" is deleted and out of the active set", func() bool {
+		testkit.Until(t, name+" is deleted and out of the active set", func() bool {
 			_, inForce := active.Get(name)
 			return !inForce && apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, p))
 		})

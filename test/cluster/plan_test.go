@@ -34,16 +34,14 @@ func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "compute"}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/compute": ""}},
 	}})
-	create(t, sourceMC(t, "00-compute-base", "compute", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, sourceMC("00-compute-base", "compute").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
 	for _, n := range []string{"compute-0", "compute-1", "compute-2"} {
 		create(t, node(n, "compute", a))
 	}
 	create(t, policy("compute-chrony", chronySpec()))
 	waitCondition(t, "compute-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
-	create(t, sourceMC(t, "50-compute-chrony", "compute", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20x"}}}}}))
+	create(t, sourceMC("50-compute-chrony", "compute").WithFile("/etc/chrony.conf", "pool x").Build())
 	b := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 
 	plans := waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
@@ -72,16 +70,9 @@ func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 
 	// A node on another old config gets its own plan in the same target.
 	other := node("compute-3", "compute", "rendered-compute-older")
-	create(t, sourceMCNamed(t, "rendered-compute-older"))
+	create(t, renderedMC("rendered-compute-older", "compute").Build())
 	create(t, other)
 	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 2 })
-}
-
-// sourceMCNamed is an old rendered config some node still runs.
-func sourceMCNamed(t *testing.T, name string) *ndpmcv1.MachineConfig {
-	mc := sourceMC(t, name, "none", map[string]any{})
-	mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: "compute"}
-	return mc
 }
 
 func setCurrent(t *testing.T, names []string, config string) {

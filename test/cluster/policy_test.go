@@ -22,6 +22,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 )
@@ -315,7 +316,7 @@ func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
 
 func waitEvent(t *testing.T, object, reason string) {
 	t.Helper()
-	eventually(t, "a "+reason+" event for "+object, func() bool {
+	testkit.Until(t, "a "+reason+" event for "+object, func() bool {
 		var list eventsv1.EventList
 		if err := k8s.List(context.Background(), &list); err != nil {
 			return false

@@ -38,13 +38,10 @@ func setupReplanBench(b *testing.B) {
 			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
 		}}))
-		benchMust(b, k8s.Create(ctx, sourceMC(b, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
-			map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20" + pool}}}}})))
+		benchMust(b, k8s.Create(ctx, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/chrony.conf", "pool "+pool).Build()))
 		for k := range benchSources {
 			old := fmt.Sprintf("rendered-%s-old%d", pool, k)
-			mc := sourceMC(b, old, "none", map[string]any{"storage": map[string]any{"files": []any{
-				map[string]any{"path": fmt.Sprintf("/etc/bench/%d", k), "contents": map[string]any{"source": "data:,old"}}}}})
-			mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: pool}
+			mc := renderedMC(old, pool).WithFile(fmt.Sprintf("/etc/bench/%d", k), "old").Build()
 			benchMust(b, k8s.Create(ctx, mc))
 			benchMust(b, k8s.Create(ctx, node(fmt.Sprintf("%s-%d", pool, k), pool, old)))
 		}

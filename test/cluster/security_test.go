@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,6 +45,8 @@ import (
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/output"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 )
 
@@ -286,7 +289,7 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 	token := daemonToken(t, daemonPod)
 
 	ctx := context.Background()
-	create(t, sourceMC(t, "rendered-security-1", "security-none", map[string]any{}))
+	create(t, sourceMC("rendered-security-1", "security-none").Build())
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ndp-security", Name: "pull-secret"}, StringData: map[string]string{".dockerconfigjson": "{}"}}
 	create(t, secret)
 	var before, mineBefore corev1.Node
@@ -425,7 +428,7 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 			return d.Status().Patch(ctx, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-security-1"}}, client.RawPatch(merge, []byte(`{"status":{"postConfigActions":[]}}`)))
 		}, byRBAC(`patch resource "machineconfigs/status"`)},
 		{"creates a MachineConfig", func(ctx context.Context) error {
-			return d.Create(ctx, sourceMC(t, "99-security-evil", "security-none", map[string]any{}))
+			return d.Create(ctx, sourceMC("99-security-evil", "security-none").Build())
 		}, byRBAC(`create resource "machineconfigs"`)},
 		{"reads MachineConfigPools", func(ctx context.Context) error {
 			return d.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPoolList"}})
@@ -559,10 +562,7 @@ func TestSecurityDaemonUpdatesItsNodeConfined(t *testing.T) {
 	// The old and the new config; the plan drains.
 	const path = "/etc/ndp-security.conf"
 	cfg := func(name, contents string) *ndpmcv1.MachineConfig {
-		mc := sourceMC(t, name, "security-none", map[string]any{"storage": map[string]any{"files": []any{
-			map[string]any{"path": path, "mode": 420, "overwrite": true, "contents": map[string]any{"source": "data:," + contents}}}}})
-		mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: "security-" + own}
-		return mc
+		return renderedMC(name, "security-"+own).WithFiles(builder.File(path, contents).With("mode", 420).With("overwrite", true)).Build()
 	}
 	from, to := cfg("rendered-security-run-a", "a"), cfg("rendered-security-run-b", "b")
 	np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "security"}, Spec: v1alpha1.NodeDisruptionPolicySpec{
@@ -736,31 +736,10 @@ type ownerRefPlane struct {
 
 func startOwnerRefPlane(t *testing.T) *ownerRefPlane {
 	t.Helper()
-	root, _ := filepath.Abs("../..")
-	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := controlplane.Environment(root, assets, false)
-	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting a second control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Logf("stopping the second control plane: %v", err)
-		}
-	})
-	admin, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := controlplane.AdminKubeconfig(env, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ownerRefPlane{cfg: cfg, admin: admin, kubeconfig: kc}
+	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", Kubeconfig: true, Configure: func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	}})
+	return &ownerRefPlane{cfg: cp.Config, admin: cp.Client, kubeconfig: cp.Kubeconfig}
 }
 
 func (p *ownerRefPlane) kubectl(t *testing.T, args ...string) {
@@ -795,22 +774,6 @@ func (p *ownerRefPlane) token(t *testing.T, namespace, name string) string {
 	return got.Status.Token
 }
 
-// within polls ok every 200 ms until it holds, failing the test after d.
-func within(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		done, state := ok()
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s (%s)", d, what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // What ndp-controller's service account, with the generated roles
 // (manifests/rbac/role.yaml) and the shipped bindings, may and may not do;
 // first, unless -short, that the real ndp-controller needs nothing more:
@@ -835,11 +798,11 @@ func TestSecurityBoundariesOfTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The API server loads the bindings asynchronously.
-	within(t, policyPatience, "ndp-controller's ClusterRoleBinding and RoleBinding in force", func() (bool, string) {
+	testkit.Eventually(t, "ndp-controller's ClusterRoleBinding and RoleBinding in force", func() (bool, string) {
 		err1 := ctl.List(ctx, &corev1.NodeList{})
 		err2 := ctl.Get(ctx, client.ObjectKey{Namespace: "ndp-system", Name: "absent"}, &corev1.Secret{})
 		return err1 == nil && apierrors.IsNotFound(err2), fmt.Sprintf("%v; %v", err1, err2)
-	})
+	}, testkit.Within(policyPatience))
 
 	if testing.Short() {
 		t.Log("-short: not running ndp-controller as its service account")
@@ -1025,7 +988,7 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 	if err := clientcmd.WriteToFile(*kc, kcPath); err != nil {
 		t.Fatal(err)
 	}
-	port, probes := freePort(t), freePort(t)
+	port, probes := testkit.FreePort(t), testkit.FreePort(t)
 
 	// Its webhook configuration (for the CA bundle; it admits nothing
 	// here), a pool with a source config, a registries config someone
@@ -1045,9 +1008,8 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "sec"}},
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/sec": ""}},
 		}},
-		sourceMC(t, "00-sec-base", "sec", map[string]any{"storage": map[string]any{"files": []any{
-			map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}),
-		sourceMC(t, "99-sec-generated-registries", "sec", map[string]any{}),
+		sourceMC("00-sec-base", "sec").WithFile("/etc/kubernetes/kubelet.conf", "base").Build(),
+		sourceMC("99-sec-generated-registries", "sec").Build(),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sec-0", Labels: map[string]string{"node-role.kubernetes.io/sec": ""}}},
 	)
 	var n corev1.Node
@@ -1099,15 +1061,15 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 
 	// Adopting the registries config: an update adding an owner reference,
 	// so delete on it and update on the pool's finalizers.
-	within(t, slow, "99-sec-generated-registries adopted by pool sec", func() (bool, string) {
+	testkit.Eventually(t, "99-sec-generated-registries adopted by pool sec", func() (bool, string) {
 		var mc ndpmcv1.MachineConfig
 		err := p.admin.Get(ctx, client.ObjectKey{Name: "99-sec-generated-registries"}, &mc)
 		return err == nil && owned(&mc, getPool()), fmt.Sprintf("%v, owners %v", err, mc.OwnerReferences)
-	})
+	}, testkit.Within(slow))
 	// Rendering: a config created with the pool as its controller, and the
 	// pool's target patched.
 	var first string
-	within(t, slow, "pool sec rendered from its two sources", func() (bool, string) {
+	testkit.Eventually(t, "pool sec rendered from its two sources", func() (bool, string) {
 		pl := getPool()
 		if len(pl.Spec.Configuration.Source) != 2 {
 			return false, fmt.Sprintf("configuration %+v", pl.Spec.Configuration)
@@ -1116,16 +1078,15 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 		err := p.admin.Get(ctx, client.ObjectKey{Name: pl.Spec.Configuration.Name}, &mc)
 		first = mc.Name
 		return err == nil && owned(&mc, pl), fmt.Sprintf("%v, owners %v", err, mc.OwnerReferences)
-	})
+	}, testkit.Within(slow))
 	// The node runs it; a new config is planned and the node sent to it.
 	if err := rawPatch(p.admin, nodeNamed("sec-0"), types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q,%q:%q}}}`,
 		ndpmcv1.CurrentConfigAnnotation, first, ndpmcv1.DesiredConfigAnnotation, first, ndpmcv1.StateAnnotation, ndpmcv1.StateDone)); err != nil {
 		t.Fatal(err)
 	}
-	p.create(t, sourceMC(t, "50-sec-chrony", "sec", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20x"}}}}}))
+	p.create(t, sourceMC("50-sec-chrony", "sec").WithFile("/etc/chrony.conf", "pool x").Build())
 	var second string
-	within(t, slow, "pool sec re-rendered, planned and rolled out", func() (bool, string) {
+	testkit.Eventually(t, "pool sec re-rendered, planned and rolled out", func() (bool, string) {
 		second = getPool().Spec.Configuration.Name
 		var mc ndpmcv1.MachineConfig
 		if second == first || p.admin.Get(ctx, client.ObjectKey{Name: second}, &mc) != nil || mc.Status.PlanFrom(first) == nil {
@@ -1134,36 +1095,36 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 		var node corev1.Node
 		err := p.admin.Get(ctx, client.ObjectKey{Name: "sec-0"}, &node)
 		return err == nil && node.Annotations[ndpmcv1.DesiredConfigAnnotation] == second, fmt.Sprintf("node sec-0 %v: %v", err, node.Annotations)
-	})
-	within(t, slow, "pool sec's status written", func() (bool, string) {
+	}, testkit.Within(slow))
+	testkit.Eventually(t, "pool sec's status written", func() (bool, string) {
 		pl := getPool()
 		return pl.Status.MachineCount == 1 && len(pl.Status.Conditions) > 0, fmt.Sprintf("%+v", pl.Status)
-	})
-	within(t, slow, "ClusterOperator ndp created and reporting", func() (bool, string) {
+	}, testkit.Within(slow))
+	testkit.Eventually(t, "ClusterOperator ndp created and reporting", func() (bool, string) {
 		var co configv1.ClusterOperator
 		err := p.admin.Get(ctx, client.ObjectKey{Name: "ndp"}, &co)
 		return err == nil && len(co.Status.Conditions) > 0, fmt.Sprintf("%v: %+v", err, co.Status)
-	})
-	within(t, slow, "the default NodeDisruptionPolicy created and accepted", func() (bool, string) {
+	}, testkit.Within(slow))
+	testkit.Eventually(t, "the default NodeDisruptionPolicy created and accepted", func() (bool, string) {
 		var np v1alpha1.NodeDisruptionPolicy
 		err := p.admin.Get(ctx, client.ObjectKey{Name: controllers.DefaultPolicyName}, &np)
 		c := meta.FindStatusCondition(np.Status.Conditions, v1alpha1.ConditionAccepted)
 		return err == nil && c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%v: %+v", err, np.Status)
-	})
-	within(t, slow, "the leader Lease in ndp-system held", func() (bool, string) {
+	}, testkit.Within(slow))
+	testkit.Eventually(t, "the leader Lease in ndp-system held", func() (bool, string) {
 		var l coordinationv1.Lease
 		err := p.admin.Get(ctx, client.ObjectKey{Namespace: "ndp-system", Name: controllers.LeaderElectionID}, &l)
 		return err == nil && ptr.Deref(l.Spec.HolderIdentity, "") != "", fmt.Sprintf("%v: %+v", err, l.Spec)
-	})
-	within(t, slow, "the self-signed certificate's Secret written and its CA injected", func() (bool, string) {
+	}, testkit.Within(slow))
+	testkit.Eventually(t, "the self-signed certificate's Secret written and its CA injected", func() (bool, string) {
 		var s corev1.Secret
 		var w admissionregistrationv1.ValidatingWebhookConfiguration
 		err1 := p.admin.Get(ctx, client.ObjectKey{Namespace: "ndp-system", Name: "ndp-webhook-self-signed"}, &s)
 		err2 := p.admin.Get(ctx, client.ObjectKey{Name: "ndp-webhook"}, &w)
 		return err1 == nil && err2 == nil && len(s.Data["ca.crt"]) > 0 && string(w.Webhooks[0].ClientConfig.CABundle) == string(s.Data["ca.crt"]),
 			fmt.Sprintf("%v; %v", err1, err2)
-	})
-	within(t, slow, "an event about the rendering of pool sec", func() (bool, string) {
+	}, testkit.Within(slow))
+	testkit.Eventually(t, "an event about the rendering of pool sec", func() (bool, string) {
 		var list eventsv1.EventList
 		err := p.admin.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))
 		for _, e := range list.Items {
@@ -1172,7 +1133,7 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 			}
 		}
 		return false, fmt.Sprintf("%v, %d events", err, len(list.Items))
-	})
+	}, testkit.Within(slow))
 	stop()
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
 		t.Errorf("the API server refused ndp-controller something:\n%s", logs.String())

@@ -22,6 +22,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // The shape of `ndp status -o json` this test reads (cmd/ndp StatusReport).
@@ -126,11 +127,9 @@ func TestKubectlNdpStatus(t *testing.T) {
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{role: ""}},
 			MaxUnavailable:        &mu,
 		}})
-	create(t, sourceMC(t, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
-	create(t, sourceMC(t, "50-"+pool+"-chrony", pool, map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20ntp.example.com"}}}}}))
+	create(t, sourceMC("50-"+pool+"-chrony", pool).WithFile("/etc/chrony.conf", "pool ntp.example.com").Build())
 	b := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 
 	// The nodes, already sent to b (so the rollout controller leaves them
@@ -202,7 +201,7 @@ func TestKubectlNdpStatus(t *testing.T) {
 	// -o json: the pool as the API server has it at that moment (read
 	// before and after, unchanged in between), and the nodes.
 	var last string
-	eventually(t, "kubectl ndp status -o json shows the pool's status and nodes", func() bool {
+	testkit.Until(t, "kubectl ndp status -o json shows the pool's status and nodes", func() bool {
 		var before, after mcfgv1.MachineConfigPool
 		if err := k8s.Get(ctx, client.ObjectKey{Name: pool}, &before); err != nil {
 			return false
@@ -254,7 +253,7 @@ func TestKubectlNdpStatus(t *testing.T) {
 	// Text: the pool's row, its nodes' rows, the plan and the whole reason.
 	short := func(name string) string { return strings.TrimPrefix(name, "rendered-"+pool+"-")[:8] }
 	var out string
-	eventually(t, "kubectl ndp status "+pool+" prints the rows expected", func() bool {
+	testkit.Until(t, "kubectl ndp status "+pool+" prints the rows expected", func() bool {
 		var p mcfgv1.MachineConfigPool
 		if err := k8s.Get(ctx, client.ObjectKey{Name: pool}, &p); err != nil {
 			return false

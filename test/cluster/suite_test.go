@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/webhook"
@@ -49,49 +48,17 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, _ := filepath.Abs("../..")
-	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver", "kubectl")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kubectlBin = filepath.Join(assets, "kubectl")
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	env := controlplane.Environment(root, assets, true)
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
-		}
-	}()
-	restConfig = cfg
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "ndp-cluster-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if kubeconfig, err = controlplane.AdminKubeconfig(env, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	webhookInstall = &env.WebhookInstallOptions
-	controllers.RetryRejected = 2 * time.Second // a minute in production
-	if err := startReplica(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { stopReplica() }()
-	return m.Run()
+	return testkit.Main(m, testkit.ControlPlaneOptions{Root: "../..", Binaries: []string{"kubectl"}, Webhooks: true, Kubeconfig: true},
+		func(cp *testkit.ControlPlane) (func(), error) {
+			k8s, restConfig, kubeconfig, kubectlBin = cp.Client, cp.Config, cp.Kubeconfig, cp.Bin("kubectl")
+			webhookInstall = &cp.Env.WebhookInstallOptions
+			controllers.RetryRejected = 2 * time.Second // a minute in production
+			if err := startReplica(); err != nil {
+				return nil, err
+			}
+			return func() { stopReplica() }, nil
+		})
 }
 
 // startReplica runs ndp-controller's wiring in this process: controllers

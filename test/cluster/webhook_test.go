@@ -17,6 +17,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // previewPool creates a pool with a base MachineConfig and n nodes running
@@ -27,8 +28,7 @@ func previewPool(t *testing.T, pool string, n int) string {
 		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
 		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
 	}})
-	create(t, sourceMC(t, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	// With the generated registries config: two sources.
 	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
 	for i := range n {
@@ -117,7 +117,7 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 	if err := k8s.Delete(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the policy leaves the active set", func() bool { _, ok := active.Get("preview-chrony"); return !ok })
+	testkit.Until(t, "the policy leaves the active set", func() bool { _, ok := active.Get("preview-chrony"); return !ok })
 	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
 	printed(t, "without the policy", "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (unclaimed: file /etc/chrony.conf: added)", out, err)
 
@@ -135,7 +135,7 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 	printed(t, "deleting the base config", "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (policy default; unclaimed: file /etc/kubernetes/kubelet.conf: removed)", out, err)
 
 	// Nodes on two configs: one plan each.
-	older := sourceMCNamed(t, "rendered-preview-older")
+	older := renderedMC("rendered-preview-older", "compute").Build()
 	create(t, older)
 	create(t, node("preview-d", "preview", older.Name))
 	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
@@ -231,7 +231,7 @@ spec:
 // planned None, saying why.
 func TestMCOParityRefusalsAndLUKS(t *testing.T) {
 	previewPool(t, "parity", 2)
-	eventually(t, "the default policy is active", func() bool { _, ok := active.Get(controllers.DefaultPolicyName); return ok })
+	testkit.Until(t, "the default policy is active", func() bool { _, ok := active.Get(controllers.DefaultPolicyName); return ok })
 	mc := func(name, config string) string {
 		return "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: " + name +
 			"\n  labels: {machineconfiguration.openshift.io/role: parity}\nspec:\n  config:\n    ignition: {version: 3.4.0}\n" + config
@@ -413,7 +413,7 @@ spec:
 // A single-node cluster is never drained, and the preview says so; a
 // second node changes the answer.
 func TestSingleNodePreviewNeverDrains(t *testing.T) {
-	eventually(t, "the nodes of earlier tests are gone", func() bool {
+	testkit.Until(t, "the nodes of earlier tests are gone", func() bool {
 		var nodes corev1.NodeList
 		return k8s.List(context.Background(), &nodes) == nil && len(nodes.Items) == 0
 	})
@@ -422,7 +422,7 @@ func TestSingleNodePreviewNeverDrains(t *testing.T) {
 	out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
 	printed(t, "single node", "Warning: pool sno, 1 node: Reboot, no drain, reboots 1 node", out, err)
 	create(t, node("other-0", "other", "rendered-other-x"))
-	eventually(t, "the preview drains once there are two nodes", func() bool {
+	testkit.Until(t, "the preview drains once there are two nodes", func() bool {
 		out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
 		return err == nil && strings.Contains(out, "Warning: pool sno, 1 node: Reboot, drains 1 node, reboots 1 node")
 	})
