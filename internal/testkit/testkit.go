@@ -94,3 +94,15 @@ func Terminate(p *os.Process, done <-chan struct{}, grace time.Duration) {
 		<-done
 	}
 }
+
+// WithoutCommentLines is s without its lines that start with "#" (an
+// import's YAML without the report's comments).
+func WithoutCommentLines(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
