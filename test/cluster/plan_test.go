@@ -2,32 +2,14 @@ package cluster
 
 import (
 	"context"
-	"testing"
-
-	configv1 "github.com/openshift/api/config/v1"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"testing"
 )
-
-func node(name, pool, current string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels:      map[string]string{"node-role.kubernetes.io/" + pool: ""},
-		Annotations: map[string]string{ndpmcv1.CurrentConfigAnnotation: current, ndpmcv1.DesiredConfigAnnotation: current, ndpmcv1.StateAnnotation: "Done"}}}
-}
-
-// waitPlans polls a MachineConfig until its plans satisfy ok.
-func waitPlans(t *testing.T, name string, ok func([]ndpmcv1.PostConfigActions) bool) []ndpmcv1.PostConfigActions {
-	t.Helper()
-	return waitObject(t, name, "plans as expected", func(mc *ndpmcv1.MachineConfig) bool {
-		return ok(mc.Status.PostConfigActions)
-	}).Status.PostConfigActions
-}
 
 func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "compute"}, Spec: mcfgv1.MachineConfigPoolSpec{
@@ -73,25 +55,6 @@ func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 	create(t, renderedMC("rendered-compute-older", "compute").Build())
 	create(t, other)
 	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 2 })
-}
-
-func setCurrent(t *testing.T, names []string, config string) {
-	t.Helper()
-	for _, n := range names {
-		// Retried on conflict: the rollout controller patches nodes too.
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var nd corev1.Node
-			if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
-				return err
-			}
-			nd.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
-			nd.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
-			return k8s.Update(context.Background(), &nd)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // Image-mirror objects reach nodes through the same path: a rendered

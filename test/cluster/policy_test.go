@@ -2,102 +2,25 @@ package cluster
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
-
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"os"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/internal/bundletest"
-	"github.com/ndp-dev/ndp/internal/testkit"
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/policyset"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
 )
-
-func restart(svc string) operatorv1.NodeDisruptionPolicySpecAction {
-	return planner.RestartAction(svc)
-}
-
-func policy(name string, spec v1alpha1.NodeDisruptionPolicySpec) *v1alpha1.NodeDisruptionPolicy {
-	return &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-}
-
-func chronySpec() v1alpha1.NodeDisruptionPolicySpec {
-	return v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("chronyd.service")}}}}
-}
-
-// brokenPolicy is denied by the policy webhook.
-func brokenPolicy() *v1alpha1.NodeDisruptionPolicy {
-	return policy("probe", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.probe\n\nx := := 1\n"})
-}
-
-// withoutPolicyWebhook lets the test put policies the webhook would refuse
-// into the cluster, to test how the controller handles them.
-func withoutPolicyWebhook(t *testing.T) (restore func()) {
-	t.Helper()
-	return withoutWebhook(t, policyWebhook, brokenPolicy())
-}
-
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := k8s.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %s: %v", obj.GetName(), err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
-}
-
-// waitCondition polls a policy until its condition has the status wanted
-// for the current generation, and returns the policy.
-func waitCondition(t *testing.T, name, typ string, want metav1.ConditionStatus) *v1alpha1.NodeDisruptionPolicy {
-	t.Helper()
-	return waitObject(t, name, "condition "+typ+" is "+string(want), func(p *v1alpha1.NodeDisruptionPolicy) bool {
-		c := meta.FindStatusCondition(p.Status.Conditions, typ)
-		return c != nil && c.Status == want && c.ObservedGeneration == p.Generation
-	})
-}
-
-func chronyPlan(t *testing.T) *planner.Plan {
-	t.Helper()
-	p := active.Planner()
-	if p == nil {
-		t.Fatal("no active policy set")
-	}
-	old, err := planner.ParseMachineConfig("old", []byte(`{"kind":"MachineConfig","metadata":{"name":"a"},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	new, err := planner.ParseMachineConfig("new", []byte(`{"kind":"MachineConfig","metadata":{"name":"b"},"spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,x"}}]}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
-}
-
-func actionTypes(p *planner.Plan) string {
-	var s []string
-	for _, a := range p.Actions {
-		s = append(s, string(a.Type))
-	}
-	return strings.Join(s, ",")
-}
 
 func TestValidPolicyIsAcceptedAndActive(t *testing.T) {
 	start := time.Now()
@@ -312,40 +235,6 @@ func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
 			t.Errorf("default row %q\n%s", r, out)
 		}
 	}
-}
-
-func waitEvent(t *testing.T, object, reason string) {
-	t.Helper()
-	testkit.Until(t, "a "+reason+" event for "+object, func() bool {
-		var list eventsv1.EventList
-		if err := k8s.List(context.Background(), &list); err != nil {
-			return false
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == object && e.Reason == reason {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-func metricCount(t *testing.T, name string) uint64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			n += m.GetHistogram().GetSampleCount()
-		}
-	}
-	return n
 }
 
 func TestSignedBundleFromExamples(t *testing.T) {

@@ -2,49 +2,17 @@ package cluster
 
 import (
 	"context"
-	"strings"
-	"testing"
-
-	configv1 "github.com/openshift/api/config/v1"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/render"
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"strings"
+	"testing"
 )
-
-// waitMachineConfig polls a MachineConfig until ok accepts it.
-func waitMachineConfig(t *testing.T, name string, ok func(*ndpmcv1.MachineConfig) bool) *ndpmcv1.MachineConfig {
-	t.Helper()
-	return waitObject(t, name, "MachineConfig as expected", ok)
-}
-
-func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *planner.Config {
-	t.Helper()
-	cfg, err := planner.NewConfig(mc.Name, mc.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-func poolCondition(t *testing.T, pool string, want corev1.ConditionStatus) mcfgv1.MachineConfigPoolCondition {
-	t.Helper()
-	var found mcfgv1.MachineConfigPoolCondition
-	waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool {
-		for _, c := range p.Status.Conditions {
-			if c.Type == ndpmcv1.ConditionRegistriesDegraded && c.Status == want {
-				found = c
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
 
 func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	ctx := context.Background()

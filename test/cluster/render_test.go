@@ -3,45 +3,17 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"strings"
-	"testing"
-
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/render"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"strings"
+	"testing"
 )
-
-// sourceMC starts a source MachineConfig of pool, on the suite's OS image.
-func sourceMC(name, pool string) *builder.MachineConfigBuilder {
-	return builder.MachineConfig(name).WithRole(pool).WithOSImageURL("quay.io/os@sha256:1")
-}
-
-// renderedMC starts a MachineConfig rendered for pool, on the suite's OS
-// image.
-func renderedMC(name, pool string) *builder.MachineConfigBuilder {
-	return builder.MachineConfig(name).RenderedFor(pool).WithOSImageURL("quay.io/os@sha256:1")
-}
-
-// waitPool polls a pool until ok accepts it.
-func waitPool(t *testing.T, name string, ok func(*mcfgv1.MachineConfigPool) bool) *mcfgv1.MachineConfigPool {
-	t.Helper()
-	return waitObject(t, name, "pool as expected", ok)
-}
-
-func renderCondition(p *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPoolCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == mcfgv1.MachineConfigPoolRenderDegraded {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
 
 func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	ctx := context.Background()
@@ -96,9 +68,4 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 			t.Errorf("%s renders the unreconcilable disk", all.Items[i].Name)
 		}
 	}
-}
-
-// invalidIgnitionMC is denied by the MachineConfig webhook.
-func invalidIgnitionMC() *ndpmcv1.MachineConfig {
-	return builder.MachineConfig("probe").WithIgnitionVersion("2.2.0").Build()
 }

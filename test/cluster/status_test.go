@@ -4,25 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"testing"
-	"time"
-
 	"github.com/google/go-cmp/cmp"
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"os/exec"
+	"path/filepath"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/internal/testkit"
+	"strings"
+	"testing"
+	"time"
 )
 
 // The shape of `ndp status -o json` this test reads (cmd/ndp StatusReport).
@@ -59,24 +56,6 @@ type statusNodeJSON struct {
 		Drain   bool     `json:"drain"`
 		Reboot  bool     `json:"reboot"`
 	} `json:"plan,omitempty"`
-}
-
-// kubectlPlugin runs the real kubectl with dir (holding kubectl-ndp) first
-// on PATH. kubectl passes plugins no flags of its own: the cluster comes
-// from KUBECONFIG.
-func kubectlPlugin(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(kubectlBin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("kubectl %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
 }
 
 func statusCond(typ, status, reason, msg string) map[string]any {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +123,32 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// kubectlFile writes manifest to a file and runs kubectl with -f on it.
+func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubectl(t, append(args, "-f", f)...)
+}
+
+// kubectlPlugin runs the real kubectl with dir (holding kubectl-ndp) first
+// on PATH. kubectl passes plugins no flags of its own: the cluster comes
+// from KUBECONFIG.
+func kubectlPlugin(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(kubectlBin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kubectl %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
 }

@@ -2,74 +2,17 @@ package cluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-
-	"github.com/ndp-dev/ndp/controllers"
-
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"strings"
+	"testing"
 )
-
-// previewPool creates a pool with a base MachineConfig and n nodes running
-// its rendered config, which it returns.
-func previewPool(t *testing.T, pool string, n int) string {
-	t.Helper()
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-	}})
-	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
-	// With the generated registries config: two sources.
-	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
-	for i := range n {
-		create(t, node(pool+"-"+string(rune('a'+i)), pool, target))
-	}
-	return target
-}
-
-// kubectlFile writes manifest to a file and runs kubectl with -f on it.
-func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "manifest.yaml")
-	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kubectl(t, append(args, "-f", f)...)
-}
-
-// printed checks that a kubectl command succeeded and printed want.
-func printed(t *testing.T, what, want, out string, err error) {
-	t.Helper()
-	if err != nil || !strings.Contains(out, want) {
-		t.Errorf("%s, printed (%v):\n%s\nwant %q", what, err, out, want)
-	}
-}
-
-func renderedCount(t *testing.T, pool string) int {
-	t.Helper()
-	var list ndpmcv1.MachineConfigList
-	if err := k8s.List(context.Background(), &list, client.MatchingLabels{ndpmcv1.RenderedForLabel: pool}); err != nil {
-		t.Fatal(err)
-	}
-	return len(list.Items)
-}
-
-func mustNotExist(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-		t.Errorf("%s %s exists after the request (err %v)", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
-	}
-}
 
 const chronyMC = `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
