@@ -74,10 +74,7 @@ func files(n int, salt string) []builder.Entry {
 // with 20 nodes on its rendered config.
 func setupAdmissionBench(b *testing.B) {
 	ctx := context.Background()
-	benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: admissionPool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: admissionPool}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + admissionPool: ""}},
-	}}))
+	benchMust(b, k8s.Create(ctx, machineConfigPool(admissionPool)))
 	benchMust(b, k8s.Create(ctx, sourceMC("00-adm-base", admissionPool).WithFiles(files(admissionFiles, "base")...).Build()))
 	var target string
 	testkit.Until(b, "the pool renders its base and registries configs", func() bool {

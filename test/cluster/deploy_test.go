@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
+	"testing"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"slices"
-	"testing"
 )
 
 // ndp-daemon, with the shipped DaemonSet, RBAC and admission policy, may
@@ -80,16 +81,9 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 
 	// Its own MachineConfigNode, created by server-side apply, and its
 	// status; another node's refused, whether it exists or not.
-	mcn := func(name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("machineconfiguration.openshift.io/v1")
-		u.SetKind("MachineConfigNode")
-		u.SetName(name)
-		return u
-	}
 	t.Cleanup(func() {
 		for _, n := range []string{"node-a", "node-b"} {
-			_ = k8s.Delete(context.Background(), mcn(n))
+			_ = k8s.Delete(context.Background(), mcnNamed(n))
 		}
 	})
 	if err := applyMCN(daemonA, "node-a", false); err != nil {
@@ -98,7 +92,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	if err := applyMCN(daemonA, "node-a", true); err != nil {
 		t.Errorf("the daemon on node-a applying the status of MachineConfigNode node-a: %v", err)
 	}
-	got := mcn("node-a")
+	got := mcnNamed("node-a")
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, got); err != nil {
 		t.Errorf("MachineConfigNode node-a: %v", err)
 	} else if conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions"); len(conds) != 1 {
@@ -106,7 +100,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	}
 	const otherMCN = "ndp-daemon on node node-a may only change its own Node and MachineConfigNode, not machineconfignodes node-b"
 	refused(t, "the daemon on node-a creating MachineConfigNode node-b", applyMCN(daemonA, "node-b", false), otherMCN)
-	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-b"}, mcn("node-b")); !apierrors.IsNotFound(err) {
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-b"}, mcnNamed("node-b")); !apierrors.IsNotFound(err) {
 		t.Errorf("MachineConfigNode node-b after the refused create: %v", err)
 	}
 	// node-b's own, written by someone else: the daemon on node-a may not
@@ -126,13 +120,13 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: deleter.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "ndp-system", Name: "ndp-daemon"}}})
 	untilRefused(t, "the daemon on node-a deleting MachineConfigNode node-b", otherMCN, func(int) error {
-		err := daemonA.Delete(ctx, mcn("node-b"))
+		err := daemonA.Delete(ctx, mcnNamed("node-b"))
 		if err == nil {
 			t.Fatal("the daemon on node-a deleted MachineConfigNode node-b")
 		}
 		return err
 	})
-	if err := daemonA.Delete(ctx, mcn("node-a")); err != nil {
+	if err := daemonA.Delete(ctx, mcnNamed("node-a")); err != nil {
 		t.Errorf("the daemon on node-a deleting MachineConfigNode node-a: %v", err)
 	}
 

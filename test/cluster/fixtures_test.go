@@ -123,10 +123,7 @@ func create(t *testing.T, obj client.Object) {
 // its rendered config, which it returns.
 func previewPool(t *testing.T, pool string, n int) string {
 	t.Helper()
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-	}})
+	create(t, machineConfigPool(pool))
 	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	// With the generated registries config: two sources.
 	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
@@ -182,4 +179,13 @@ func renderedMC(name, pool string) *builder.MachineConfigBuilder {
 // invalidIgnitionMC is denied by the MachineConfig webhook.
 func invalidIgnitionMC() *ndpmcv1.MachineConfig {
 	return builder.MachineConfig("probe").WithIgnitionVersion("2.2.0").Build()
+}
+
+// machineConfigPool is pool name: the MachineConfigs with its role label,
+// the nodes with the node-role.kubernetes.io/<name> label.
+func machineConfigPool(name string) *mcfgv1.MachineConfigPool {
+	return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mcfgv1.MachineConfigPoolSpec{
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: name}},
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + name: ""}},
+	}}
 }

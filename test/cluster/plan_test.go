@@ -2,20 +2,19 @@ package cluster
 
 import (
 	"context"
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"testing"
+
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"testing"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "compute"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "compute"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/compute": ""}},
-	}})
+	create(t, machineConfigPool("compute"))
 	create(t, sourceMC("00-compute-base", "compute").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
 	for _, n := range []string{"compute-0", "compute-1", "compute-2"} {
@@ -60,10 +59,7 @@ func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 // Image-mirror objects reach nodes through the same path: a rendered
 // config whose status holds the plan.
 func TestImageMirrorPlansInMachineConfigStatus(t *testing.T) {
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "mirror"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "mirror"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/mirror": ""}},
-	}})
+	create(t, machineConfigPool("mirror"))
 	a := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration.Name
 	nodes := []string{"mirror-0", "mirror-1"}
 	for _, n := range nodes {

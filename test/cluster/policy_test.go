@@ -2,24 +2,26 @@ package cluster
 
 import (
 	"context"
-	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/internal/bundletest"
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/policyset"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"os"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/policyset"
 )
 
 func TestValidPolicyIsAcceptedAndActive(t *testing.T) {

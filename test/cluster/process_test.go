@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ndp-dev/ndp/internal/output"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/webhook"
 )

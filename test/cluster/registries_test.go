@@ -2,16 +2,17 @@ package cluster
 
 import (
 	"context"
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/render"
-	configv1 "github.com/openshift/api/config/v1"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"strings"
-	"testing"
 )
 
 func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
@@ -21,10 +22,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 		waitCondition(t, controllers.DefaultPolicyName, "Accepted", metav1.ConditionTrue)
 		p = active.Planner()
 	}
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "infra"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/infra": ""}},
-	}})
+	create(t, machineConfigPool("infra"))
 	name := render.GeneratedRegistriesName("infra")
 	before := waitMachineConfig(t, name, func(*ndpmcv1.MachineConfig) bool { return true })
 	if before.Labels[ndpmcv1.RoleLabel] != "infra" || len(before.OwnerReferences) != 1 {

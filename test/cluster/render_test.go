@@ -3,24 +3,22 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/render"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"strings"
-	"testing"
 )
 
 func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	ctx := context.Background()
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "edge"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "edge"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/edge": ""}},
-	}})
+	create(t, machineConfigPool("edge"))
 	create(t, sourceMC("00-edge-base", "edge").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	// The registries controller's 99-edge-generated-registries joins the sources.
 	first := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {

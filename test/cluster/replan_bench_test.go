@@ -10,7 +10,6 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -34,10 +33,7 @@ func setupReplanBench(b *testing.B) {
 	ctx := context.Background()
 	for i := range benchPools {
 		pool := fmt.Sprintf("bench%02d", i)
-		benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
-			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-		}}))
+		benchMust(b, k8s.Create(ctx, machineConfigPool(pool)))
 		benchMust(b, k8s.Create(ctx, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/chrony.conf", "pool "+pool).Build()))
 		for k := range benchSources {
 			old := fmt.Sprintf("rendered-%s-old%d", pool, k)

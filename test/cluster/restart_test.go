@@ -24,10 +24,7 @@ import (
 // Here the policy's Rego tests take seconds, so a replica that did not
 // wait would plan, and store, the reboot first.
 func TestFreshReplicaPlansWithEveryPolicy(t *testing.T) {
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "fresh"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/fresh": ""}},
-	}})
+	create(t, machineConfigPool("fresh"))
 	create(t, sourceMC("00-fresh-base", "fresh").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, "fresh", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
 	create(t, node("fresh-0", "fresh", a))

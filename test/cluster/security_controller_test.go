@@ -322,10 +322,7 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"ndp.dev/security-e2e": "true"}},
 		}}})
 	p.create(t,
-		&mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "sec"}, Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "sec"}},
-			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/sec": ""}},
-		}},
+		machineConfigPool("sec"),
 		sourceMC("00-sec-base", "sec").WithFile("/etc/kubernetes/kubelet.conf", "base").Build(),
 		sourceMC("99-sec-generated-registries", "sec").Build(),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "sec-0", Labels: map[string]string{"node-role.kubernetes.io/sec": ""}}},

@@ -146,14 +146,7 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: own}, &mineBefore); err != nil {
 		t.Fatal(err)
 	}
-	mcn := func(name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("machineconfiguration.openshift.io/v1")
-		u.SetKind("MachineConfigNode")
-		u.SetName(name)
-		return u
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mcn(own)) })
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mcnNamed(own)) })
 	merge, strategic := types.MergePatchType, types.StrategicMergePatchType
 	cantChange := "may only change its own Node and MachineConfigNode, not "
 
@@ -228,7 +221,7 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		{"applies its MachineConfigNode", func(context.Context) error { return applyMCN(d, own, false) }, allowed},
 		{"applies its MachineConfigNode's status", func(context.Context) error { return applyMCN(d, own, true) }, allowed},
 		{"applies another node's MachineConfigNode", func(context.Context) error { return applyMCN(d, other, false) }, byPolicy(ownNodePolicy, cantChange+"machineconfignodes "+other)},
-		{"deletes its MachineConfigNode", func(ctx context.Context) error { return d.Delete(ctx, mcn(own)) }, byRBAC(`delete resource "machineconfignodes"`)},
+		{"deletes its MachineConfigNode", func(ctx context.Context) error { return d.Delete(ctx, mcnNamed(own)) }, byRBAC(`delete resource "machineconfignodes"`)},
 
 		// Events.
 		{"records an event about its Node", func(ctx context.Context) error { return d.Create(ctx, anEvent("Node", "v1", "", own)) }, allowed},

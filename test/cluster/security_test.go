@@ -285,3 +285,12 @@ func untilRefused(t *testing.T, what, want string, try func(attempt int) error) 
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// mcnNamed is the MachineConfigNode name, for server-side apply and delete.
+func mcnNamed(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("machineconfiguration.openshift.io/v1")
+	u.SetKind("MachineConfigNode")
+	u.SetName(name)
+	return u
+}

@@ -2,16 +2,18 @@ package cluster
 
 import (
 	"context"
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/internal/testkit"
+	"strings"
+	"testing"
+
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"strings"
-	"testing"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 const chronyMC = `apiVersion: machineconfiguration.openshift.io/v1
