@@ -17,6 +17,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // hostileRule is a policy whose claims rule does what rule says for every

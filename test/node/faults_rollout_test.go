@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/output"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // replica is one ndp-controller process, restarted when it exits as a

@@ -26,6 +26,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 )
 
