@@ -10,6 +10,8 @@
 package builder
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"maps"
@@ -51,6 +53,21 @@ func File(path, contents string) Entry {
 // FileB64 is an Ignition file with contents as a base64 data URL.
 func FileB64(path, contents string) Entry {
 	return Entry{"path": path, "contents": map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString([]byte(contents))}}
+}
+
+// FileGzip is an Ignition file with gzip-compressed base64 contents.
+func FileGzip(path, contents string) Entry {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte(contents))
+	_ = zw.Close()
+	return Entry{"path": path, "contents": map[string]any{"compression": "gzip", "source": "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())}}
+}
+
+// FileSource is an Ignition file whose contents come from source as is (a
+// data URL of another form, a remote URL).
+func FileSource(path, source string) Entry {
+	return Entry{"path": path, "contents": map[string]any{"source": source}}
 }
 
 // Unit is a systemd unit; empty contents leave the field out.
@@ -139,7 +156,8 @@ func (b *IgnitionBuilder) WithEntries(section, list string, entries ...Entry) *I
 }
 
 // Merge sets the top-level sections of cfg, a config written by hand (its
-// "ignition" section, if any, replaces the version).
+// "ignition" section, if any, replaces the version; a section it has
+// replaces what the builder put there).
 func (b *IgnitionBuilder) Merge(cfg map[string]any) *IgnitionBuilder {
 	maps.Copy(b.cfg, cfg)
 	return b
@@ -261,6 +279,13 @@ func (b *MachineConfigBuilder) WithOSImageURL(image string) *MachineConfigBuilde
 // extensions, fips, ...).
 func (b *MachineConfigBuilder) WithSpec(field string, value any) *MachineConfigBuilder {
 	b.spec[field] = value
+	return b
+}
+
+// WithSpecFields sets spec fields by their JSON names (a spec written by
+// hand, beside spec.config).
+func (b *MachineConfigBuilder) WithSpecFields(fields map[string]any) *MachineConfigBuilder {
+	maps.Copy(b.spec, fields)
 	return b
 }
 

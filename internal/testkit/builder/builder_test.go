@@ -42,3 +42,18 @@ func TestRawConfig(t *testing.T) {
 		t.Error(string(mc.Spec.Config.Raw))
 	}
 }
+
+func TestFileGzipAndSource(t *testing.T) {
+	ign := builder.Ignition().WithFiles(builder.FileGzip("/a", "x"), builder.FileSource("/b", "data:text/plain;base64,eA==")).Build()
+	files := ign["storage"].(map[string]any)["files"].([]any)
+	if c := files[0].(map[string]any)["contents"].(map[string]any); c["compression"] != "gzip" {
+		t.Errorf("%v", c)
+	}
+	if c := files[1].(map[string]any)["contents"].(map[string]any); c["source"] != "data:text/plain;base64,eA==" {
+		t.Errorf("%v", c)
+	}
+	doc := builder.MachineConfig("a").WithSpecFields(map[string]any{"kernelType": "realtime"}).Build()
+	if doc.Spec.KernelType != "realtime" {
+		t.Errorf("%+v", doc.Spec)
+	}
+}
