@@ -10,32 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ndp-dev/ndp/apis/scheme"
-	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // A node's update wakes the pools that select it before or after (and no
 // other); a node created or deleted wakes every pool. Pools are read from a
 // real API server.
 func TestEnqueuePoolsOfNode(t *testing.T) {
-	assets, err := controlplane.Assets("..", "kube-apiserver", "etcd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := controlplane.Environment("..", assets, false)
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: ".."}).Client
 	ctx := context.Background()
 	for name, sel := range map[string]*metav1.LabelSelector{
 		"infra":  {MatchLabels: map[string]string{"role": "infra"}},

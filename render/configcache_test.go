@@ -3,20 +3,16 @@ package render
 import (
 	"testing"
 
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
 func cachedMC(uid string, gen int64) *ndpmcv1.MachineConfig {
-	return &ndpmcv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "rendered-" + uid, UID: types.UID(uid), Generation: gen,
-			Annotations: map[string]string{"ndp.dev/sources": `{"file:/etc/a":"00-a"}`}},
-		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"}}]}}`)}},
-	}
+	mc := builder.MachineConfig("rendered-"+uid).WithFile("/etc/a", "a").Build()
+	mc.UID, mc.Generation, mc.Annotations = types.UID(uid), gen, map[string]string{"ndp.dev/sources": `{"file:/etc/a":"00-a"}`}
+	return mc
 }
 
 func TestConfigCache(t *testing.T) {

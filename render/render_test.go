@@ -2,8 +2,6 @@ package render_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -19,26 +18,24 @@ import (
 	"github.com/ndp-dev/ndp/render"
 )
 
-func source(t *testing.T, name string, ign map[string]any, spec mcfgv1.MachineConfigSpec) render.Source {
-	t.Helper()
-	if ign == nil {
-		ign = map[string]any{}
-	}
-	ign["ignition"] = map[string]any{"version": "3.2.0"}
-	raw, err := json.Marshal(ign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Config = runtime.RawExtension{Raw: raw}
+// source is a source MachineConfig of ign, an Ignition 3.2.0 config.
+func source(name string, ign *builder.IgnitionBuilder, spec mcfgv1.MachineConfigSpec) render.Source {
+	spec.Config = runtime.RawExtension{Raw: ign.WithVersion("3.2.0").JSON()}
 	return render.Source{Name: name, Spec: spec}
 }
 
-func files(paths ...string) map[string]any {
-	var fs []any
+// files is an Ignition config of files (path, contents, path, ...).
+func files(paths ...string) *builder.IgnitionBuilder {
+	ign := builder.Ignition()
 	for i := 0; i+1 < len(paths); i += 2 {
-		fs = append(fs, map[string]any{"path": paths[i], "contents": map[string]any{"source": "data:," + url.PathEscape(paths[i+1])}})
+		ign.WithFile(paths[i], paths[i+1])
 	}
-	return map[string]any{"storage": map[string]any{"files": fs}}
+	return ign
+}
+
+// users is an Ignition config of user core with an SSH key.
+func users(key string) *builder.IgnitionBuilder {
+	return builder.Ignition().WithEntries("passwd", "users", builder.Entry{"name": "core", "sshAuthorizedKeys": []any{key}})
 }
 
 func parse(t *testing.T, r *render.Rendered) *machineconfig.Config {
@@ -53,10 +50,10 @@ func parse(t *testing.T, r *render.Rendered) *machineconfig.Config {
 
 func TestMergeInNameOrder(t *testing.T) {
 	srcs := []render.Source{
-		source(t, "99-override", files("/etc/a", "from 99"), mcfgv1.MachineConfigSpec{KernelArguments: []string{"b=2"}, Extensions: []string{"usbguard"}, KernelType: "realtime"}),
-		source(t, "00-base", files("/etc/a", "from 00", "/etc/b", "b"), mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/os@sha256:1", KernelArguments: []string{"a=1"}, Extensions: []string{"usbguard", "kerberos"}}),
-		source(t, "50-users", map[string]any{"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k2"}}}}}, mcfgv1.MachineConfigSpec{}),
-		source(t, "10-users", map[string]any{"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k1"}}}}}, mcfgv1.MachineConfigSpec{}),
+		source("99-override", files("/etc/a", "from 99"), mcfgv1.MachineConfigSpec{KernelArguments: []string{"b=2"}, Extensions: []string{"usbguard"}, KernelType: "realtime"}),
+		source("00-base", files("/etc/a", "from 00", "/etc/b", "b"), mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/os@sha256:1", KernelArguments: []string{"a=1"}, Extensions: []string{"usbguard", "kerberos"}}),
+		source("50-users", users("ssh-ed25519 AAAA k2"), mcfgv1.MachineConfigSpec{}),
+		source("10-users", users("ssh-ed25519 AAAA k1"), mcfgv1.MachineConfigSpec{}),
 	}
 	r, err := render.Merge("worker", srcs)
 	if err != nil {
@@ -84,19 +81,19 @@ func TestMergeInNameOrder(t *testing.T) {
 	if err != nil || again.Name != r.Name {
 		t.Errorf("the same sources in another order render %s, want %s (%v)", again.Name, r.Name, err)
 	}
-	srcs[0] = source(t, "99-override", files("/etc/a", "changed"), mcfgv1.MachineConfigSpec{})
+	srcs[0] = source("99-override", files("/etc/a", "changed"), mcfgv1.MachineConfigSpec{})
 	if changed, _ := render.Merge("worker", srcs); changed.Name == r.Name {
 		t.Error("different content, same rendered name")
 	}
 }
 
 func TestRenderedChangeCarriesItsSource(t *testing.T) {
-	base := source(t, "00-base", files("/etc/kubernetes/kubelet.conf", "x"), mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/os@sha256:1"})
+	base := source("00-base", files("/etc/kubernetes/kubelet.conf", "x"), mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/os@sha256:1"})
 	a, err := render.Merge("worker", []render.Source{base})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := render.Merge("worker", []render.Source{base, source(t, "50-haproxy-template", files("/etc/haproxy/haproxy.cfg", "global"), mcfgv1.MachineConfigSpec{})})
+	b, err := render.Merge("worker", []render.Source{base, source("50-haproxy-template", files("/etc/haproxy/haproxy.cfg", "global"), mcfgv1.MachineConfigSpec{})})
 	if err != nil {
 		t.Fatal(err)
 	}

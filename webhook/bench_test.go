@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
@@ -25,24 +25,23 @@ import (
 // with 200 files, as the API server sends it (the size the admission
 // benchmark in test/cluster sends).
 func review200(b *testing.B) []byte {
-	var files []any
+	ign := builder.Ignition()
 	for i := range 200 {
 		body := strings.Repeat(fmt.Sprintf("key%d = value-changed-%d\n", i, i), 8)
-		files = append(files, map[string]any{"path": fmt.Sprintf("/etc/adm/file-%03d.conf", i), "mode": 420,
-			"contents": map[string]any{"source": "data:," + url.PathEscape(body)}})
+		ign.WithFiles(builder.File(fmt.Sprintf("/etc/adm/file-%03d.conf", i), body).With("mode", 420))
 	}
-	mc, err := json.Marshal(map[string]any{
+	raw, err := json.Marshal(map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
 		"metadata": map[string]any{"name": "50-adm", "uid": "6c0e8f5e-1111-2222-3333-444455556666", "creationTimestamp": "2026-11-22T03:00:00Z",
 			"labels": map[string]any{ndpmcv1.RoleLabel: "worker"}},
-		"spec": map[string]any{"config": map[string]any{"ignition": map[string]any{"version": "3.4.0"}, "storage": map[string]any{"files": files}}},
+		"spec": map[string]any{"config": ign.Build()},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	dry := true
 	body, err := json.Marshal(admissionv1.AdmissionReview{
-		Request: &admissionv1.AdmissionRequest{UID: "u", Name: "50-adm", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: mc}, DryRun: &dry}})
+		Request: &admissionv1.AdmissionRequest{UID: "u", Name: "50-adm", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}, DryRun: &dry}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
-	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -29,11 +29,6 @@ import (
 )
 
 const chronyNDP = `{"apiVersion":"ndp.dev/v1alpha1","kind":"NodeDisruptionPolicy","metadata":{"name":"chrony"},"spec":{"files":[{"path":"/etc/chrony.conf","actions":[{"type":"Restart","restart":{"serviceName":"chronyd.service"}}]}]}}`
-
-func renderedMC(name, ign string) *ndpmcv1.MachineConfig {
-	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RenderedForLabel: "worker"}},
-		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(ign)}}}
-}
 
 func whatIfNode(name, current, state, desired string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/worker": ""},
@@ -44,15 +39,14 @@ func whatIfNode(name, current, state, desired string) *corev1.Node {
 // CRDs, started once for the package's tests and stopped by TestMain.
 var apiServer struct {
 	once sync.Once
-	env  *envtest.Environment
-	c    client.Client
+	cp   *testkit.ControlPlane
 	err  error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if apiServer.env != nil {
-		_ = apiServer.env.Stop()
+	if apiServer.cp != nil {
+		_ = apiServer.cp.Stop()
 	}
 	os.Exit(code)
 }
@@ -60,23 +54,12 @@ func TestMain(m *testing.M) {
 func cluster(t *testing.T) client.Client {
 	t.Helper()
 	apiServer.once.Do(func() {
-		assets, err := controlplane.Assets("..", "kube-apiserver", "etcd")
-		if err != nil {
-			apiServer.err = err
-			return
-		}
-		apiServer.env = controlplane.Environment("..", assets, false)
-		cfg, err := apiServer.env.Start()
-		if err != nil {
-			apiServer.err = err
-			return
-		}
-		apiServer.c, apiServer.err = client.New(cfg, client.Options{Scheme: scheme.New()})
+		apiServer.cp, apiServer.err = testkit.StartControlPlane(testkit.ControlPlaneOptions{Root: ".."})
 	})
 	if apiServer.err != nil {
 		t.Fatal(apiServer.err)
 	}
-	return apiServer.c
+	return apiServer.cp.Client
 }
 
 // policyValidation serves, from a real API server, a pool "worker" whose
@@ -91,8 +74,8 @@ func policyValidation(t *testing.T, nodes ...*corev1.Node) *PolicyValidation {
 	if err := active.Put(ctx, policy.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
-	a := renderedMC("rendered-worker-a", `{"ignition":{"version":"3.4.0"}}`)
-	b := renderedMC("rendered-worker-b", `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,pool%20x"}}]}}`)
+	a := builder.MachineConfig("rendered-worker-a").RenderedFor("worker").Build()
+	b := builder.MachineConfig("rendered-worker-b").RenderedFor("worker").WithFile("/etc/chrony.conf", "pool x").Build()
 	from, err := machineconfig.New(a.Name, a.Spec)
 	if err != nil {
 		t.Fatal(err)

@@ -10,21 +10,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/mcoimport"
 )
 
 const mcExample = "../../examples/machineconfiguration.yaml"
-
-// withoutComments is an import's YAML without the report's comments.
-func withoutComments(s string) string {
-	var b strings.Builder
-	for _, l := range strings.SplitAfter(s, "\n") {
-		if !strings.HasPrefix(l, "#") {
-			b.WriteString(l)
-		}
-	}
-	return b.String()
-}
 
 // The example imports: a NodeDisruptionPolicy on stdout, the report (on
 // stderr, stdout being no terminal, and as comments) naming the file.
@@ -80,7 +70,7 @@ func TestImportMachineConfigurationFromStdin(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(errOut, `MachineConfiguration "cluster" (stdin): 11 of 16 entries imported`) {
 		t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
-	if _, fromFile, _ := ndp(t, "import", "machineconfiguration", mcExample); withoutComments(out) != withoutComments(fromFile) {
+	if _, fromFile, _ := ndp(t, "import", "machineconfiguration", mcExample); testkit.WithoutCommentLines(out) != testkit.WithoutCommentLines(fromFile) {
 		t.Errorf("from stdin:\n%s\nfrom the file:\n%s", out, fromFile)
 	}
 }

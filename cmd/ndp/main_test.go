@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
@@ -158,7 +159,7 @@ func TestBadInputExitsOne(t *testing.T) {
 	old := examples + "chrony/old.yaml"
 	newMC := examples + "chrony/new.yaml"
 	malformed := writeFile(t, dir, "malformed.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: x\n\tspec: {}\n")
-	ign2 := writeFile(t, dir, "ign2.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: old-spec}\nspec:\n  config:\n    ignition: {version: 2.2.0}\n")
+	ign2 := writeFile(t, dir, "ign2.yaml", string(builder.MachineConfig("old-spec").WithIgnitionVersion("2.2.0").Document()))
 	regoSyntax := writeFile(t, dir, "syntax.yaml", `apiVersion: ndp.dev/v1alpha1
 kind: NodeDisruptionPolicy
 metadata:

@@ -10,7 +10,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -36,6 +35,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/webhook"
 )
 
@@ -58,29 +59,25 @@ func admissionLoad() time.Duration {
 	return 20 * time.Second
 }
 
-// files is an Ignition config of n files under /etc/adm, each with a small
-// config file's worth of content; salt changes every file.
-func files(n int, salt string) map[string]any {
-	var fs []any
+// files are n files under /etc/adm, each with a small config file's
+// worth of content; salt changes every file.
+func files(n int, salt string) []builder.Entry {
+	var fs []builder.Entry
 	for i := range n {
 		body := strings.Repeat(fmt.Sprintf("key%d = value-%s-%d\n", i, salt, i), 8)
-		fs = append(fs, map[string]any{"path": fmt.Sprintf("/etc/adm/file-%03d.conf", i), "mode": 420,
-			"contents": map[string]any{"source": "data:," + url.PathEscape(body)}})
+		fs = append(fs, builder.File(fmt.Sprintf("/etc/adm/file-%03d.conf", i), body).With("mode", 420))
 	}
-	return map[string]any{"storage": map[string]any{"files": fs}}
+	return fs
 }
 
 // setupAdmissionBench makes a pool whose base MachineConfig has 200 files,
 // with 20 nodes on its rendered config.
 func setupAdmissionBench(b *testing.B) {
 	ctx := context.Background()
-	benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: admissionPool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: admissionPool}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + admissionPool: ""}},
-	}}))
-	benchMust(b, k8s.Create(ctx, sourceMC(b, "00-adm-base", admissionPool, files(admissionFiles, "base"))))
+	benchMust(b, k8s.Create(ctx, machineConfigPool(admissionPool)))
+	benchMust(b, k8s.Create(ctx, sourceMC("00-adm-base", admissionPool).WithFiles(files(admissionFiles, "base")...).Build()))
 	var target string
-	eventually(b, "the pool renders its base and registries configs", func() bool {
+	testkit.Until(b, "the pool renders its base and registries configs", func() bool {
 		var p mcfgv1.MachineConfigPool
 		if k8s.Get(ctx, client.ObjectKey{Name: admissionPool}, &p) != nil || len(p.Spec.Configuration.Source) != 2 {
 			return false
@@ -91,13 +88,13 @@ func setupAdmissionBench(b *testing.B) {
 	for i := range admissionNodes {
 		benchMust(b, k8s.Create(ctx, node(fmt.Sprintf("adm-%02d", i), admissionPool, target)))
 	}
-	eventually(b, "a policy set is active", func() bool { return active.Planner() != nil })
+	testkit.Until(b, "a policy set is active", func() bool { return active.Planner() != nil })
 }
 
 // candidate is the MachineConfig the clients dry-run: the 200 files of the
 // base, changed.
 func candidate(b *testing.B, salt string) *ndpmcv1.MachineConfig {
-	mc := sourceMC(b, "50-adm-candidate", admissionPool, files(admissionFiles, salt))
+	mc := sourceMC("50-adm-candidate", admissionPool).WithFiles(files(admissionFiles, salt)...).Build()
 	mc.TypeMeta = metav1.TypeMeta{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig"}
 	return mc
 }
@@ -105,13 +102,12 @@ func candidate(b *testing.B, salt string) *ndpmcv1.MachineConfig {
 // smallCandidate is a typical small MachineConfig: 1 to 3 files of its
 // own (n picks how many), whose contents salt changes.
 func smallCandidate(b *testing.B, n int, salt string) *ndpmcv1.MachineConfig {
-	var fs []any
+	mcb := sourceMC("60-adm-small", admissionPool)
 	for i := range n%3 + 1 {
 		body := fmt.Sprintf("# managed by 60-adm-small\nserver ntp-%d.example.com iburst\nsalt %s\n", i, salt)
-		fs = append(fs, map[string]any{"path": fmt.Sprintf("/etc/adm-small/file-%d.conf", i), "mode": 420,
-			"contents": map[string]any{"source": "data:," + url.PathEscape(body)}})
+		mcb.WithFiles(builder.File(fmt.Sprintf("/etc/adm-small/file-%d.conf", i), body).With("mode", 420))
 	}
-	mc := sourceMC(b, "60-adm-small", admissionPool, map[string]any{"storage": map[string]any{"files": fs}})
+	mc := mcb.Build()
 	mc.TypeMeta = metav1.TypeMeta{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig"}
 	return mc
 }

@@ -4,164 +4,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/apis/scheme"
 )
-
-// The shipped manifests of the daemon.
-const (
-	daemonRole      = "../../manifests/rbac/daemon/role.yaml"
-	daemonDeploy    = "../../manifests/deploy/ndp-daemon.yaml"
-	daemonAdmission = "../../manifests/admission/daemon-own-node.yaml"
-)
-
-// policyPatience bounds the wait for the API server to load an admission
-// policy (and the RBAC binding) it was just given: it does so
-// asynchronously, within seconds, but a loaded machine is slow.
-const policyPatience = 90 * time.Second
-
-// ensureNamespace creates the namespace unless it exists. It is never
-// deleted: without a namespace controller (there is no
-// kube-controller-manager here) a deleted namespace stays Terminating and
-// nothing can be created in it again.
-func ensureNamespace(t *testing.T, name string) {
-	t.Helper()
-	err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-}
-
-// applyDaemonManifests applies the daemon's shipped RBAC, DaemonSet and
-// admission policies in ndp-system, as an administrator does, with the real
-// kubectl, and deletes them when the test ends.
-func applyDaemonManifests(t *testing.T) {
-	t.Helper()
-	ensureNamespace(t, "ndp-system")
-	if out, err := kubectl(t, "apply", "-f", daemonRole, "-f", daemonDeploy, "-f", daemonAdmission); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := kubectl(t, "delete", "--ignore-not-found", "--wait=false", "-f", daemonAdmission, "-f", daemonDeploy, "-f", daemonRole); err != nil {
-			t.Logf("kubectl delete: %v\n%s", err, out)
-		}
-	})
-}
-
-// asDaemon returns a client that authenticates with token, as a daemon's
-// pod does with its projected service-account token.
-func asDaemon(t *testing.T, token string) client.Client {
-	t.Helper()
-	cfg := rest.AnonymousClientConfig(restConfig)
-	cfg.BearerToken = token
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// daemonToken asks the API server for a token of the ndp-daemon service
-// account, bound to pod when it is not nil (as the kubelet's projected
-// token is), unbound otherwise.
-func daemonToken(t *testing.T, pod *corev1.Pod) string {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if pod != nil {
-		req.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
-	}
-	got, err := cs.CoreV1().ServiceAccounts("ndp-system").CreateToken(context.Background(), "ndp-daemon", req, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("requesting a token for ndp-daemon: %v", err)
-	}
-	return got.Status.Token
-}
-
-// daemonAnnotation is one of the node annotations the daemon writes (the
-// admission policy lets it change no other).
-const daemonAnnotation = ndpmcv1.ReasonAnnotation
-
-// annotateNode merge-patches one annotation of a node, as the daemon does.
-func annotateNode(c client.Client, name, value string) error {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, daemonAnnotation, value)
-	return c.Patch(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(patch)))
-}
-
-// applyMCN server-side applies a MachineConfigNode's spec, or its status,
-// as the daemon does (daemon.Status.apply).
-func applyMCN(c client.Client, name string, status bool) error {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "machineconfiguration.openshift.io/v1",
-		"kind":       "MachineConfigNode",
-		"metadata":   map[string]any{"name": name},
-	}}
-	ctx := context.Background()
-	if status {
-		u.Object["status"] = map[string]any{"configVersion": map[string]any{"desired": "rendered-worker-1"}, "conditions": []any{map[string]any{
-			"type": "Updated", "status": "True", "reason": "Updated", "message": "the node runs rendered-worker-1",
-			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
-		return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("ndp-daemon"), client.ForceOwnership)
-	}
-	u.Object["spec"] = map[string]any{
-		"node":          map[string]any{"name": name},
-		"pool":          map[string]any{"name": "worker"},
-		"configVersion": map[string]any{"desired": "rendered-worker-1"},
-	}
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("ndp-daemon"), client.ForceOwnership)
-}
-
-// refused checks that err is the admission policy's refusal and that its
-// message contains want.
-func refused(t *testing.T, what string, err error, want string) {
-	t.Helper()
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ndp-daemon-own-node") {
-		t.Errorf("%s: got %v, want a refusal by ValidatingAdmissionPolicy ndp-daemon-own-node saying %q", what, err, want)
-	}
-}
-
-// untilRefused repeats try until the admission policy refuses it with want.
-// The API server loads a new policy and role binding asynchronously: until
-// then, try may succeed, or be refused by RBAC; any other refusal fails the
-// test at once.
-func untilRefused(t *testing.T, what, want string, try func(attempt int) error) {
-	t.Helper()
-	deadline := time.Now().Add(policyPatience)
-	for i := 0; ; i++ {
-		err := try(i)
-		if err != nil && strings.Contains(err.Error(), want) {
-			t.Logf("%s: %v", what, err)
-			return
-		}
-		if err != nil && !(apierrors.IsForbidden(err) && strings.Contains(err.Error(), "cannot ")) {
-			t.Fatalf("%s: %v; want the policy's refusal %q", what, err, want)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, %s: %v; want the policy's refusal %q", policyPatience, what, err, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 // ndp-daemon, with the shipped DaemonSet, RBAC and admission policy, may
 // change its own Node and MachineConfigNode and no other: the API server
@@ -227,16 +81,9 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 
 	// Its own MachineConfigNode, created by server-side apply, and its
 	// status; another node's refused, whether it exists or not.
-	mcn := func(name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("machineconfiguration.openshift.io/v1")
-		u.SetKind("MachineConfigNode")
-		u.SetName(name)
-		return u
-	}
 	t.Cleanup(func() {
 		for _, n := range []string{"node-a", "node-b"} {
-			_ = k8s.Delete(context.Background(), mcn(n))
+			_ = k8s.Delete(context.Background(), mcnNamed(n))
 		}
 	})
 	if err := applyMCN(daemonA, "node-a", false); err != nil {
@@ -245,7 +92,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	if err := applyMCN(daemonA, "node-a", true); err != nil {
 		t.Errorf("the daemon on node-a applying the status of MachineConfigNode node-a: %v", err)
 	}
-	got := mcn("node-a")
+	got := mcnNamed("node-a")
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, got); err != nil {
 		t.Errorf("MachineConfigNode node-a: %v", err)
 	} else if conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions"); len(conds) != 1 {
@@ -253,7 +100,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	}
 	const otherMCN = "ndp-daemon on node node-a may only change its own Node and MachineConfigNode, not machineconfignodes node-b"
 	refused(t, "the daemon on node-a creating MachineConfigNode node-b", applyMCN(daemonA, "node-b", false), otherMCN)
-	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-b"}, mcn("node-b")); !apierrors.IsNotFound(err) {
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-b"}, mcnNamed("node-b")); !apierrors.IsNotFound(err) {
 		t.Errorf("MachineConfigNode node-b after the refused create: %v", err)
 	}
 	// node-b's own, written by someone else: the daemon on node-a may not
@@ -273,13 +120,13 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: deleter.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "ndp-system", Name: "ndp-daemon"}}})
 	untilRefused(t, "the daemon on node-a deleting MachineConfigNode node-b", otherMCN, func(int) error {
-		err := daemonA.Delete(ctx, mcn("node-b"))
+		err := daemonA.Delete(ctx, mcnNamed("node-b"))
 		if err == nil {
 			t.Fatal("the daemon on node-a deleted MachineConfigNode node-b")
 		}
 		return err
 	})
-	if err := daemonA.Delete(ctx, mcn("node-a")); err != nil {
+	if err := daemonA.Delete(ctx, mcnNamed("node-a")); err != nil {
 		t.Errorf("the daemon on node-a deleting MachineConfigNode node-a: %v", err)
 	}
 

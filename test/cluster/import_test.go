@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 const exampleMachineConfiguration = "../../examples/machineconfiguration.yaml"
@@ -28,17 +29,6 @@ var (
 // cluster comparable: the report names its source, and lines only in a file.
 func sameImport(s string) string {
 	return importLine.ReplaceAllString(importOrigin.ReplaceAllString(s, "(SOURCE)"), "")
-}
-
-// policyPart is the output of an import without the report's comments.
-func policyPart(s string) string {
-	var b strings.Builder
-	for _, l := range strings.SplitAfter(s, "\n") {
-		if !strings.HasPrefix(l, "#") {
-			b.WriteString(l)
-		}
-	}
-	return b.String()
 }
 
 // `kubectl ndp import machineconfiguration cluster` reads the
@@ -85,7 +75,7 @@ func TestKubectlNdpImportMachineConfigurationFromTheCluster(t *testing.T) {
 		if err := k8s.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
-		eventually(t, "MachineConfiguration cluster is gone", func() bool {
+		testkit.Until(t, "MachineConfiguration cluster is gone", func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(mc), mc.DeepCopy()))
 		})
 	})
@@ -103,7 +93,7 @@ func TestKubectlNdpImportMachineConfigurationFromTheCluster(t *testing.T) {
 		t.Errorf("the report does not name the cluster:\n%s", fromCluster)
 	}
 	fromFile, reportFile := ndp("import", "machineconfiguration", exampleMachineConfiguration, "--name", name)
-	if policyPart(fromCluster) != policyPart(fromFile) || sameImport(fromCluster) != sameImport(fromFile) || sameImport(reportCluster) != sameImport(reportFile) {
+	if testkit.WithoutCommentLines(fromCluster) != testkit.WithoutCommentLines(fromFile) || sameImport(fromCluster) != sameImport(fromFile) || sameImport(reportCluster) != sameImport(reportFile) {
 		t.Errorf("the import from the cluster:\n%s\n%s\nis not the import of the file created:\n%s\n%s", fromCluster, reportCluster, fromFile, reportFile)
 	}
 
@@ -113,7 +103,7 @@ func TestKubectlNdpImportMachineConfigurationFromTheCluster(t *testing.T) {
 		if err := k8s.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
-		eventually(t, name+" is deleted and out of the active set", func() bool {
+		testkit.Until(t, name+" is deleted and out of the active set", func() bool {
 			_, inForce := active.Get(name)
 			return !inForce && apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, p))
 		})

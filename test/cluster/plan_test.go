@@ -6,44 +6,23 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
-func node(name, pool, current string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels:      map[string]string{"node-role.kubernetes.io/" + pool: ""},
-		Annotations: map[string]string{ndpmcv1.CurrentConfigAnnotation: current, ndpmcv1.DesiredConfigAnnotation: current, ndpmcv1.StateAnnotation: "Done"}}}
-}
-
-// waitPlans polls a MachineConfig until its plans satisfy ok.
-func waitPlans(t *testing.T, name string, ok func([]ndpmcv1.PostConfigActions) bool) []ndpmcv1.PostConfigActions {
-	t.Helper()
-	return waitObject(t, name, "plans as expected", func(mc *ndpmcv1.MachineConfig) bool {
-		return ok(mc.Status.PostConfigActions)
-	}).Status.PostConfigActions
-}
-
 func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "compute"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "compute"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/compute": ""}},
-	}})
-	create(t, sourceMC(t, "00-compute-base", "compute", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, machineConfigPool("compute"))
+	create(t, sourceMC("00-compute-base", "compute").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
 	for _, n := range []string{"compute-0", "compute-1", "compute-2"} {
 		create(t, node(n, "compute", a))
 	}
-	create(t, policy("compute-chrony", chronySpec()))
+	create(t, newPolicy("compute-chrony", chronySpec()))
 	waitCondition(t, "compute-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
-	create(t, sourceMC(t, "50-compute-chrony", "compute", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20x"}}}}}))
+	create(t, sourceMC("50-compute-chrony", "compute").WithFile("/etc/chrony.conf", "pool x").Build())
 	b := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 
 	plans := waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
@@ -72,44 +51,15 @@ func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
 
 	// A node on another old config gets its own plan in the same target.
 	other := node("compute-3", "compute", "rendered-compute-older")
-	create(t, sourceMCNamed(t, "rendered-compute-older"))
+	create(t, renderedMC("rendered-compute-older", "compute").Build())
 	create(t, other)
 	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 2 })
-}
-
-// sourceMCNamed is an old rendered config some node still runs.
-func sourceMCNamed(t *testing.T, name string) *ndpmcv1.MachineConfig {
-	mc := sourceMC(t, name, "none", map[string]any{})
-	mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: "compute"}
-	return mc
-}
-
-func setCurrent(t *testing.T, names []string, config string) {
-	t.Helper()
-	for _, n := range names {
-		// Retried on conflict: the rollout controller patches nodes too.
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var nd corev1.Node
-			if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
-				return err
-			}
-			nd.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
-			nd.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
-			return k8s.Update(context.Background(), &nd)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // Image-mirror objects reach nodes through the same path: a rendered
 // config whose status holds the plan.
 func TestImageMirrorPlansInMachineConfigStatus(t *testing.T) {
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "mirror"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "mirror"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/mirror": ""}},
-	}})
+	create(t, machineConfigPool("mirror"))
 	a := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration.Name
 	nodes := []string{"mirror-0", "mirror-1"}
 	for _, n := range nodes {

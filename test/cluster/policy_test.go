@@ -10,100 +10,23 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/bundletest"
-	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
-	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
-func restart(svc string) operatorv1.NodeDisruptionPolicySpecAction {
-	return ndppolicy.RestartAction(svc)
-}
-
-func policy(name string, spec v1alpha1.NodeDisruptionPolicySpec) *v1alpha1.NodeDisruptionPolicy {
-	return &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-}
-
-func chronySpec() v1alpha1.NodeDisruptionPolicySpec {
-	return v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("chronyd.service")}}}}
-}
-
-// brokenPolicy is denied by the policy webhook.
-func brokenPolicy() *v1alpha1.NodeDisruptionPolicy {
-	return policy("probe", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.probe\n\nx := := 1\n"})
-}
-
-// withoutPolicyWebhook lets the test put policies the webhook would refuse
-// into the cluster, to test how the controller handles them.
-func withoutPolicyWebhook(t *testing.T) (restore func()) {
-	t.Helper()
-	return withoutWebhook(t, policyWebhook, brokenPolicy())
-}
-
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := k8s.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %s: %v", obj.GetName(), err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
-}
-
-// waitCondition polls a policy until its condition has the status wanted
-// for the current generation, and returns the policy.
-func waitCondition(t *testing.T, name, typ string, want metav1.ConditionStatus) *v1alpha1.NodeDisruptionPolicy {
-	t.Helper()
-	return waitObject(t, name, "condition "+typ+" is "+string(want), func(p *v1alpha1.NodeDisruptionPolicy) bool {
-		c := meta.FindStatusCondition(p.Status.Conditions, typ)
-		return c != nil && c.Status == want && c.ObservedGeneration == p.Generation
-	})
-}
-
-func chronyPlan(t *testing.T) *planner.Plan {
-	t.Helper()
-	p := active.Planner()
-	if p == nil {
-		t.Fatal("no active policy set")
-	}
-	old, err := machineconfig.Parse("old", []byte(`{"kind":"MachineConfig","metadata":{"name":"a"},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	new, err := machineconfig.Parse("new", []byte(`{"kind":"MachineConfig","metadata":{"name":"b"},"spec":{"config":{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/chrony.conf","contents":{"source":"data:,x"}}]}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
-}
-
-func actionTypes(p *planner.Plan) string {
-	var s []string
-	for _, a := range p.Actions {
-		s = append(s, string(a.Type))
-	}
-	return strings.Join(s, ",")
-}
-
 func TestValidPolicyIsAcceptedAndActive(t *testing.T) {
 	start := time.Now()
-	create(t, policy("chrony", chronySpec()))
+	create(t, newPolicy("chrony", chronySpec()))
 	got := waitCondition(t, "chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	t.Logf("accepted after %s", time.Since(start).Round(time.Millisecond))
 	if got.Status.Revision == "" || got.Status.Rules != 1 || got.Status.ObservedGeneration != got.Generation {
@@ -123,7 +46,7 @@ func TestValidPolicyIsAcceptedAndActive(t *testing.T) {
 
 func TestRegoSyntaxErrorIsRejectedWithItsLine(t *testing.T) {
 	withoutPolicyWebhook(t)
-	create(t, policy("syntax", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.syntax\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"}))
+	create(t, newPolicy("syntax", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.syntax\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"}))
 	got := waitCondition(t, "syntax", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
 	if c.Reason != controllers.ReasonCompileError || !strings.Contains(c.Message, `NodeDisruptionPolicy "syntax" spec.rego:3:`) || !strings.Contains(c.Message, "rego_parse_error") {
@@ -137,7 +60,7 @@ func TestRegoSyntaxErrorIsRejectedWithItsLine(t *testing.T) {
 
 func TestForbiddenBuiltinIsRejected(t *testing.T) {
 	withoutPolicyWebhook(t)
-	create(t, policy("exfil", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.exfil\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"}))
+	create(t, newPolicy("exfil", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.exfil\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"}))
 	got := waitCondition(t, "exfil", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted); !strings.Contains(c.Message, "builtin http.send is not allowed") || !strings.Contains(c.Message, "spec.rego:5:") {
 		t.Errorf("Accepted: %+v", c)
@@ -154,7 +77,7 @@ claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
 
 func TestFailingRegoTestsAreNotActivated(t *testing.T) {
 	withoutPolicyWebhook(t)
-	create(t, policy("units", v1alpha1.NodeDisruptionPolicySpec{Rego: noneRego, RegoTests: `package ndp.policy.units_test
+	create(t, newPolicy("units", v1alpha1.NodeDisruptionPolicySpec{Rego: noneRego, RegoTests: `package ndp.policy.units_test
 
 import data.ndp.policy.units
 
@@ -177,7 +100,7 @@ test_units_need_a_restart if {
 }
 
 func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
-	p := policy("chrony-edit", chronySpec())
+	p := newPolicy("chrony-edit", chronySpec())
 	p.Spec.Files[0].Path = "/etc/chrony.conf"
 	prio := int32(150)
 	p.Spec.Priority = &prio
@@ -273,20 +196,20 @@ func TestCRDRejectsInvalidActions(t *testing.T) {
 		{"eleven-actions", eleven, "must have at most 10 items"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := policy("invalid-"+tc.name, v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/x", Actions: tc.actions}}})
+			p := newPolicy("invalid-"+tc.name, v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/x", Actions: tc.actions}}})
 			err := k8s.Create(ctx, p, client.DryRunAll)
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("the API server accepted or misreported it: %v", err)
 			}
 		})
 	}
-	if err := k8s.Create(ctx, policy("valid", chronySpec()), client.DryRunAll); err != nil {
+	if err := k8s.Create(ctx, newPolicy("valid", chronySpec()), client.DryRunAll); err != nil {
 		t.Errorf("a valid policy is refused: %v", err)
 	}
 }
 
 func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
-	create(t, policy("chrony-kubectl", chronySpec()))
+	create(t, newPolicy("chrony-kubectl", chronySpec()))
 	waitCondition(t, "chrony-kubectl", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	def := waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	if def.Status.Rules == 0 {
@@ -316,47 +239,13 @@ func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
 	}
 }
 
-func waitEvent(t *testing.T, object, reason string) {
-	t.Helper()
-	eventually(t, "a "+reason+" event for "+object, func() bool {
-		var list eventsv1.EventList
-		if err := k8s.List(context.Background(), &list); err != nil {
-			return false
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == object && e.Reason == reason {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-func metricCount(t *testing.T, name string) uint64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			n += m.GetHistogram().GetSampleCount()
-		}
-	}
-	return n
-}
-
 func TestSignedBundleFromExamples(t *testing.T) {
 	ctx := context.Background()
 	private, public := bundletest.Keys(t, "rsa")
 	signed := bundletest.Build(t, "../../examples/bundles/haproxy", private)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-policy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}}
 	create(t, cm)
-	create(t, policy("haproxy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-policy", PublicKey: string(public)}}))
+	create(t, newPolicy("haproxy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-policy", PublicKey: string(public)}}))
 	got := waitCondition(t, "haproxy", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	if got.Status.Rules != 2 {
 		t.Errorf("rules %d, want the bundle's 2 claims rules", got.Status.Rules)
@@ -366,7 +255,7 @@ func TestSignedBundleFromExamples(t *testing.T) {
 	// refuses it; a policy that got in anyway is rejected).
 	withoutPolicyWebhook(t)
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-copy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}})
-	create(t, policy("haproxy-copy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-copy", PublicKey: string(public)}}))
+	create(t, newPolicy("haproxy-copy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-copy", PublicKey: string(public)}}))
 	copyPolicy := waitCondition(t, "haproxy-copy", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	if c := meta.FindStatusCondition(copyPolicy.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, `overlaps root "ndp/policy/haproxy"`) {
 		t.Errorf("overlapping bundle: %+v", c)
@@ -417,10 +306,10 @@ func TestDeployManifestsApply(t *testing.T) {
 func TestRejectedPolicyIsRetried(t *testing.T) {
 	withoutPolicyWebhook(t)
 	rego := "package ndp.policy.shared\n\nclaims := set()\n"
-	owner := policy("owner", v1alpha1.NodeDisruptionPolicySpec{Rego: rego})
+	owner := newPolicy("owner", v1alpha1.NodeDisruptionPolicySpec{Rego: rego})
 	create(t, owner)
 	waitCondition(t, "owner", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
-	create(t, policy("intruder", v1alpha1.NodeDisruptionPolicySpec{Rego: rego}))
+	create(t, newPolicy("intruder", v1alpha1.NodeDisruptionPolicySpec{Rego: rego}))
 	got := waitCondition(t, "intruder", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted); !strings.Contains(c.Message, `already owned by policy "owner"`) {
 		t.Errorf("Accepted: %+v", c)

@@ -14,10 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ndp-dev/ndp/internal/output"
-
-	"github.com/ndp-dev/ndp/internal/controlplane"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,17 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/output"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/webhook"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := controlplane.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
 
 // The shipped binary, run as a second replica: it stands by (this test
 // process leads), serves the webhooks anyway, with a self-signed
@@ -55,7 +44,7 @@ func TestControllerProcessServesWithASelfSignedCertificate(t *testing.T) {
 	}
 	const ns, cfgName, hookName = "ndp-e2e", "ndp-webhook-e2e", "e2e.validate.ndp.dev"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	port, probes := freePort(t), freePort(t)
+	port, probes := testkit.FreePort(t), testkit.FreePort(t)
 	// Called for policies labelled for this test only, by URL (no Service
 	// here), without a CA bundle: the process injects it.
 	create(t, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: cfgName},
@@ -97,7 +86,7 @@ func TestControllerProcessServesWithASelfSignedCertificate(t *testing.T) {
 		}
 	}()
 
-	eventually(t, "ndp-controller is ready (webhook server started)", func() bool {
+	testkit.Until(t, "ndp-controller is ready (webhook server started)", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
 		if err != nil {
 			return false
@@ -135,7 +124,7 @@ spec:
 
 	// The standby keeps an active set of its own (the policy controller runs
 	// on every replica): a policy that takes another's package is refused.
-	create(t, policy("e2e-owner", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.e2e_shared\n\nclaims := set()\n"}))
+	create(t, newPolicy("e2e-owner", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.e2e_shared\n\nclaims := set()\n"}))
 	intruder := strings.NewReplacer("e2e-broken", "e2e-intruder", "e2e_broken", "e2e_shared", "x := := 1", "claims := set()").Replace(broken)
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "nodedisruptionpolicy", "e2e-intruder", "--ignore-not-found") })
 	var lastOut string
@@ -144,7 +133,7 @@ spec:
 			t.Logf("last kubectl apply of the intruder:\n%s", lastOut)
 		}
 	}()
-	eventually(t, "the standby refuses a policy that takes an active one's package", func() bool {
+	testkit.Until(t, "the standby refuses a policy that takes an active one's package", func() bool {
 		out, err := kubectlFile(t, intruder, "apply")
 		lastOut = out
 		if err == nil {

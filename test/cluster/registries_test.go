@@ -6,47 +6,15 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
-	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/render"
 )
-
-// waitMachineConfig polls a MachineConfig until ok accepts it.
-func waitMachineConfig(t *testing.T, name string, ok func(*ndpmcv1.MachineConfig) bool) *ndpmcv1.MachineConfig {
-	t.Helper()
-	return waitObject(t, name, "MachineConfig as expected", ok)
-}
-
-func parseMC(t *testing.T, mc *ndpmcv1.MachineConfig) *machineconfig.Config {
-	t.Helper()
-	cfg, err := machineconfig.New(mc.Name, mc.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-func poolCondition(t *testing.T, pool string, want corev1.ConditionStatus) mcfgv1.MachineConfigPoolCondition {
-	t.Helper()
-	var found mcfgv1.MachineConfigPoolCondition
-	waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool {
-		for _, c := range p.Status.Conditions {
-			if c.Type == ndpmcv1.ConditionRegistriesDegraded && c.Status == want {
-				found = c
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
 
 func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	ctx := context.Background()
@@ -55,10 +23,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 		waitCondition(t, controllers.DefaultPolicyName, "Accepted", metav1.ConditionTrue)
 		p = active.Planner()
 	}
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "infra"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/infra": ""}},
-	}})
+	create(t, machineConfigPool("infra"))
 	name := render.GeneratedRegistriesName("infra")
 	before := waitMachineConfig(t, name, func(*ndpmcv1.MachineConfig) bool { return true })
 	if before.Labels[ndpmcv1.RoleLabel] != "infra" || len(before.OwnerReferences) != 1 {
@@ -74,7 +39,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(added.Actions) != 1 || added.Actions[0].Type != ndppolicy.ActionReload || added.Drain {
+	if len(added.Actions) != 1 || added.Actions[0].Type != policy.ActionReload || added.Drain {
 		t.Errorf("adding an IDMS: %+v", added)
 	}
 
@@ -102,7 +67,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed.Actions) != 1 || removed.Actions[0].Type != ndppolicy.ActionReload || !removed.Drain {
+	if len(removed.Actions) != 1 || removed.Actions[0].Type != policy.ActionReload || !removed.Drain {
 		t.Errorf("deleting the IDMS: %+v", removed)
 	}
 }

@@ -8,55 +8,23 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
 
-func sourceMC(t testing.TB, name, pool string, ign map[string]any) *ndpmcv1.MachineConfig {
-	t.Helper()
-	ign["ignition"] = map[string]any{"version": "3.4.0"}
-	raw, err := json.Marshal(ign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RoleLabel: pool}},
-		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}, OSImageURL: "quay.io/os@sha256:1"}}
-}
-
-// waitPool polls a pool until ok accepts it.
-func waitPool(t *testing.T, name string, ok func(*mcfgv1.MachineConfigPool) bool) *mcfgv1.MachineConfigPool {
-	t.Helper()
-	return waitObject(t, name, "pool as expected", ok)
-}
-
-func renderCondition(p *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPoolCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == mcfgv1.MachineConfigPoolRenderDegraded {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	ctx := context.Background()
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "edge"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "edge"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/edge": ""}},
-	}})
-	create(t, sourceMC(t, "00-edge-base", "edge", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, machineConfigPool("edge"))
+	create(t, sourceMC("00-edge-base", "edge").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	// The registries controller's 99-edge-generated-registries joins the sources.
 	first := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
 		return strings.HasPrefix(p.Spec.Configuration.Name, "rendered-edge-") && len(p.Spec.Configuration.Source) == 2
 	})
-	create(t, sourceMC(t, "50-edge-chrony", "edge", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20x"}}}}}))
+	create(t, sourceMC("50-edge-chrony", "edge").WithFile("/etc/chrony.conf", "pool x").Build())
 	second := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
 		return p.Spec.Configuration.Name != first.Spec.Configuration.Name && len(p.Spec.Configuration.Source) == 3
 	})
@@ -77,8 +45,7 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	// pool names the MachineConfig and the field. (The webhook refuses such
 	// a MachineConfig; this one got in while the webhook was down.)
 	withoutWebhook(t, machineConfigWebhook, invalidIgnitionMC())
-	create(t, sourceMC(t, "60-edge-disk", "edge", map[string]any{"storage": map[string]any{"disks": []any{
-		map[string]any{"device": "/dev/vdb", "wipeTable": true}}}}))
+	create(t, sourceMC("60-edge-disk", "edge").WithEntries("storage", "disks", builder.Entry{"device": "/dev/vdb", "wipeTable": true}).Build())
 	degraded := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
 		c := renderCondition(p)
 		return c != nil && c.Status == corev1.ConditionTrue
@@ -99,10 +66,4 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 			t.Errorf("%s renders the unreconcilable disk", all.Items[i].Name)
 		}
 	}
-}
-
-// invalidIgnitionMC is denied by the MachineConfig webhook.
-func invalidIgnitionMC() *ndpmcv1.MachineConfig {
-	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: mcfgv1.MachineConfigSpec{
-		Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"2.2.0"}}`)}}}
 }

@@ -10,12 +10,11 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	ndppolicy "github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 const (
@@ -34,23 +33,17 @@ func setupReplanBench(b *testing.B) {
 	ctx := context.Background()
 	for i := range benchPools {
 		pool := fmt.Sprintf("bench%02d", i)
-		benchMust(b, k8s.Create(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
-			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-		}}))
-		benchMust(b, k8s.Create(ctx, sourceMC(b, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
-			map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20" + pool}}}}})))
+		benchMust(b, k8s.Create(ctx, machineConfigPool(pool)))
+		benchMust(b, k8s.Create(ctx, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/chrony.conf", "pool "+pool).Build()))
 		for k := range benchSources {
 			old := fmt.Sprintf("rendered-%s-old%d", pool, k)
-			mc := sourceMC(b, old, "none", map[string]any{"storage": map[string]any{"files": []any{
-				map[string]any{"path": fmt.Sprintf("/etc/bench/%d", k), "contents": map[string]any{"source": "data:,old"}}}}})
-			mc.Labels = map[string]string{ndpmcv1.RenderedForLabel: pool}
+			mc := renderedMC(old, pool).WithFile(fmt.Sprintf("/etc/bench/%d", k), "old").Build()
 			benchMust(b, k8s.Create(ctx, mc))
 			benchMust(b, k8s.Create(ctx, node(fmt.Sprintf("%s-%d", pool, k), pool, old)))
 		}
 	}
-	benchMust(b, k8s.Create(ctx, policy(benchPolicy, v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{ndppolicy.RestartAction("chronyd.service")}}}})))
+	benchMust(b, k8s.Create(ctx, newPolicy(benchPolicy, v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
+		Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{policy.RestartAction("chronyd.service")}}}})))
 	waitReplanned(b, revisionAfter(b, 1))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // A replica that has just started — after a crash, a restart of the API
@@ -23,12 +24,8 @@ import (
 // Here the policy's Rego tests take seconds, so a replica that did not
 // wait would plan, and store, the reboot first.
 func TestFreshReplicaPlansWithEveryPolicy(t *testing.T) {
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "fresh"}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/fresh": ""}},
-	}})
-	create(t, sourceMC(t, "00-fresh-base", "fresh", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, machineConfigPool("fresh"))
+	create(t, sourceMC("00-fresh-base", "fresh").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, "fresh", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
 	create(t, node("fresh-0", "fresh", a))
 	slow := v1alpha1.NodeDisruptionPolicySpec{
@@ -52,7 +49,7 @@ test_slow if {
 }
 `,
 	}
-	create(t, policy("fresh-chrony", slow))
+	create(t, newPolicy("fresh-chrony", slow))
 	waitCondition(t, "fresh-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 
 	// No controller runs while the change lands; then a fresh replica.
@@ -60,9 +57,7 @@ test_slow if {
 	// Two changes: one the default policy claims (None), one fresh-chrony
 	// claims (Restart). Whichever of the two the fresh replica loads first,
 	// a plan made before it has both is a reboot.
-	create(t, sourceMC(t, "50-fresh-chrony", "fresh", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20fresh"}},
-		map[string]any{"path": "/var/lib/kubelet/config.json", "contents": map[string]any{"source": "data:,%7B%7D"}}}}}))
+	create(t, sourceMC("50-fresh-chrony", "fresh").WithFile("/etc/chrony.conf", "pool fresh").WithFile("/var/lib/kubelet/config.json", "{}").Build())
 	started := time.Now()
 	_, set, _ := takeoverReplica(t)
 	b := waitPool(t, "fresh", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
@@ -83,7 +78,7 @@ test_slow if {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	eventually(t, "the fresh replica plans the chrony change as a restart", func() bool {
+	testkit.Until(t, "the fresh replica plans the chrony change as a restart", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, p := range seen {

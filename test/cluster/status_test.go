@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // The shape of `ndp status -o json` this test reads (cmd/ndp StatusReport).
@@ -58,24 +58,6 @@ type statusNodeJSON struct {
 		Drain   bool     `json:"drain"`
 		Reboot  bool     `json:"reboot"`
 	} `json:"plan,omitempty"`
-}
-
-// kubectlPlugin runs the real kubectl with dir (holding kubectl-ndp) first
-// on PATH. kubectl passes plugins no flags of its own: the cluster comes
-// from KUBECONFIG.
-func kubectlPlugin(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(kubectlBin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("kubectl %v: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
 }
 
 func statusCond(typ, status, reason, msg string) map[string]any {
@@ -117,7 +99,7 @@ func TestKubectlNdpStatus(t *testing.T) {
 
 	spec := chronySpec()
 	spec.PoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ndp.dev/test": pool}}
-	create(t, policy(pool+"-chrony", spec))
+	create(t, newPolicy(pool+"-chrony", spec))
 	waitCondition(t, pool+"-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	mu := intstr.FromInt32(2)
 	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool, Labels: map[string]string{"ndp.dev/test": pool}},
@@ -126,11 +108,9 @@ func TestKubectlNdpStatus(t *testing.T) {
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{role: ""}},
 			MaxUnavailable:        &mu,
 		}})
-	create(t, sourceMC(t, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
+	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	a := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
-	create(t, sourceMC(t, "50-"+pool+"-chrony", pool, map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20ntp.example.com"}}}}}))
+	create(t, sourceMC("50-"+pool+"-chrony", pool).WithFile("/etc/chrony.conf", "pool ntp.example.com").Build())
 	b := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 
 	// The nodes, already sent to b (so the rollout controller leaves them
@@ -202,7 +182,7 @@ func TestKubectlNdpStatus(t *testing.T) {
 	// -o json: the pool as the API server has it at that moment (read
 	// before and after, unchanged in between), and the nodes.
 	var last string
-	eventually(t, "kubectl ndp status -o json shows the pool's status and nodes", func() bool {
+	testkit.Until(t, "kubectl ndp status -o json shows the pool's status and nodes", func() bool {
 		var before, after mcfgv1.MachineConfigPool
 		if err := k8s.Get(ctx, client.ObjectKey{Name: pool}, &before); err != nil {
 			return false
@@ -254,7 +234,7 @@ func TestKubectlNdpStatus(t *testing.T) {
 	// Text: the pool's row, its nodes' rows, the plan and the whole reason.
 	short := func(name string) string { return strings.TrimPrefix(name, "rendered-"+pool+"-")[:8] }
 	var out string
-	eventually(t, "kubectl ndp status "+pool+" prints the rows expected", func() bool {
+	testkit.Until(t, "kubectl ndp status "+pool+" prints the rows expected", func() bool {
 		var p mcfgv1.MachineConfigPool
 		if err := k8s.Get(ctx, client.ObjectKey{Name: pool}, &p); err != nil {
 			return false

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/webhook"
@@ -49,48 +50,16 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, _ := filepath.Abs("../..")
-	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver", "kubectl")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kubectlBin = filepath.Join(assets, "kubectl")
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	env := controlplane.Environment(root, assets, true)
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
-		}
-	}()
-	restConfig = cfg
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "ndp-cluster-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if kubeconfig, err = controlplane.AdminKubeconfig(env, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	webhookInstall = &env.WebhookInstallOptions
-	if err := startReplica(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { stopReplica() }()
-	return m.Run()
+	return testkit.Main(m, testkit.ControlPlaneOptions{Root: "../..", Binaries: []string{"kubectl"}, Webhooks: true, Kubeconfig: true},
+		func(cp *testkit.ControlPlane) (func(), error) {
+			k8s, restConfig, kubeconfig, kubectlBin = cp.Client, cp.Config, cp.Kubeconfig, cp.Bin("kubectl")
+			webhookInstall = &cp.Env.WebhookInstallOptions
+			if err := startReplica(); err != nil {
+				return nil, err
+			}
+			return func() { stopReplica() }, nil
+		})
 }
 
 // controllerOptions are the suite's controllers' (and a takeover
@@ -157,4 +126,32 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(kubectlBin, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// kubectlFile writes manifest to a file and runs kubectl with -f on it.
+func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubectl(t, append(args, "-f", f)...)
+}
+
+// kubectlPlugin runs the real kubectl with dir (holding kubectl-ndp) first
+// on PATH. kubectl passes plugins no flags of its own: the cluster comes
+// from KUBECONFIG.
+func kubectlPlugin(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(kubectlBin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kubectl %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
 }

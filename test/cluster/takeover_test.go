@@ -17,6 +17,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
@@ -87,8 +88,8 @@ func TestStandbyTakesOverAndWritesStatuses(t *testing.T) {
 	standby, standbySet, _ := takeoverReplica(t)
 	stopLeader() // its lease runs out in 4 s
 
-	create(t, policy("takeover", chronySpec()))
-	eventually(t, "the standby activates the new policy", func() bool { _, ok := standbySet.Get("takeover"); return ok })
+	create(t, newPolicy("takeover", chronySpec()))
+	testkit.Until(t, "the standby activates the new policy", func() bool { _, ok := standbySet.Get("takeover"); return ok })
 	var p v1alpha1.NodeDisruptionPolicy
 	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "takeover"}, &p); err != nil {
 		t.Fatal(err)

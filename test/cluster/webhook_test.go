@@ -2,74 +2,19 @@ package cluster
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ndp-dev/ndp/controllers"
-
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
-
-// previewPool creates a pool with a base MachineConfig and n nodes running
-// its rendered config, which it returns.
-func previewPool(t *testing.T, pool string, n int) string {
-	t.Helper()
-	create(t, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
-		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
-		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
-	}})
-	create(t, sourceMC(t, "00-"+pool+"-base", pool, map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/kubernetes/kubelet.conf", "contents": map[string]any{"source": "data:,base"}}}}}))
-	// With the generated registries config: two sources.
-	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
-	for i := range n {
-		create(t, node(pool+"-"+string(rune('a'+i)), pool, target))
-	}
-	return target
-}
-
-// kubectlFile writes manifest to a file and runs kubectl with -f on it.
-func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "manifest.yaml")
-	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kubectl(t, append(args, "-f", f)...)
-}
-
-// printed checks that a kubectl command succeeded and printed want.
-func printed(t *testing.T, what, want, out string, err error) {
-	t.Helper()
-	if err != nil || !strings.Contains(out, want) {
-		t.Errorf("%s, printed (%v):\n%s\nwant %q", what, err, out, want)
-	}
-}
-
-func renderedCount(t *testing.T, pool string) int {
-	t.Helper()
-	var list ndpmcv1.MachineConfigList
-	if err := k8s.List(context.Background(), &list, client.MatchingLabels{ndpmcv1.RenderedForLabel: pool}); err != nil {
-		t.Fatal(err)
-	}
-	return len(list.Items)
-}
-
-func mustNotExist(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-		t.Errorf("%s %s exists after the request (err %v)", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
-	}
-}
 
 const chronyMC = `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
@@ -90,7 +35,7 @@ spec:
 // per pool, what the nodes would do; nothing is written.
 func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 	target := previewPool(t, "preview", 3)
-	p := policy("preview-chrony", chronySpec())
+	p := newPolicy("preview-chrony", chronySpec())
 	create(t, p)
 	waitCondition(t, "preview-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 
@@ -117,7 +62,7 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 	if err := k8s.Delete(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the policy leaves the active set", func() bool { _, ok := active.Get("preview-chrony"); return !ok })
+	testkit.Until(t, "the policy leaves the active set", func() bool { _, ok := active.Get("preview-chrony"); return !ok })
 	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
 	printed(t, "without the policy", "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (unclaimed: file /etc/chrony.conf: added)", out, err)
 
@@ -135,7 +80,7 @@ func TestMachineConfigDryRunPrintsThePlan(t *testing.T) {
 	printed(t, "deleting the base config", "Warning: pool preview, 3 nodes: Reboot, drains 3 nodes, reboots 3 nodes (policy default; unclaimed: file /etc/kubernetes/kubelet.conf: removed)", out, err)
 
 	// Nodes on two configs: one plan each.
-	older := sourceMCNamed(t, "rendered-preview-older")
+	older := renderedMC("rendered-preview-older", "compute").Build()
 	create(t, older)
 	create(t, node("preview-d", "preview", older.Name))
 	out, err = kubectlFile(t, chronyMC, "apply", "--dry-run=server")
@@ -231,7 +176,7 @@ spec:
 // planned None, saying why.
 func TestMCOParityRefusalsAndLUKS(t *testing.T) {
 	previewPool(t, "parity", 2)
-	eventually(t, "the default policy is active", func() bool { _, ok := active.Get(controllers.DefaultPolicyName); return ok })
+	testkit.Until(t, "the default policy is active", func() bool { _, ok := active.Get(controllers.DefaultPolicyName); return ok })
 	mc := func(name, config string) string {
 		return "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: " + name +
 			"\n  labels: {machineconfiguration.openshift.io/role: parity}\nspec:\n  config:\n    ignition: {version: 3.4.0}\n" + config
@@ -341,7 +286,7 @@ spec:
 // still be labelled, and fixed, but not edited into another broken state.
 func TestPolicyWebhookValidatesSpecChangesOnly(t *testing.T) {
 	restore := withoutPolicyWebhook(t)
-	bad := policy("wh-unchecked", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.wh_unchecked\n\nx := := 1\n"})
+	bad := newPolicy("wh-unchecked", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.wh_unchecked\n\nx := := 1\n"})
 	create(t, bad)
 	restore()
 	ctx := context.Background()
@@ -413,7 +358,7 @@ spec:
 // A single-node cluster is never drained, and the preview says so; a
 // second node changes the answer.
 func TestSingleNodePreviewNeverDrains(t *testing.T) {
-	eventually(t, "the nodes of earlier tests are gone", func() bool {
+	testkit.Until(t, "the nodes of earlier tests are gone", func() bool {
 		var nodes corev1.NodeList
 		return k8s.List(context.Background(), &nodes) == nil && len(nodes.Items) == 0
 	})
@@ -422,7 +367,7 @@ func TestSingleNodePreviewNeverDrains(t *testing.T) {
 	out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
 	printed(t, "single node", "Warning: pool sno, 1 node: Reboot, no drain, reboots 1 node", out, err)
 	create(t, node("other-0", "other", "rendered-other-x"))
-	eventually(t, "the preview drains once there are two nodes", func() bool {
+	testkit.Until(t, "the preview drains once there are two nodes", func() bool {
 		out, err := kubectlFile(t, mc, "apply", "--dry-run=server")
 		return err == nil && strings.Contains(out, "Warning: pool sno, 1 node: Reboot, drains 1 node, reboots 1 node")
 	})

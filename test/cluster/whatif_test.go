@@ -11,6 +11,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 const whatIfChrony = `apiVersion: ndp.dev/v1alpha1
@@ -29,7 +30,7 @@ spec:
 func warningLine(t *testing.T, what, prefix string, dryRun func() (string, error)) (line, out string) {
 	t.Helper()
 	var err error
-	eventually(t, what+" warns "+prefix, func() bool {
+	testkit.Until(t, what+" warns "+prefix, func() bool {
 		out, err = dryRun()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", what, err, out)
@@ -56,8 +57,7 @@ func TestPolicyDryRunPreviewsPendingPlanChanges(t *testing.T) {
 	// Three nodes on A, while the pool's target B adds chrony.conf: each
 	// waits for the plan A → B, a reboot with the default policy alone.
 	a := previewPool(t, "whatif", 3)
-	create(t, sourceMC(t, "50-whatif-chrony", "whatif", map[string]any{"storage": map[string]any{"files": []any{
-		map[string]any{"path": "/etc/chrony.conf", "contents": map[string]any{"source": "data:,pool%20ntp.example.com%20iburst"}}}}}))
+	create(t, sourceMC("50-whatif-chrony", "whatif").WithFile("/etc/chrony.conf", "pool ntp.example.com iburst").Build())
 	b := waitPool(t, "whatif", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
 		return len(ps) == 1 && ps[0].From == a && ps[0].Reboot && ps[0].PolicyRevision == active.Planner().Engine.Revision()

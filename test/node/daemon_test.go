@@ -3,8 +3,10 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +27,8 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -39,7 +43,7 @@ func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]oper
 	pols := []policy.Policy{policy.DefaultPolicy()}
 	if len(files) > 0 {
 		np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "test"}}
-		for _, p := range sortedKeysOf(files) {
+		for _, p := range slices.Sorted(maps.Keys(files)) {
 			np.Spec.Files = append(np.Spec.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: p, Actions: files[p]})
 		}
 		pols = append(pols, policy.FromAPI("test", np, 0, 0))
@@ -61,14 +65,6 @@ func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]oper
 		t.Fatal(err)
 	}
 	return p.PostConfigActions()
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	s := map[string]string{}
-	for k := range m {
-		s[k] = k
-	}
-	return sortedKeys(s)
 }
 
 func restart(unit string) operatorv1.NodeDisruptionPolicySpecAction {
@@ -156,9 +152,9 @@ func (w *nodeWatch) order() []string {
 // the node ends Done with its MachineConfigNode conditions in order.
 func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 	h := newHost(t, "node-chrony")
-	h.metricsPort = freePort(t)
-	from := createMC(t, ignition("rendered-chrony-a", map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"}, nil))
-	to := ignition("rendered-chrony-b", map[string]string{"/etc/chrony.conf": "pool b.example.com iburst\n"}, nil)
+	h.metricsPort = testkit.FreePort(t)
+	from := createMC(t, builder.MachineConfig("rendered-chrony-a").WithFileMap(map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-chrony-b").WithFileMap(map[string]string{"/etc/chrony.conf": "pool b.example.com iburst\n"}, 0o644).Build()
 	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
 	if p.Drain || p.Reboot || len(p.Actions) != 1 || p.Actions[0].String() != "Restart chronyd.service" {
 		t.Fatalf("unexpected plan: %+v", p)
@@ -193,7 +189,7 @@ func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 	}
 	_ = stored
 	// Conditions became True in the order of the steps.
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the MachineConfigNode conditions become True in the order of the steps", func() (bool, string) {
 		o := strings.Join(w.order(), " ")
 		return strings.Contains(o, "UpdatePrepared AppliedFiles AppliedFilesAndOS UpdatePostActionComplete UpdateExecuted UpdateComplete Updated"), "conditions became True in the order: " + o
 	})
@@ -222,7 +218,7 @@ func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 
 func assertEvent(t *testing.T, node, reason string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the event", func() (bool, string) {
 		var list corev1.EventList
 		if err := k8s.List(context.Background(), &list, client.InNamespace("default")); err != nil {
 			return false, err.Error()
@@ -295,8 +291,8 @@ func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 	}
 	setPDB(t, pdb, 0) // as the disruption controller would: nothing may go
 
-	from := createMC(t, ignition("rendered-drain-a", map[string]string{"/etc/app.conf": "v1\n"}, nil))
-	to := ignition("rendered-drain-b", map[string]string{"/etc/app.conf": "v2\n"}, nil)
+	from := createMC(t, builder.MachineConfig("rendered-drain-a").WithFileMap(map[string]string{"/etc/app.conf": "v1\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-drain-b").WithFileMap(map[string]string{"/etc/app.conf": "v2\n"}, 0o644).Build()
 	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/app.conf": {drainAction, restart("app.service")}})
 	if !p.Drain {
 		t.Fatalf("plan does not drain: %+v", p)
@@ -309,7 +305,7 @@ func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
 	// Blocked by the budget: cordoned, waiting, saying which pod.
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the drain waits for the budget, naming the pod", func() (bool, string) {
 		c := h.mcnConditions()["Drained"]
 		return c.Status == metav1.ConditionUnknown && c.Reason == "WaitingForPods" && strings.Contains(c.Message, "drain-test/web-1"),
 			fmt.Sprintf("Drained condition: %+v", c)
@@ -350,8 +346,8 @@ func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 func TestAdministratorsCordonIsKept(t *testing.T) {
 	ctx := context.Background()
 	h := newHost(t, "node-cordoned")
-	from := createMC(t, ignition("rendered-cordoned-a", map[string]string{"/etc/app.conf": "v1\n"}, nil))
-	to := ignition("rendered-cordoned-b", map[string]string{"/etc/app.conf": "v2\n"}, nil)
+	from := createMC(t, builder.MachineConfig("rendered-cordoned-a").WithFileMap(map[string]string{"/etc/app.conf": "v1\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-cordoned-b").WithFileMap(map[string]string{"/etc/app.conf": "v2\n"}, 0o644).Build()
 	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/app.conf": {drainAction, restart("app.service")}})}
 	createMC(t, to)
 	h.traceUnit("app.service", "")
@@ -374,10 +370,10 @@ func TestAdministratorsCordonIsKept(t *testing.T) {
 func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	h := newHost(t, "node-reboot")
 	kubelet(t, h.name)
-	fromMC := ignition("rendered-reboot-a", map[string]string{"/etc/motd": "hello\n"}, nil)
+	fromMC := builder.MachineConfig("rendered-reboot-a").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
 	fromMC.Spec.OSImageURL = "quay.io/example/os@sha256:1111"
 	from := createMC(t, fromMC)
-	to := ignition("rendered-reboot-b", map[string]string{"/etc/motd": "hello again\n"}, nil)
+	to := builder.MachineConfig("rendered-reboot-b").WithFileMap(map[string]string{"/etc/motd": "hello again\n"}, 0o644).Build()
 	to.Spec.OSImageURL = "quay.io/example/os@sha256:2222"
 	to.Spec.KernelArguments = []string{"nosmt"}
 	p := plan(t, from, to, nil) // unclaimed by the defaults: Reboot
@@ -389,7 +385,7 @@ func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	h.provision(from, map[string]string{"/etc/motd": "hello\n"})
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
 
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "one reboot request", func() (bool, string) {
 		return h.reboots() == 1, fmt.Sprintf("%d reboot requests", h.reboots())
 	})
 	// The daemon waits for the reboot; it does not go on, nor ask again.
@@ -463,8 +459,8 @@ func TestCrashAtEveryStepRunsEachActionOnce(t *testing.T) {
 	h := newHost(t, "node-crash")
 	kubelet(t, h.name)
 	runningPod(t, "default", "crash-victim", h.name, nil, nil)
-	from := createMC(t, ignition("rendered-crash-a", map[string]string{"/etc/a.conf": "a1\n", "/etc/b.conf": "b1\n", "/etc/gone.conf": "x\n"}, nil))
-	to := ignition("rendered-crash-b", map[string]string{"/etc/a.conf": "a2\n", "/etc/b.conf": "b2\n", "/etc/new.conf": "n\n"}, nil)
+	from := createMC(t, builder.MachineConfig("rendered-crash-a").WithFileMap(map[string]string{"/etc/a.conf": "a1\n", "/etc/b.conf": "b1\n", "/etc/gone.conf": "x\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-crash-b").WithFileMap(map[string]string{"/etc/a.conf": "a2\n", "/etc/b.conf": "b2\n", "/etc/new.conf": "n\n"}, 0o644).Build()
 	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{
 		"/etc/a.conf":    {daemonReload, reload("reloader.service")},
 		"/etc/b.conf":    {restart("restarter.service"), drainAction},
@@ -536,18 +532,18 @@ func TestCrashAtEveryStepRunsEachActionOnce(t *testing.T) {
 // for, and executed once it appears.
 func TestPlanIsVerifiedAndWaitedFor(t *testing.T) {
 	h := newHost(t, "node-verify")
-	from := createMC(t, ignition("rendered-verify-a", map[string]string{"/etc/chrony.conf": "a\n"}, nil))
-	to := ignition("rendered-verify-b", map[string]string{"/etc/chrony.conf": "b\n"}, nil)
+	from := createMC(t, builder.MachineConfig("rendered-verify-a").WithFileMap(map[string]string{"/etc/chrony.conf": "a\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-verify-b").WithFileMap(map[string]string{"/etc/chrony.conf": "b\n"}, 0o644).Build()
 	good := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
 	createMC(t, to) // no plan yet
 	h.traceUnit("chronyd.service", "")
 	h.provision(from, map[string]string{"/etc/chrony.conf": "a\n"})
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
 
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "UpdatePrepared waits for the plan", func() (bool, string) {
 		c := h.mcnConditions()["UpdatePrepared"]
 		return c.Status == metav1.ConditionUnknown && c.Reason == ndpmcv1.PlanPendingReason, fmt.Sprintf("UpdatePrepared: %+v", c)
-	})
+	}, testkit.Within(time.Minute))
 	if got := h.readFile("/etc/chrony.conf"); got != "a\n" {
 		t.Fatalf("written without a plan: %q", got)
 	}
@@ -579,8 +575,8 @@ func TestPlanIsVerifiedAndWaitedFor(t *testing.T) {
 func TestFailingRestartRestoresTheFiles(t *testing.T) {
 	h := newHost(t, "node-fail")
 	kubelet(t, h.name)
-	from := createMC(t, ignition("rendered-fail-a", map[string]string{"/etc/broken.conf": "old\n"}, nil))
-	to := ignition("rendered-fail-b", map[string]string{"/etc/broken.conf": "new\n", "/etc/extra.conf": "extra\n"}, nil)
+	from := createMC(t, builder.MachineConfig("rendered-fail-a").WithFileMap(map[string]string{"/etc/broken.conf": "old\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-fail-b").WithFileMap(map[string]string{"/etc/broken.conf": "new\n", "/etc/extra.conf": "extra\n"}, 0o644).Build()
 	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{
 		"/etc/broken.conf": {restart("broken.service")}, "/etc/extra.conf": {{Type: operatorv1.NoneSpecAction}},
 	})}
@@ -630,7 +626,7 @@ func TestFailingRestartRestoresTheFiles(t *testing.T) {
 // before the first write, with the reason.
 func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
 	h := newHost(t, "node-bad")
-	from := createMC(t, ignition("rendered-bad-a", map[string]string{"/etc/app.conf": "v1\n"}, nil))
+	from := createMC(t, builder.MachineConfig("rendered-bad-a").WithFileMap(map[string]string{"/etc/app.conf": "v1\n"}, 0o644).Build())
 	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
 	outside := filepath.Join(h.dir, "outside")
 	if err := os.MkdirAll(outside, 0o755); err != nil {
@@ -641,7 +637,7 @@ func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
 	}
 	// An action type nobody knows does not even reach the status: the
 	// API server refuses it.
-	explode := ignition("rendered-bad-explode", nil, nil)
+	explode := builder.MachineConfig("rendered-bad-explode").Build()
 	createMC(t, explode)
 	bad := ndpmcv1.PostConfigActions{From: from.Name, Actions: []ndpmcv1.PlanAction{{Type: "Explode"}}, PolicyRevision: "sha256:test"}
 	bad.PlanHash = bad.Hash(explode.Name)
@@ -658,17 +654,14 @@ func TestBadInputIsRefusedBeforeAnyWrite(t *testing.T) {
 	}{
 		// Drain is a flag of a plan, never one of its actions: the schema
 		// lets it through, the daemon does not.
-		{"unknown-action", ignition("rendered-bad-action", map[string]string{"/etc/app.conf": "v2\n"}, nil),
+		{"unknown-action", builder.MachineConfig("rendered-bad-action").WithFileMap(map[string]string{"/etc/app.conf": "v2\n"}, 0o644).Build(),
 			func(p *ndpmcv1.PostConfigActions) { p.Actions = []ndpmcv1.PlanAction{{Type: "Drain"}} }, "InvalidPlan", `unknown action type "Drain"`},
-		{"outside-root", ignition("rendered-bad-escape", map[string]string{"/etc/app.conf": "v2\n", "/etc/escape/x.conf": "x\n"}, nil),
+		{"outside-root", builder.MachineConfig("rendered-bad-escape").WithFileMap(map[string]string{"/etc/app.conf": "v2\n", "/etc/escape/x.conf": "x\n"}, 0o644).Build(),
 			nil, "InvalidConfig", "resolves outside the host root"},
-		{"unparsable", &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-bad-ignition"}, Spec: ignition("x", nil, nil).Spec},
+		{"unparsable", builder.MachineConfig("rendered-bad-ignition").WithFiles(builder.File("relative/path", "x")).Build(),
 			nil, "InvalidConfig", "spec.config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "unparsable" {
-				tc.mc.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"relative/path","contents":{"source":"data:,x"}}]}}`)
-			}
 			p := ndpmcv1.PostConfigActions{From: from.Name, Actions: []ndpmcv1.PlanAction{{Type: "None"}}, PolicyRevision: "sha256:test"}
 			if tc.plan != nil {
 				tc.plan(&p)
@@ -792,8 +785,8 @@ func TestUnitsKeysAndPasswordThroughSystemd(t *testing.T) {
 // the job, and does not restart the unit again.
 func TestCrashDuringARestartJob(t *testing.T) {
 	h := newHost(t, "node-midjob")
-	from := createMC(t, ignition("rendered-midjob-a", map[string]string{"/etc/slow.conf": "1\n"}, nil))
-	to := ignition("rendered-midjob-b", map[string]string{"/etc/slow.conf": "2\n"}, nil)
+	from := createMC(t, builder.MachineConfig("rendered-midjob-a").WithFileMap(map[string]string{"/etc/slow.conf": "1\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-midjob-b").WithFileMap(map[string]string{"/etc/slow.conf": "2\n"}, 0o644).Build()
 	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/slow.conf": {restart("slow.service")}})}
 	createMC(t, to)
 	h.traceUnit("slow.service", "/bin/sleep 3") // each start takes 3 s after its trace line
@@ -801,7 +794,7 @@ func TestCrashDuringARestartJob(t *testing.T) {
 	before, _ := h.runs("slow.service")
 
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the unit restarts", func() (bool, string) {
 		starts, _ := h.runs("slow.service")
 		return starts == before+1, fmt.Sprintf("%d starts", starts)
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // hostileRule is a policy whose claims rule does what rule says for every
@@ -128,12 +129,12 @@ func TestFaultsHostilePolicies(t *testing.T) {
 			}
 			defer func() { _ = k8s.Delete(context.Background(), p) }()
 			var goodRevision string
-			eventually(tt, 3*time.Minute, func() (bool, string) {
+			testkit.Eventually(tt, "the good policy is accepted", func() (bool, string) {
 				_ = k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
 				c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted)
 				goodRevision = p.Status.Revision
 				return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation, fmt.Sprintf("good revision not accepted: %+v", p.Status.Conditions)
-			})
+			}, testkit.Within(3*time.Minute))
 			before := peakRSS(cs.pid(0))
 
 			// The hostile revision.
@@ -162,12 +163,12 @@ func TestFaultsHostilePolicies(t *testing.T) {
 				tt.Fatal(err)
 			}
 			var degraded *metav1.Condition
-			eventually(tt, 3*time.Minute, func() (bool, string) {
+			testkit.Eventually(tt, "the hostile policy degrades", func() (bool, string) {
 				_ = k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
 				degraded = meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionDegraded)
 				return degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.ObservedGeneration == p.Generation,
 					fmt.Sprintf("hostile generation %d not refused: %+v", p.Generation, p.Status.Conditions)
-			})
+			}, testkit.Within(3*time.Minute))
 			took := time.Since(start)
 			if !strings.Contains(strings.ToLower(degraded.Message), row.want) {
 				tt.Errorf("Degraded message %q does not say %q", degraded.Message, row.want)

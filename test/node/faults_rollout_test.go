@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/output"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // replica is one ndp-controller process, restarted when it exits as a
@@ -82,11 +82,7 @@ func startControllers(t *testing.T, n int) *controllerSet {
 	}
 	cs := &controllerSet{t: t, bin: bin}
 	for i := 0; i < n; i++ {
-		port, err := controlplane.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &replica{name: fmt.Sprintf("ndp-controller-%d", i), metricsPort: port, logs: &output.Buffer{}}
+		r := &replica{name: fmt.Sprintf("ndp-controller-%d", i), metricsPort: testkit.FreePort(t), logs: &output.Buffer{}}
 		cs.replicas = append(cs.replicas, r)
 		cs.start(r)
 		go cs.supervise(r)
@@ -107,15 +103,9 @@ func (cs *controllerSet) stop(t *testing.T) {
 		if already || cmd.Process == nil {
 			continue
 		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		testkit.Terminate(cmd.Process, done, 30*time.Second)
 		if t.Failed() {
-			t.Logf("%s output (last lines):\n%s", r.name, lastLines(r.logs.String(), 40))
+			t.Logf("%s output (last lines):\n%s", r.name, testkit.LastLines(r.logs.String(), 40))
 		}
 	}
 }
@@ -346,7 +336,7 @@ func (f *faultRollout) check(t *testing.T, old, target string, starts map[string
 			t.Errorf("%s ran plan %s from %s; stored from %s: %v", h.name, j.Plan.PlanHash, j.Plan.From, old, stored)
 		}
 		if strings.Contains(h.output(), "planHash mismatch") || strings.Contains(h.output(), "panic:") {
-			t.Errorf("%s: ndp-daemon output:\n%s", h.name, lastLines(h.output(), 30))
+			t.Errorf("%s: ndp-daemon output:\n%s", h.name, testkit.LastLines(h.output(), 30))
 		}
 		if h.node().Spec.Unschedulable {
 			t.Errorf("%s is still cordoned", h.name)
@@ -360,10 +350,10 @@ func (f *faultRollout) check(t *testing.T, old, target string, starts map[string
 // (a node's update takes a little over 2s).
 func (f *faultRollout) waitProgress(t *testing.T, target string, rng *rand.Rand) {
 	k := rng.IntN(len(f.hosts))
-	eventually(t, 5*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the rollout progresses", func() (bool, string) {
 		done, _ := f.counts(target)
 		return done >= k, fmt.Sprintf("%d of %d nodes done on %s", done, k, target)
-	})
+	}, testkit.Within(5*time.Minute))
 	time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 }
 
@@ -491,14 +481,14 @@ func TestFaultsDaemonPartition(t *testing.T) {
 		trial(t, "daemon-partition", "cut-when-"+mode, func(tt *testing.T) string {
 			old, target, starts := f.change(tt)
 			var at string
-			eventually(tt, 3*time.Minute, func() (bool, string) {
+			testkit.Eventually(tt, "the node reaches the target", func() (bool, string) {
 				a := h.node().Annotations
 				at = fmt.Sprintf("state %s, on %s", a[ndpmcv1.StateAnnotation], configName(a[ndpmcv1.CurrentConfigAnnotation], old, target))
 				if mode == "sent" {
 					return a[ndpmcv1.DesiredConfigAnnotation] == target, h.name + " not sent yet"
 				}
 				return a[ndpmcv1.DesiredConfigAnnotation] == target && a[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking, h.name + " not updating yet: " + at
-			})
+			}, testkit.Within(3*time.Minute))
 			proxy.cut(true)
 			cutAt := time.Now()
 			time.Sleep(time.Minute)
@@ -540,10 +530,10 @@ func killAPIServer(t *testing.T, certDir string) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("killing kube-apiserver %d: %v", pid, err)
 		}
-		eventually(t, time.Minute, func() (bool, string) {
+		testkit.Eventually(t, "the killed kube-apiserver exits", func() (bool, string) {
 			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
 			return len(st) == 0 || strings.Contains(string(st), ") Z "), fmt.Sprintf("kube-apiserver %d still running", pid)
-		})
+		}, testkit.Within(time.Minute))
 		return
 	}
 	t.Fatalf("no kube-apiserver process names %s", certDir)

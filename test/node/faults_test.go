@@ -26,6 +26,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 )
 
@@ -226,7 +227,7 @@ func crashWorker(t *testing.T, w int, base uint64, n int) {
 		h.traceUnit(u, "")
 	}
 	files := map[string]string{"/etc/fault/f0": "zero\n", "/etc/fault/f1": "one\n"}
-	cur := ignition(fmt.Sprintf("rendered-crash-%d-000", w), files, nil)
+	cur := builder.MachineConfig(fmt.Sprintf("rendered-crash-%d-000", w)).WithFileMap(files, 0o644).Build()
 	cur.Spec.OSImageURL = "quay.io/example/os@sha256:0"
 	createMC(t, cur)
 	h.provision(cur, files)
@@ -236,7 +237,7 @@ func crashWorker(t *testing.T, w int, base uint64, n int) {
 		name := fmt.Sprintf("trial-%03d", w*n+i)
 		rng := rand.New(rand.NewPCG(base, uint64(w*n+i)))
 		next, pols := randomConfig(rng, files)
-		to := ignition(fmt.Sprintf("rendered-crash-%d-%03d", w, i), next, nil)
+		to := builder.MachineConfig(fmt.Sprintf("rendered-crash-%d-%03d", w, i)).WithFileMap(next, 0o644).Build()
 		to.Spec.OSImageURL = cur.Spec.OSImageURL
 		if rng.IntN(5) == 0 { // an OS change: a reboot
 			to.Spec.OSImageURL = fmt.Sprintf("quay.io/example/os@sha256:%d", i)

@@ -26,6 +26,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
@@ -53,7 +55,7 @@ func ensureChronyPolicy(t *testing.T) {
 }
 
 func chronyMC(pool, contents string) *ndpmcv1.MachineConfig {
-	mc := ignition("50-"+pool+"-chrony", map[string]string{"/etc/chrony.conf": contents}, nil)
+	mc := builder.MachineConfig("50-"+pool+"-chrony").WithFileMap(map[string]string{"/etc/chrony.conf": contents}, 0o644).Build()
 	mc.Labels = map[string]string{ndpmcv1.RoleLabel: pool}
 	return mc
 }
@@ -81,7 +83,7 @@ func newRollout(t *testing.T, pool string, n int, maxUnavailable intstr.IntOrStr
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mc) })
 	// The registries controller adds its MachineConfig to every pool: wait
 	// for the rendering that has both, the config nodes join with.
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the rendering with the registries MachineConfig", func() (bool, string) {
 		p := r.mcp()
 		var srcs []string
 		for _, s := range p.Spec.Configuration.Source {
@@ -119,7 +121,7 @@ func (r *rollout) setPaused(paused bool) {
 func (r *rollout) target() string {
 	r.t.Helper()
 	var name string
-	eventually(r.t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(r.t, "the pool's first target", func() (bool, string) {
 		p := r.mcp()
 		name = p.Spec.Configuration.Name
 		return name != "", "pool " + r.pool + " has no target yet"
@@ -131,7 +133,7 @@ func (r *rollout) target() string {
 func (r *rollout) newTarget(old string) string {
 	r.t.Helper()
 	var name string
-	eventually(r.t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(r.t, "the pool's new target", func() (bool, string) {
 		name = r.mcp().Spec.Configuration.Name
 		return name != "" && name != old, "pool " + r.pool + " still targets " + old
 	})
@@ -158,7 +160,7 @@ func (r *rollout) poolCondition(typ mcfgv1.MachineConfigPoolConditionType) mcfgv
 
 func (r *rollout) waitDone(config string, timeout time.Duration) {
 	r.t.Helper()
-	eventually(r.t, timeout, func() (bool, string) {
+	testkit.Eventually(r.t, "every node of the pool done", func() (bool, string) {
 		var not []string
 		for _, h := range r.hosts {
 			a := h.node().Annotations
@@ -167,7 +169,7 @@ func (r *rollout) waitDone(config string, timeout time.Duration) {
 			}
 		}
 		return len(not) == 0, "not yet Done on " + config + ": " + strings.Join(not, ", ")
-	})
+	}, testkit.Within(timeout))
 }
 
 // changeChrony edits the pool's chrony MachineConfig.
@@ -323,10 +325,10 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 	u := watchUnavailable(t, r.pool)
 	r.changeChrony("pool 1.example.com\n")
 	b := r.newTarget(a)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the ClusterOperator says the pool is progressing", func() (bool, string) {
 		c := operatorCondition(t, configv1.OperatorProgressing)
 		return c.Status == configv1.ConditionTrue && strings.Contains(c.Message, "pool "+r.pool) || len(r.sentTo(b)) == 3, fmt.Sprintf("ClusterOperator Progressing %+v", c)
-	})
+	}, testkit.Within(time.Minute))
 	r.waitDone(b, 3*time.Minute)
 	if p, _ := u.peak(); p != 1 {
 		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (want exactly 1)", p)
@@ -342,13 +344,13 @@ func TestRolloutRespectsMaxUnavailable(t *testing.T) {
 			t.Errorf("%s: /etc/chrony.conf %q", h.name, got)
 		}
 	}
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the pool's status counts", func() (bool, string) {
 		p := r.mcp()
 		s := p.Status
 		return s.MachineCount == 3 && s.UpdatedMachineCount == 3 && s.ReadyMachineCount == 3 && s.UnavailableMachineCount == 0 &&
 				s.Configuration.Name == b && r.poolCondition(mcfgv1.MachineConfigPoolUpdated).Status == corev1.ConditionTrue,
 			fmt.Sprintf("pool status: %+v", s)
-	})
+	}, testkit.Within(time.Minute))
 
 	// A patch of the one field: the controllers write the pool's status.
 	if err := k8s.Patch(context.Background(), r.mcp(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxUnavailable":2}}`))); err != nil {
@@ -374,10 +376,10 @@ func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 	r.changeChrony("pool 1.example.com\n")
 	b := r.newTarget(a)
 	// The NotReady node takes the only slot: nobody is sent.
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the NotReady node takes the only slot", func() (bool, string) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
 		return c.Status == corev1.ConditionTrue && r.mcp().Status.UnavailableMachineCount == 1, fmt.Sprintf("Updating: %+v, status %+v", c, r.mcp().Status)
-	})
+	}, testkit.Within(time.Minute))
 	time.Sleep(3 * time.Second) // nothing may happen: give it the chance
 	if sent := r.sentTo(b); len(sent) != 0 {
 		t.Fatalf("nodes sent while a NotReady node used the budget: %v", sent)
@@ -385,17 +387,17 @@ func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 
 	// Ready again: the first node is sent; paused while it updates.
 	sick.setReady(true)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the first node is sent", func() (bool, string) {
 		sent := r.sentTo(b)
 		return len(sent) == 1 && sent[0] == first.name, fmt.Sprintf("sent to %s: %v", b, sent)
-	})
+	}, testkit.Within(time.Minute))
 	r.setPaused(true)
 	first.start()
 	first.waitState(ndpmcv1.StateDone, b, 2*time.Minute)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the pool pauses", func() (bool, string) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
 		return c.Reason == "Paused" && r.mcp().Status.UpdatedMachineCount == 1, fmt.Sprintf("Updating: %+v", c)
-	})
+	}, testkit.Within(time.Minute))
 	time.Sleep(3 * time.Second)
 	if sent := r.sentTo(b); len(sent) != 1 {
 		t.Fatalf("nodes sent while the pool is paused: %v", sent)
@@ -416,7 +418,7 @@ func TestRolloutWaitsForThePlan(t *testing.T) {
 	}
 	r.changeChrony("pool 1.example.com\n")
 	b := r.newTarget(a)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the target's plan", func() (bool, string) {
 		var mc ndpmcv1.MachineConfig
 		if err := k8s.Get(context.Background(), client.ObjectKey{Name: b}, &mc); err != nil {
 			return false, err.Error()
@@ -427,7 +429,7 @@ func TestRolloutWaitsForThePlan(t *testing.T) {
 			}
 		}
 		return false, fmt.Sprintf("%s conditions: %+v", b, mc.Status.Conditions)
-	})
+	}, testkit.Within(time.Minute))
 	time.Sleep(3 * time.Second)
 	if sent := r.sentTo(b); len(sent) != 0 {
 		t.Fatalf("nodes sent to a target without a plan for them: %v", sent)
@@ -442,25 +444,25 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 	// chronyd cannot start on the oldest node, the first to be picked.
 	bad := r.hosts[0]
 	bad.stop()
-	bad.metricsPort = freePort(t)
+	bad.metricsPort = testkit.FreePort(t)
 	bad.start()
 	bad.traceUnit("chronyd.service", "/bin/false")
 	_ = bad.sd.Systemctl("reset-failed", "chronyd.service")
 	r.changeChrony("pool 1.example.com\n")
 	b := r.newTarget(a)
 	bad.waitState(ndpmcv1.StateDegraded, a, 3*time.Minute)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the pool is degraded", func() (bool, string) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolNodeDegraded)
 		d := r.poolCondition(mcfgv1.MachineConfigPoolDegraded)
 		return c.Status == corev1.ConditionTrue && strings.Contains(c.Message, bad.name) && strings.Contains(c.Message, "chronyd.service") &&
 			d.Status == corev1.ConditionTrue && r.mcp().Status.DegradedMachineCount == 1, fmt.Sprintf("NodeDegraded %+v, Degraded %+v", c, d)
-	})
+	}, testkit.Within(time.Minute))
 	// The ClusterOperator says it too.
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the ClusterOperator says the pool is degraded", func() (bool, string) {
 		d, u := operatorCondition(t, configv1.OperatorDegraded), operatorCondition(t, configv1.OperatorUpgradeable)
 		return d.Status == configv1.ConditionTrue && strings.Contains(d.Message, "pool "+r.pool) && strings.Contains(d.Message, bad.name) &&
 			u.Status == configv1.ConditionFalse, fmt.Sprintf("ClusterOperator Degraded %+v, Upgradeable %+v", d, u)
-	})
+	}, testkit.Within(time.Minute))
 	if c := operatorCondition(t, configv1.OperatorAvailable); c.Status != configv1.ConditionTrue {
 		t.Errorf("ClusterOperator Available: %+v", c)
 	}
@@ -492,14 +494,14 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 		t.Fatalf("the fix renders %s, want %s again", fixed, a)
 	}
 	r.waitDone(a, 3*time.Minute)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the pool recovers", func() (bool, string) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolDegraded)
 		return c.Status == corev1.ConditionFalse && r.poolCondition(mcfgv1.MachineConfigPoolUpdated).Status == corev1.ConditionTrue, fmt.Sprintf("Degraded %+v", c)
-	})
-	eventually(t, time.Minute, func() (bool, string) {
+	}, testkit.Within(time.Minute))
+	testkit.Eventually(t, "the ClusterOperator no longer names the pool", func() (bool, string) {
 		d := operatorCondition(t, configv1.OperatorDegraded)
 		return !strings.Contains(d.Message, "pool "+r.pool), fmt.Sprintf("ClusterOperator Degraded %+v", d)
-	})
+	}, testkit.Within(time.Minute))
 }
 
 func operatorCondition(t *testing.T, typ configv1.ClusterStatusConditionType) configv1.ClusterOperatorStatusCondition {

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +41,7 @@ import (
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/systemdtest"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/planner/engine"
 )
 
@@ -64,13 +63,6 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	root, _ := filepath.Abs("../..")
-	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env = controlplane.Environment(root, assets, false)
 	// A certificate directory of our own survives a restart of the API
 	// server (the faults trials restart it; etcd keeps the data).
 	certDir, err := os.MkdirTemp("", "ndp-node-apiserver-")
@@ -79,28 +71,21 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(certDir)
-	env.ControlPlane.GetAPIServer().CertDir = certDir
-	cfg, err := env.Start()
+	cp, err := testkit.StartControlPlane(testkit.ControlPlaneOptions{Root: "../..", Kubeconfig: true,
+		Configure: func(e *envtest.Environment) { e.ControlPlane.GetAPIServer().CertDir = certDir }})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	restConfig = cfg
-	if k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer func() { _ = cp.Stop() }()
+	env, restConfig, k8s, kubeconfig = cp.Env, cp.Config, cp.Client, cp.Kubeconfig
+	root, _ := filepath.Abs("../..")
 	dir, err := os.MkdirTemp("", "ndp-node-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if kubeconfig, err = controlplane.AdminKubeconfig(env, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// The real binary, built as shipped.
 	daemonBin = filepath.Join(dir, "ndp-daemon")
 	args := []string{"build", "-o", daemonBin}
@@ -126,7 +111,7 @@ func run(m *testing.M) int {
 	}
 	// ndp's controllers, as ndp-controller wires them (no webhook): the
 	// rollout tests need the render, plan, rollout and status controllers.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", controllerMetricsPort)},
 		HealthProbeBindAddress: "0",
@@ -208,7 +193,7 @@ func newHost(t *testing.T, name string) *host {
 			outs, _ := filepath.Glob(filepath.Join(dir, "*.trace*"))
 			for _, o := range outs {
 				b, _ := os.ReadFile(o)
-				t.Logf("%s of %s:\n%s", filepath.Base(o), name, lastLines(string(b), 20))
+				t.Logf("%s of %s:\n%s", filepath.Base(o), name, testkit.LastLines(string(b), 20))
 			}
 			for _, o := range outs {
 				if unit := strings.TrimSuffix(filepath.Base(o), ".trace"); unit != filepath.Base(o) {
@@ -230,14 +215,6 @@ func newHost(t *testing.T, name string) *host {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
 	return h
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (h *host) path(p string) string { return filepath.Join(h.root, p) }
@@ -303,15 +280,6 @@ func scrape(t *testing.T, port int) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := controlplane.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }
 
 func (h *host) output() string { return h.logs.String() }
@@ -452,12 +420,12 @@ func (h *host) annotate(kv map[string]string) {
 func (h *host) waitState(state, current string, timeout time.Duration) *corev1.Node {
 	h.t.Helper()
 	var last *corev1.Node
-	eventually(h.t, timeout, func() (bool, string) {
+	testkit.Eventually(h.t, "the node's state", func() (bool, string) {
 		last = h.node()
 		a := last.Annotations
 		ok := a[ndpmcv1.StateAnnotation] == state && (current == "" || a[ndpmcv1.CurrentConfigAnnotation] == current)
 		return ok, fmt.Sprintf("node %s: state %q current %q reason %q (want %s on %s)", h.name, a[ndpmcv1.StateAnnotation], a[ndpmcv1.CurrentConfigAnnotation], a[ndpmcv1.ReasonAnnotation], state, current)
-	})
+	}, testkit.Within(timeout))
 	return last
 }
 
@@ -491,23 +459,6 @@ func (h *host) mcnConditions() map[string]metav1.Condition {
 	return out
 }
 
-// eventually polls cond until it holds or timeout passes: bounds are
-// generous, for a loaded 2-core machine.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // createMC creates a MachineConfig (rendered for pool "worker") and, if
 // plan is set, writes it into the status.
 func createMC(t *testing.T, mc *ndpmcv1.MachineConfig) *ndpmcv1.MachineConfig {
@@ -538,61 +489,4 @@ func setPlans(t *testing.T, name string, plans ...ndpmcv1.PostConfigActions) {
 	if err := k8s.Status().Update(context.Background(), &mc); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// ignition builds a rendered MachineConfig's spec: files (path → contents)
-// and units (name → contents).
-func ignition(name string, files map[string]string, units map[string]string) *ndpmcv1.MachineConfig {
-	type file struct {
-		Path     string `json:"path"`
-		Mode     int    `json:"mode"`
-		Contents struct {
-			Source string `json:"source"`
-		} `json:"contents"`
-		Overwrite bool `json:"overwrite"`
-	}
-	type unit struct {
-		Name     string `json:"name"`
-		Contents string `json:"contents"`
-	}
-	cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
-	var fs []file
-	for _, p := range sortedKeys(files) {
-		f := file{Path: p, Mode: 0o644, Overwrite: true}
-		f.Contents.Source = "data:," + urlEscape(files[p])
-		fs = append(fs, f)
-	}
-	if len(fs) > 0 {
-		cfg["storage"] = map[string]any{"files": fs}
-	}
-	var us []unit
-	for _, n := range sortedKeys(units) {
-		us = append(us, unit{Name: n, Contents: units[n]})
-	}
-	if len(us) > 0 {
-		cfg["systemd"] = map[string]any{"units": us}
-	}
-	raw, _ := json.Marshal(cfg)
-	return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}}}
-}
-
-func urlEscape(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~", c) >= 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // change is one change rolled out to every pool at once.
@@ -137,7 +138,7 @@ func (r *run) runChange(c change) *result {
 			t.Fatalf("%s: pool %s: %v", c.name, pool, err)
 		}
 	}
-	eventually(t, 5*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "every pool updated", func() (bool, string) {
 		for _, pool := range r.pools {
 			var mcp mcfgv1.MachineConfigPool
 			if err := r.k8s.Get(ctx, client.ObjectKey{Name: pool}, &mcp); err != nil {
@@ -149,7 +150,7 @@ func (r *run) runChange(c change) *result {
 			r.targets[pool] = mcp.Spec.Configuration.Name
 		}
 		return true, ""
-	})
+	}, testkit.Within(5*time.Minute))
 	store := r.nodeStore
 	r.tracker.setTargets(r.targets, func(name string) (string, string) {
 		obj, ok, _ := store.GetByKey(name)
@@ -164,7 +165,7 @@ func (r *run) runChange(c change) *result {
 	res.total = t1.Sub(t0)
 	res.end = t1.Sub(r.origin)
 	t.Logf("scale: %s: every node updated after %s", c.name, res.total.Round(time.Millisecond))
-	eventually(t, 5*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "every pool reports its machines updated", func() (bool, string) {
 		for _, pool := range r.pools {
 			var mcp mcfgv1.MachineConfigPool
 			if err := r.k8s.Get(ctx, client.ObjectKey{Name: pool}, &mcp); err != nil {
@@ -180,7 +181,7 @@ func (r *run) runChange(c change) *result {
 			}
 		}
 		return true, ""
-	})
+	}, testkit.Within(5*time.Minute))
 	res.poolStatus = time.Since(t0)
 	res.after = r.snapshot()
 	res.peaks = r.tracker.peaks()

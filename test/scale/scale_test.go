@@ -4,14 +4,12 @@ package scale
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
@@ -39,7 +36,8 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
 // poolLabel puts a node in a pool (each pool's nodeSelector).
@@ -173,22 +171,11 @@ func TestScale(t *testing.T) {
 	r.ctx = ctx
 
 	// The control plane.
-	assets, err := controlplane.Assets(root, "etcd", "kube-apiserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := controlplane.Environment(root, assets, false)
 	started := time.Now()
-	restCfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: root, Kubeconfig: true})
+	restCfg, kubeconfig := cp.Config, cp.Kubeconfig
 	t.Logf("scale: control plane up in %s", time.Since(started).Round(time.Millisecond))
-	kubeconfig, err := controlplane.AdminKubeconfig(env, cfg.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	r.procs = children("kube-apiserver", "etcd")
 	r.apiHost = strings.TrimSuffix(restCfg.Host, "/")
 	if r.metrics, err = rest.HTTPClientFor(restCfg); err != nil {
@@ -277,10 +264,7 @@ func TestScale(t *testing.T) {
 // leader election or webhooks, its metrics on loopback.
 func (r *run) startController(kubeconfig string) {
 	t := r.t
-	port, err := controlplane.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := testkit.FreePort(t)
 	logs, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("ndp-scale-controller-%d.log", os.Getpid())))
 	if err != nil {
 		t.Fatal(err)
@@ -300,22 +284,16 @@ func (r *run) startController(kubeconfig string) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		testkit.Terminate(cmd.Process, done, 30*time.Second)
 		_ = logs.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logs.Name())
-			t.Logf("ndp-controller output (last lines, all in %s):\n%s", logs.Name(), lastLines(string(b), 15))
+			t.Logf("ndp-controller output (last lines, all in %s):\n%s", logs.Name(), testkit.LastLines(string(b), 15))
 		}
 	})
 	r.ctrlPID = cmd.Process.Pid
 	r.ctrlMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	eventually(t, time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "ndp-controller serves its metrics", func() (bool, string) {
 		select {
 		case <-done:
 			t.Fatalf("ndp-controller exited; its output is in %s", logs.Name())
@@ -323,31 +301,7 @@ func (r *run) startController(kubeconfig string) {
 		}
 		_, err := scrapeText(http.DefaultClient, r.ctrlMetrics)
 		return err == nil, fmt.Sprintf("ndp-controller's metrics endpoint: %v", err)
-	})
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, msg)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	}, testkit.Within(time.Minute))
 }
 
 func (r *run) poolName(i int) string { return fmt.Sprintf("scale-%d", i) }
@@ -371,7 +325,7 @@ func (r *run) setup() {
 	if err := r.k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "policy scale-chrony is active", func() (bool, string) {
 		if err := r.k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return false, err.Error()
 		}
@@ -389,13 +343,13 @@ func (r *run) setup() {
 		if err := r.k8s.Create(ctx, mcp); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.k8s.Create(ctx, machineConfig("50-"+pool+"-chrony", pool, map[string]string{"/etc/chrony.conf": chrony(0)}, nil)); err != nil {
+		if err := r.k8s.Create(ctx, builder.MachineConfig("50-"+pool+"-chrony").WithRole(pool).WithFileMap(map[string]string{"/etc/chrony.conf": chrony(0)}, 0o644).Build()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The registries controller adds its MachineConfig to every pool: the
 	// rendering from both is the config the nodes are provisioned with.
-	eventually(t, 3*time.Minute, func() (bool, string) {
+	testkit.Eventually(t, "the rendering with the registries MachineConfig", func() (bool, string) {
 		for _, pool := range r.pools {
 			var mcp mcfgv1.MachineConfigPool
 			if err := r.k8s.Get(ctx, client.ObjectKey{Name: pool}, &mcp); err != nil {
@@ -407,7 +361,7 @@ func (r *run) setup() {
 			r.targets[pool] = mcp.Spec.Configuration.Name
 		}
 		return true, ""
-	})
+	}, testkit.Within(3*time.Minute))
 }
 
 func chrony(n int) string { return fmt.Sprintf("pool %d.example.com iburst\n", n) }
@@ -518,57 +472,12 @@ func (r *run) waitUpdated(what string, timeout time.Duration) {
 	}
 }
 
-// machineConfig builds a MachineConfig of a pool: files (path → contents)
-// and kernel arguments.
-func machineConfig(name, pool string, files map[string]string, kargs []string) *ndpmcv1.MachineConfig {
-	type file struct {
-		Path     string `json:"path"`
-		Mode     int    `json:"mode"`
-		Contents struct {
-			Source string `json:"source"`
-		} `json:"contents"`
-		Overwrite bool `json:"overwrite"`
-	}
-	cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
-	var fs []file
-	var paths []string
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		f := file{Path: p, Mode: 0o644, Overwrite: true}
-		f.Contents.Source = "data:," + urlEscape(files[p])
-		fs = append(fs, f)
-	}
-	if len(fs) > 0 {
-		cfg["storage"] = map[string]any{"files": fs}
-	}
-	raw, _ := json.Marshal(cfg)
-	return &ndpmcv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{ndpmcv1.RoleLabel: pool}},
-		Spec:       mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}, KernelArguments: kargs},
-	}
-}
-
-func urlEscape(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.~", c) >= 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
 // The three changes.
 
 const pullSecret = `{"auths":{"registry.example.com":{"auth":"c2NhbGU6c2NhbGU="}}}` + "\n"
 
 func (r *run) addPullSecret(ctx context.Context, pool string) error {
-	return r.k8s.Create(ctx, machineConfig("60-"+pool+"-pull-secret", pool, map[string]string{"/var/lib/kubelet/config.json": pullSecret}, nil))
+	return r.k8s.Create(ctx, builder.MachineConfig("60-"+pool+"-pull-secret").WithRole(pool).WithFileMap(map[string]string{"/var/lib/kubelet/config.json": pullSecret}, 0o644).Build())
 }
 
 func verifyPullSecret(n *simNode, before nodeBefore) error {
@@ -584,7 +493,7 @@ func (r *run) changeChrony(ctx context.Context, pool string) error {
 	if err := r.k8s.Get(ctx, client.ObjectKey{Name: "50-" + pool + "-chrony"}, &mc); err != nil {
 		return err
 	}
-	mc.Spec = machineConfig(mc.Name, pool, map[string]string{"/etc/chrony.conf": chrony(1)}, nil).Spec
+	mc.Spec = builder.MachineConfig(mc.Name).WithRole(pool).WithFileMap(map[string]string{"/etc/chrony.conf": chrony(1)}, 0o644).Build().Spec
 	return r.k8s.Update(ctx, &mc)
 }
 
@@ -602,7 +511,7 @@ func verifyChrony(n *simNode, before nodeBefore) error {
 const kernelArgument = "ndp.scale=1"
 
 func (r *run) addKernelArgument(ctx context.Context, pool string) error {
-	return r.k8s.Create(ctx, machineConfig("70-"+pool+"-kargs", pool, nil, []string{kernelArgument}))
+	return r.k8s.Create(ctx, builder.MachineConfig("70-"+pool+"-kargs").WithRole(pool).WithKernelArguments(kernelArgument).Build())
 }
 
 func (r *run) verifyReboot(n *simNode, before nodeBefore) error {

@@ -32,7 +32,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ndp-dev/ndp/internal/controlplane"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/webhook/certs"
 )
 
@@ -49,29 +49,11 @@ func TestMain(m *testing.M) {
 
 // run starts one real kube-apiserver and etcd for the whole package.
 func run(m *testing.M) int {
-	assets, err := controlplane.Assets(filepath.Join("..", ".."), "etcd", "kube-apiserver")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
-	env = &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: time.Minute}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the control plane: %v\n", err)
-		}
-	}()
-	restCfg = cfg
-	if k8s, err = client.New(cfg, client.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return testkit.Main(m, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true}, func(cp *testkit.ControlPlane) (func(), error) {
+		env, restCfg, k8s = cp.Env, cp.Config, cp.Client
+		return nil, nil
+	})
 }
 
 // fixture is one SelfSigned in its own namespace, with its own webhook

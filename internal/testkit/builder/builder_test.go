@@ -1,0 +1,59 @@
+package builder_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
+)
+
+func TestMachineConfig(t *testing.T) {
+	mc := builder.MachineConfig("50-worker-chrony").WithRole("worker").
+		WithFile("/etc/chrony.conf", "pool a b\n").
+		WithFiles(builder.FileB64("/etc/b64", "x").With("mode", 420)).
+		WithUnit("chronyd.service", "").
+		WithKernelArguments("a=1").WithOSImageURL("quay.io/os@sha256:1").Build()
+	if mc.Name != "50-worker-chrony" || mc.Labels["machineconfiguration.openshift.io/role"] != "worker" ||
+		!reflect.DeepEqual(mc.Spec.KernelArguments, []string{"a=1"}) || mc.Spec.OSImageURL != "quay.io/os@sha256:1" {
+		t.Fatalf("%+v", mc)
+	}
+	want := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"contents":{"source":"data:,pool%20a%20b%0A"},"path":"/etc/chrony.conf"},{"contents":{"source":"data:;base64,eA=="},"mode":420,"path":"/etc/b64"}]},"systemd":{"units":[{"name":"chronyd.service"}]}}`
+	if got := string(mc.Spec.Config.Raw); got != want {
+		t.Errorf("config:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestDocument(t *testing.T) {
+	doc := builder.MachineConfig("a").WithConfig(map[string]any{"passwd": map[string]any{}}).WithSpec("fips", true).Document()
+	var got map[string]any
+	if err := json.Unmarshal(doc, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "metadata": map[string]any{"name": "a"},
+		"spec": map[string]any{"fips": true, "config": map[string]any{"ignition": map[string]any{"version": "3.4.0"}, "passwd": map[string]any{}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s", doc)
+	}
+}
+
+func TestRawConfig(t *testing.T) {
+	if mc := builder.MachineConfig("x").WithRawConfig(`{"ignition":{"version":"2.2.0"}}`).Build(); string(mc.Spec.Config.Raw) != `{"ignition":{"version":"2.2.0"}}` {
+		t.Error(string(mc.Spec.Config.Raw))
+	}
+}
+
+func TestFileGzipAndSource(t *testing.T) {
+	ign := builder.Ignition().WithFiles(builder.FileGzip("/a", "x"), builder.FileSource("/b", "data:text/plain;base64,eA==")).Build()
+	files := ign["storage"].(map[string]any)["files"].([]any)
+	if c := files[0].(map[string]any)["contents"].(map[string]any); c["compression"] != "gzip" {
+		t.Errorf("%v", c)
+	}
+	if c := files[1].(map[string]any)["contents"].(map[string]any); c["source"] != "data:text/plain;base64,eA==" {
+		t.Errorf("%v", c)
+	}
+	doc := builder.MachineConfig("a").WithSpecFields(map[string]any{"kernelType": "realtime"}).Build()
+	if doc.Spec.KernelType != "realtime" {
+		t.Errorf("%+v", doc.Spec)
+	}
+}
