@@ -37,8 +37,8 @@ const (
 // A preview handler's Deadline overrides DefaultPreviewDeadline.
 const DefaultPreviewDeadline = 4 * time.Second
 
-// ValidationDeadline: see DefaultPreviewDeadline.
-var ValidationDeadline = 12 * time.Second
+// ValidationDeadline is the policy validation handler's: see DefaultPreviewDeadline.
+const ValidationDeadline = 12 * time.Second
 
 // previewDeadline is a preview handler's deadline: d, or
 // DefaultPreviewDeadline when zero.
