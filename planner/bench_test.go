@@ -12,6 +12,7 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
@@ -60,7 +61,9 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 			edited[i*n/changed] = true
 		}
 	}
-	files := make([]any, 0, n)
+	mc := builder.MachineConfig(name).WithIgnitionVersion("3.5.0").
+		WithOSImageURL("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111").
+		WithEntries("passwd", "users", builder.Entry{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne admin@example.com"}})
 	for i := range n {
 		path := fmt.Sprintf("%sgenerated-%04d.conf", benchDirs[i%len(benchDirs)], i)
 		if i < len(benchTablePaths) {
@@ -73,39 +76,17 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 		if edited[i] {
 			data += "# edited\n"
 		}
-		src := "data:," + dataurl.EscapeString(data)
+		f := builder.FileSource(path, "data:,"+dataurl.EscapeString(data))
 		if i%2 == 1 {
-			src = "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(data))
+			f = builder.FileSource(path, "data:text/plain;charset=utf-8;base64,"+base64.StdEncoding.EncodeToString([]byte(data)))
 		}
-		files = append(files, map[string]any{"path": path, "mode": 420, "overwrite": true, "contents": map[string]any{"source": src}})
+		mc.WithFiles(f.With("mode", 420).With("overwrite", true))
 	}
-	units := make([]any, 0, 20)
 	for i := range 20 {
-		units = append(units, map[string]any{
-			"name":     fmt.Sprintf("generated-%02d.service", i),
-			"enabled":  true,
-			"contents": fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", i),
-		})
+		mc.WithEntries("systemd", "units", builder.Unit(fmt.Sprintf("generated-%02d.service", i),
+			fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", i)).With("enabled", true))
 	}
-	doc := map[string]any{
-		"apiVersion": "machineconfiguration.openshift.io/v1",
-		"kind":       "MachineConfig",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"osImageURL": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111",
-			"config": map[string]any{
-				"ignition": map[string]any{"version": "3.5.0"},
-				"passwd":   map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne admin@example.com"}}}},
-				"storage":  map[string]any{"files": files},
-				"systemd":  map[string]any{"units": units},
-			},
-		},
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return mc.Document()
 }
 
 // BenchmarkPlan times one plan end to end, from the two documents' bytes:

@@ -12,6 +12,7 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -33,7 +34,7 @@ var (
 )
 
 func TestSpecificityAndPriority(t *testing.T) {
-	old := mc(t, "old", nil, nil)
+	old := builder.MachineConfig("old").Config(t)
 	for _, tc := range []struct {
 		name     string
 		pols     []policy.Policy
@@ -103,7 +104,7 @@ claims contains {"change": c.id, "match": "/etc/", "actions": [lib.reload("x.ser
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := defaultPlanner(t, tc.pols...)
-			got := plan(t, p, old, mc(t, "new", files(file(tc.path, "x")), nil))
+			got := plan(t, p, old, builder.MachineConfig("new").WithFiles(builder.File(tc.path, "x")).Config(t))
 			if s := actionsString(got.Actions); s != tc.want {
 				t.Errorf("actions = %s, want %s", s, tc.want)
 			}
@@ -121,14 +122,12 @@ claims contains {"change": c.id, "match": "/etc/", "actions": [lib.reload("x.ser
 func TestPlanCombinesChangesInOrder(t *testing.T) {
 	p := defaultPlanner(t, policy.Policy{Name: "units", Priority: 100, Units: []operatorv1.NodeDisruptionPolicySpecUnit{
 		{Name: "app.service", Actions: []policy.Action{dreload, policy.RestartAction("app.service")}}}})
-	old := mc(t, "old", files(file("/etc/containers/policy.json", "{}")), nil)
-	ign := files(
-		file("/etc/containers/policy.json", `{"default":[]}`),
-		file("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", "cert"),
-		file("/var/lib/kubelet/config.json", "{}"),
-	)
-	ign["systemd"] = map[string]any{"units": []any{map[string]any{"name": "app.service", "contents": "[Service]\n"}}}
-	got := plan(t, p, old, mc(t, "new", ign, nil))
+	old := builder.MachineConfig("old").WithFiles(builder.File("/etc/containers/policy.json", "{}")).Config(t)
+	got := plan(t, p, old, builder.MachineConfig("new").WithFiles(
+		builder.File("/etc/containers/policy.json", `{"default":[]}`),
+		builder.File("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", "cert"),
+		builder.File("/var/lib/kubelet/config.json", "{}"),
+	).WithUnit("app.service", "[Service]\n").Config(t))
 	// Changes in order (files by path, then units); the DaemonReload moves
 	// before every Reload and Restart.
 	want := `[{"type":"DaemonReload"},{"type":"Reload","reload":{"serviceName":"crio.service"}},{"type":"Restart","restart":{"serviceName":"coreos-update-ca-trust.service"}},{"type":"Restart","restart":{"serviceName":"crio.service"}},{"type":"Restart","restart":{"serviceName":"app.service"}}]`
@@ -213,8 +212,8 @@ func TestPolicyCompileErrors(t *testing.T) {
 }
 
 func TestInvalidClaimsAreErrors(t *testing.T) {
-	old := mc(t, "old", nil, nil)
-	new := mc(t, "new", files(file("/etc/x", "x")), nil)
+	old := builder.MachineConfig("old").Config(t)
+	new := builder.MachineConfig("new").WithFiles(builder.File("/etc/x", "x")).Config(t)
 	for _, tc := range []struct {
 		name, rule, want string
 	}{
@@ -252,8 +251,8 @@ func TestInvalidClaimsAreErrors(t *testing.T) {
 }
 
 func TestEvaluationErrorsAndDeadline(t *testing.T) {
-	old := mc(t, "old", nil, nil)
-	new := mc(t, "new", files(file("/etc/x", "x")), nil)
+	old := builder.MachineConfig("old").Config(t)
+	new := builder.MachineConfig("new").WithFiles(builder.File("/etc/x", "x")).Config(t)
 	p := defaultPlanner(t, regoPolicy("strict", 100, "package ndp.policy.strict\n\nclaims contains {\"change\": c.id, \"actions\": [{\"type\": \"None\"}]} if {\n\tsome c in input.changes\n\tto_number(c.path) > 0\n}\n"))
 	_, err := p.Plan(context.Background(), planner.Request{From: old, To: new})
 	if err == nil || !strings.Contains(err.Error(), "strict.rego:5:") {
@@ -281,11 +280,11 @@ func TestRevisionAndDeterminism(t *testing.T) {
 	if a.Engine.Revision() != b.Engine.Revision() || a.Engine.Revision() == c.Engine.Revision() {
 		t.Errorf("revisions: same set %s / %s, other priority %s", a.Engine.Revision(), b.Engine.Revision(), c.Engine.Revision())
 	}
-	var paths []map[string]any
+	var paths []builder.Entry
 	for _, p := range []string{"/etc/chrony.conf", "/etc/containers/policy.json", "/etc/a", "/etc/b", "/var/lib/kubelet/config.json", "/etc/crio/policies/x"} {
-		paths = append(paths, file(p, p))
+		paths = append(paths, builder.File(p, p))
 	}
-	old, new := mc(t, "old", nil, nil), mc(t, "new", files(paths...), nil)
+	old, new := builder.MachineConfig("old").Config(t), builder.MachineConfig("new").WithFiles(paths...).Config(t)
 	first := plan(t, a, old, new)
 	for i := 0; i < 20; i++ {
 		if again := plan(t, a, old, new); again.PlanHash != first.PlanHash || actionsString(again.Actions) != actionsString(first.Actions) {

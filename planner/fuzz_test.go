@@ -1,10 +1,7 @@
 package planner_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,6 +14,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
@@ -77,35 +75,25 @@ func addDiffSeeds(f *testing.F) {
 	const registriesOld = "unqualified-search-registries = [\"registry.access.redhat.com\", \"docker.io\"]\n"
 	const registriesNew = registriesOld + "\n[[registry]]\n  prefix = \"\"\n  location = \"quay.io/acme\"\n\n  [[registry.mirror]]\n    location = \"m.example.com/acme\"\n    pull-from-mirror = \"digest-only\"\n"
 	small := []struct{ old, new []byte }{
-		{mcDoc(f, "rendered-worker-1", nil, nil), mcDoc(f, "rendered-worker-2", map[string]any{"ignition": map[string]any{"version": "3.5.0"}}, nil)},
-		{mcDoc(f, "rendered-worker-1", files(file(registries.ConfPath, registriesOld)), nil),
-			mcDoc(f, "rendered-worker-2", files(fileB64(registries.ConfPath, registriesNew)), nil)},
-		{mcDoc(f, "rendered-worker-1", files(file("/etc/chrony.conf", "pool a")), map[string]any{"kernelType": "default"}),
-			mcDoc(f, "rendered-worker-2", files(with(fuzzGzipFile("/etc/chrony.conf", "pool b"), "mode", 0o600), with(file("/etc/app/x", "y"), "user", map[string]any{"name": "core"})),
-				map[string]any{"kernelArguments": []string{"nosmt"}, "extensions": []string{"usbguard"}, "kernelType": "realtime"})},
-		{mcDoc(f, "rendered-worker-1", map[string]any{"systemd": map[string]any{"units": []any{
-			map[string]any{"name": "a.service", "enabled": true, "contents": "[Service]\n", "dropins": []any{map[string]any{"name": "10-a.conf", "contents": "x"}}}}}}, nil),
-			mcDoc(f, "rendered-worker-2", map[string]any{"systemd": map[string]any{"units": []any{
+		{builder.MachineConfig("rendered-worker-1").Document(), builder.MachineConfig("rendered-worker-2").WithConfig(map[string]any{"ignition": map[string]any{"version": "3.5.0"}}).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithFiles(builder.File(registries.ConfPath, registriesOld)).Document(),
+			builder.MachineConfig("rendered-worker-2").WithFiles(builder.FileB64(registries.ConfPath, registriesNew)).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithFiles(builder.File("/etc/chrony.conf", "pool a")).WithSpecFields(map[string]any{"kernelType": "default"}).Document(),
+			builder.MachineConfig("rendered-worker-2").WithFiles(builder.FileGzip("/etc/chrony.conf", "pool b").With("mode", 0o600), builder.File("/etc/app/x", "y").With("user", map[string]any{"name": "core"})).WithSpecFields(map[string]any{"kernelArguments": []string{"nosmt"}, "extensions": []string{"usbguard"}, "kernelType": "realtime"}).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithConfig(map[string]any{"systemd": map[string]any{"units": []any{
+			map[string]any{"name": "a.service", "enabled": true, "contents": "[Service]\n", "dropins": []any{map[string]any{"name": "10-a.conf", "contents": "x"}}}}}}).Document(),
+			builder.MachineConfig("rendered-worker-2").WithConfig(map[string]any{"systemd": map[string]any{"units": []any{
 				map[string]any{"name": "a.service", "mask": true}, map[string]any{"name": "b.service", "enabled": false}}},
-				"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAA a"}, "passwordHash": "$6$x"}}}}, nil)},
-		{mcDoc(f, "rendered-worker-1", files(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
-			"httpHeaders": []any{map[string]any{"name": "X", "value": "y"}}}}), nil),
-			mcDoc(f, "rendered-worker-2", files(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
-				"verification": map[string]any{"hash": "sha512-" + strings.Repeat("0", 128)}}}), nil)},
+				"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAA a"}, "passwordHash": "$6$x"}}}}).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithFiles(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
+			"httpHeaders": []any{map[string]any{"name": "X", "value": "y"}}}}).Document(),
+			builder.MachineConfig("rendered-worker-2").WithFiles(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
+				"verification": map[string]any{"hash": "sha512-" + strings.Repeat("0", 128)}}}).Document()},
 	}
 	for _, s := range small {
 		f.Add(s.old, s.new)
 	}
 	f.Add([]byte("{}"), []byte("kind: MachineConfig\n"))
-}
-
-// fuzzGzipFile is an Ignition file with gzip-compressed base64 contents.
-func fuzzGzipFile(path, contents string) map[string]any {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write([]byte(contents))
-	_ = zw.Close()
-	return map[string]any{"path": path, "contents": map[string]any{"compression": "gzip", "source": "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())}}
 }
 
 // FuzzDiff parses two arbitrary MachineConfig documents as the CLI, the

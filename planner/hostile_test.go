@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -37,13 +38,13 @@ const hostileMargin = sandbox.DefaultEvalMemoryBytes / 4
 // logged as a table. Without the memory watchdog, the numbers.range row
 // runs to its deadline and peaks at about 1 GB, failing the test.
 func TestHostilePolicies(t *testing.T) {
-	small := mc(t, "new", files(file("/etc/app/app.conf", "x")), nil)
-	var many []map[string]any
+	small := builder.MachineConfig("new").WithFiles(builder.File("/etc/app/app.conf", "x")).Config(t)
+	var many []builder.Entry
 	for i := range 300 {
-		many = append(many, file(fmt.Sprintf("/etc/app/f%03d.conf", i), "x"))
+		many = append(many, builder.File(fmt.Sprintf("/etc/app/f%03d.conf", i), "x"))
 	}
-	large := mc(t, "new-large", files(many...), nil)
-	old := mc(t, "old", nil, nil)
+	large := builder.MachineConfig("new-large").WithFiles(many...).Config(t)
+	old := builder.MachineConfig("old").Config(t)
 
 	// plan loads a fixture (or takes the policies given), compiles it with
 	// the default policy and plans a change.

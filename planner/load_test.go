@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
@@ -72,7 +73,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := plan(t, pl, mc(t, "old", nil, nil), mc(t, "new", files(file("/etc/one", "1"), file("/etc/two", "2")), nil))
+	res := plan(t, pl, builder.MachineConfig("old").Config(t), builder.MachineConfig("new").WithFiles(builder.File("/etc/one", "1"), builder.File("/etc/two", "2")).Config(t))
 	if actionsString(res.Actions) != `[{"type":"None"}]` {
 		t.Errorf("plan: %+v", res)
 	}
@@ -136,7 +137,7 @@ func TestLoadBundle(t *testing.T) {
 	if len(pols) != 1 || pols[0].Name != "template" || pols[0].Priority != 150 || len(pols[0].Modules) != 1 || len(pols[0].Tests) != 1 {
 		t.Fatalf("bundle policy: %+v", pols)
 	}
-	res := plan(t, defaultPlanner(t, pols...), mc(t, "old", nil, nil), mc(t, "new", files(file("/etc/template/app.conf", "x")), nil))
+	res := plan(t, defaultPlanner(t, pols...), builder.MachineConfig("old").Config(t), builder.MachineConfig("new").WithFiles(builder.File("/etc/template/app.conf", "x")).Config(t))
 	if actionsString(res.Actions) != `[{"type":"Restart","restart":{"serviceName":"template.service"}}]` || res.Reasons[0].Policy != "template" {
 		t.Errorf("plan: %+v", res)
 	}

@@ -6,6 +6,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/registries"
 )
@@ -22,7 +23,7 @@ func TestPlansOfRenderedMirrorSets(t *testing.T) {
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		return mc(t, name, files(file(registries.ConfPath, string(registries.Marshal(registries.Render(base, rules))))), nil)
+		return builder.MachineConfig(name).WithFiles(builder.File(registries.ConfPath, string(registries.Marshal(registries.Render(base, rules))))).Config(t)
 	}
 	digest := []configv1.ImageDigestMirrorSet{{ObjectMeta: metav1.ObjectMeta{Name: "release"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
 		{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []configv1.ImageMirror{"mirror.example.com/ocp/release"}}}}}}
