@@ -7,7 +7,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
 )
+
+// diffAndPlan is the change set from → to and its plan with the default
+// policy.
+func diffAndPlan(t *testing.T, from, to *machineconfig.Config) (*changeset.ChangeSet, *planner.Plan) {
+	t.Helper()
+	cs, err := changeset.Diff(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, plan(t, defaultPlanner(t), from, to)
+}
 
 func TestUnreconcilable(t *testing.T) {
 	storage := func(k string, v any) map[string]any { return map[string]any{"storage": map[string]any{k: v}} }
@@ -50,7 +64,7 @@ func TestUnreconcilable(t *testing.T) {
 		{name: "fips", newSpec: map[string]any{"fips": true}, wantField: []string{"spec.fips"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := diff(t, builder.MachineConfig("old").WithConfig(tc.old).WithSpecFields(tc.oldSpec).Config(t), builder.MachineConfig("new").WithConfig(tc.new).WithSpecFields(tc.newSpec).Config(t))
+			cs, p := diffAndPlan(t, builder.MachineConfig("old").WithConfig(tc.old).WithSpecFields(tc.oldSpec).Config(t), builder.MachineConfig("new").WithConfig(tc.new).WithSpecFields(tc.newSpec).Config(t))
 			var got []string
 			for _, u := range cs.Unreconcilable {
 				got = append(got, u.Field)
@@ -61,7 +75,6 @@ func TestUnreconcilable(t *testing.T) {
 			if d := cmp.Diff(tc.wantField, got); d != "" {
 				t.Errorf("unreconcilable fields (-want +got):\n%s", d)
 			}
-			p := plan(t, defaultPlanner(t), builder.MachineConfig("old").WithConfig(tc.old).WithSpecFields(tc.oldSpec).Config(t), builder.MachineConfig("new").WithConfig(tc.new).WithSpecFields(tc.newSpec).Config(t))
 			if (len(p.Unreconcilable) > 0) != (len(tc.wantField) > 0) || (len(tc.wantField) > 0 && len(p.Actions) != 0) {
 				t.Errorf("plan of an unreconcilable change must have no actions: %+v", p)
 			}
@@ -90,7 +103,7 @@ func TestLUKSIsPlannedNone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			from, to := builder.MachineConfig("old").WithConfig(tc.old).Config(t), builder.MachineConfig("new").WithConfig(tc.new).Config(t)
-			cs := diff(t, from, to)
+			cs, p := diffAndPlan(t, from, to)
 			if len(cs.Unreconcilable) != 0 || len(cs.Changes) != 1 {
 				t.Fatalf("want one change, nothing unreconcilable: %+v", cs)
 			}
@@ -98,7 +111,6 @@ func TestLUKSIsPlannedNone(t *testing.T) {
 			if c.ID != "storage:luks" || c.Kind != "storage" || c.Op != tc.op || strings.Join(c.Added, ",") != tc.added || strings.Join(c.Removed, ",") != tc.removed {
 				t.Errorf("change = %+v", c)
 			}
-			p := plan(t, defaultPlanner(t), from, to)
 			if s := actionsString(p.Actions); s != `[{"type":"None"}]` || p.Drain || p.Reboot {
 				t.Errorf("plan = %s drain %t reboot %t, want None", s, p.Drain, p.Reboot)
 			}
