@@ -2,10 +2,9 @@ package mcoimport_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/url"
 	"testing"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -34,9 +33,9 @@ func (c change) String() string {
 // configs are the rendered configs before and after the change.
 func (c change) configs(t *testing.T) (from, to *machineconfig.Config) {
 	t.Helper()
-	ign := func(version int) map[string]any {
-		cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
-		user := map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOne core@example.com"}}
+	doc := func(name string, version int) *machineconfig.Config {
+		mc := builder.MachineConfig(name)
+		user := builder.Entry{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOne core@example.com"}}
 		switch {
 		case c.file != "":
 			contents := c.from
@@ -46,38 +45,16 @@ func (c change) configs(t *testing.T) (from, to *machineconfig.Config) {
 			if contents == "" {
 				contents = []string{"old", "new"}[version]
 			}
-			cfg["storage"] = map[string]any{"files": []any{map[string]any{
-				"path": c.file, "mode": 420, "overwrite": true,
-				"contents": map[string]any{"source": "data:," + url.PathEscape(contents)},
-			}}}
+			mc.WithFiles(builder.File(c.file, contents).With("mode", 420).With("overwrite", true))
 		case c.unit != "":
-			cfg["systemd"] = map[string]any{"units": []any{map[string]any{
-				"name": c.unit, "enabled": true,
-				"contents": []string{"[Service]\nExecStart=/bin/true\n", "[Service]\nExecStart=/bin/false\n"}[version] + "[Install]\nWantedBy=multi-user.target\n",
-			}}}
+			mc.WithEntries("systemd", "units", builder.Unit(c.unit,
+				[]string{"[Service]\nExecStart=/bin/true\n", "[Service]\nExecStart=/bin/false\n"}[version]+"[Install]\nWantedBy=multi-user.target\n").With("enabled", true))
 		case c.sshkey && version == 1:
-			user["sshAuthorizedKeys"] = []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyTwo core@example.com"}
+			user = user.With("sshAuthorizedKeys", []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyTwo core@example.com"})
 		case c.password:
-			user["passwordHash"] = []string{"$6$old$hash", "$6$new$hash"}[version]
+			user = user.With("passwordHash", []string{"$6$old$hash", "$6$new$hash"}[version])
 		}
-		cfg["passwd"] = map[string]any{"users": []any{user}}
-		return cfg
-	}
-	doc := func(name string, version int) *machineconfig.Config {
-		b, err := json.Marshal(map[string]any{
-			"apiVersion": "machineconfiguration.openshift.io/v1",
-			"kind":       "MachineConfig",
-			"metadata":   map[string]any{"name": name},
-			"spec":       map[string]any{"config": ign(version)},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := machineconfig.Parse(name+".json", b)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return cfg
+		return mc.WithEntries("passwd", "users", user).Config(t)
 	}
 	return doc("rendered-worker-a", 0), doc("rendered-worker-b", 1)
 }

@@ -75,7 +75,7 @@ func addDiffSeeds(f *testing.F) {
 	const registriesOld = "unqualified-search-registries = [\"registry.access.redhat.com\", \"docker.io\"]\n"
 	const registriesNew = registriesOld + "\n[[registry]]\n  prefix = \"\"\n  location = \"quay.io/acme\"\n\n  [[registry.mirror]]\n    location = \"m.example.com/acme\"\n    pull-from-mirror = \"digest-only\"\n"
 	small := []struct{ old, new []byte }{
-		{builder.MachineConfig("rendered-worker-1").Document(), builder.MachineConfig("rendered-worker-2").WithConfig(map[string]any{"ignition": map[string]any{"version": "3.5.0"}}).Document()},
+		{builder.MachineConfig("rendered-worker-1").Document(), builder.MachineConfig("rendered-worker-2").WithIgnitionVersion("3.5.0").Document()},
 		{builder.MachineConfig("rendered-worker-1").WithFiles(builder.File(registries.ConfPath, registriesOld)).Document(),
 			builder.MachineConfig("rendered-worker-2").WithFiles(builder.FileB64(registries.ConfPath, registriesNew)).Document()},
 		{builder.MachineConfig("rendered-worker-1").WithFiles(builder.File("/etc/chrony.conf", "pool a")).WithSpecFields(map[string]any{"kernelType": "default"}).Document(),
