@@ -93,7 +93,7 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 // parse both, diff, evaluate (Rego planner or oracle).
 func BenchmarkPlan(b *testing.B) {
 	ctx := context.Background()
-	p := diffPlanner(b)
+	p := sharedPlanner(b)
 	benchSizes(b, func(b *testing.B, n, changed int) {
 		oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
 		newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
@@ -207,7 +207,7 @@ func benchAgree(b *testing.B, p *planner.Planner, oldDoc, newDoc []byte, changed
 // already parsed.
 func BenchmarkEvaluate(b *testing.B) {
 	ctx := context.Background()
-	p := diffPlanner(b)
+	p := sharedPlanner(b)
 	benchSizes(b, func(b *testing.B, n, changed int) {
 		from, to := benchParse(b, benchConfig(b, "rendered-worker-old", n, changed, false), benchConfig(b, "rendered-worker-new", n, changed, true))
 		b.Run("impl=rego", func(b *testing.B) {

@@ -8,9 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -18,31 +16,10 @@ import (
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
-	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/oracle"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/registries"
 )
-
-var (
-	fuzzPlannerOnce sync.Once
-	fuzzPlannerV    *planner.Planner
-	fuzzPlannerErr  error
-)
-
-// fuzzPlanner compiles the default policy once per test binary, with an
-// evaluation deadline generous enough for a loaded machine: a deadline hit
-// must not pass for a defect.
-func fuzzPlanner(tb testing.TB) *planner.Planner {
-	tb.Helper()
-	fuzzPlannerOnce.Do(func() {
-		fuzzPlannerV, fuzzPlannerErr = planner.New(context.Background(), []policy.Policy{policy.DefaultPolicy()}, engine.Options{EvalTimeout: time.Minute})
-	})
-	if fuzzPlannerErr != nil {
-		tb.Fatalf("compiling the default policy: %v", fuzzPlannerErr)
-	}
-	return fuzzPlannerV
-}
 
 // addDiffSeeds seeds FuzzDiff with the shipped examples (YAML as written,
 // and the JSON the API server returns), each pair both ways and each
@@ -106,7 +83,7 @@ func addDiffSeeds(f *testing.F) {
 // is the plan of the plain-Go oracle of the default policy.
 func FuzzDiff(f *testing.F) {
 	addDiffSeeds(f)
-	p := fuzzPlanner(f)
+	p := sharedPlanner(f)
 	f.Fuzz(func(t *testing.T, oldDoc, newDoc []byte) {
 		from, errFrom := machineconfig.Parse("old.yaml", oldDoc)
 		checkInputError(t, "old.yaml", errFrom)

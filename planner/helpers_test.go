@@ -3,7 +3,9 @@ package planner_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
@@ -16,6 +18,24 @@ func defaultPlanner(t testing.TB, extra ...policy.Policy) *planner.Planner {
 	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, extra...), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return p
+}
+
+// compiledDefaults is the default policy compiled once per test binary,
+// with an evaluation deadline generous enough for a loaded machine: a
+// deadline hit must not pass for a defect.
+var compiledDefaults = sync.OnceValues(func() (*planner.Planner, error) {
+	return planner.New(context.Background(), []policy.Policy{policy.DefaultPolicy()}, engine.Options{EvalTimeout: time.Minute})
+})
+
+// sharedPlanner is the planner of the default policy alone that the
+// differential test, the fuzz targets and the benchmarks share.
+func sharedPlanner(tb testing.TB) *planner.Planner {
+	tb.Helper()
+	p, err := compiledDefaults()
+	if err != nil {
+		tb.Fatalf("compiling the default policy: %v", err)
 	}
 	return p
 }
