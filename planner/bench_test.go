@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,22 +40,15 @@ var benchTablePaths = []string{
 	"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
 }
 
-const benchRegistries = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ocp4/openshift4"
-    pull-from-mirror = "digest-only"
-`
-
 // benchConfig renders a MachineConfig with n files, of which the first
 // `changed` in a spread-out order carry edited contents when edit is true.
 func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 	tb.Helper()
+	// registries.conf: one release mirror, as the MCO renders an IDMS.
+	registriesConf, err := os.ReadFile("testdata/registries.conf")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	edited := map[int]bool{}
 	if edit {
 		for i := range changed {
@@ -71,7 +65,7 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 		}
 		data := fmt.Sprintf("# file %d, rendered from a MachineConfig template\n%s", i, strings.Repeat(fmt.Sprintf("setting.%d = some value for the node %d\n", i%7, i%13), 8))
 		if path == registries.ConfPath {
-			data = benchRegistries
+			data = string(registriesConf)
 		}
 		if edited[i] {
 			data += "# edited\n"

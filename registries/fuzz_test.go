@@ -5,45 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ndp-dev/ndp/registries"
 )
 
-// fuzzSeeds are registries.conf files as the MCO, ndp's renderer and
-// administrators write them, plus the odd corners of the format.
+// fuzzSeeds are registries.conf files as ndp's renderer and administrators
+// write them, plus the odd corners of the format; what the MCO renders is
+// in testdata/*.conf, which the registries tests share.
 var fuzzSeeds = []string{
 	"",
 	"# only a comment\n",
-	`unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-`,
-	// What the MCO renders for an IDMS, an ITMS and a blocked source.
-	`unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-  blocked = true
-
-  [[registry.mirror]]
-    location = "mirror.registry.example.com:5000/ocp/release"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = ""
-  location = "registry.example.com/team/app"
-
-  [[registry.mirror]]
-    location = "mirror.example.com/team/app"
-    pull-from-mirror = "tag-only"
-
-  [[registry.mirror]]
-    location = "backup.example.com/team/app"
-    insecure = true
-`,
 	`[[registry]]
 location = "quay.io/"
 mirror-by-digest-only = true
@@ -101,6 +75,19 @@ ratio = nan
 func FuzzRegistriesConf(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
+	}
+	// And the files of testdata/: what the MCO renders with no mirror
+	// sets, and for IDMSs, ITMSs and blocked sources.
+	confs, err := filepath.Glob("testdata/*.conf")
+	if err != nil || len(confs) == 0 {
+		f.Fatalf("no registries.conf in testdata: %v", err)
+	}
+	for _, name := range confs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := registries.Parse(data)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -35,53 +37,22 @@ func mustParse(tb testing.TB, s string) *Config {
 }
 
 // mcoBase is what the MCO renders with no mirror sets configured.
-const mcoBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-`
+var mcoBase = testdataConf("mco-base.conf")
 
 // mcoIDMS is what the MCO renders for an ImageDigestMirrorSet mirroring the
 // release payload, plus an ImageTagMirrorSet and a source with
 // mirrorSourcePolicy: NeverContactSource (blocked = true).
-const mcoIDMS = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
+var mcoIDMS = testdataConf("mco-idms.conf")
 
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ocp4/openshift4"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-v4.0-art-dev"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ocp4/openshift4"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = ""
-  location = "registry.redhat.io/ubi9"
-  blocked = true
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ubi9"
-    pull-from-mirror = "digest-only"
-
-  [[registry.mirror]]
-    location = "backup.example.com/ubi9"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = "docker.io/library"
-  location = "docker.io/library"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/dockerhub"
-    pull-from-mirror = "tag-only"
-`
+// testdataConf is a registries.conf of testdata/, which FuzzRegistriesConf
+// also takes as seeds.
+func testdataConf(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestParseEmpty(t *testing.T) {
 	for _, in := range []string{"", " \n\t\n", "# registries.conf\n\n   # nothing configured\n"} {
