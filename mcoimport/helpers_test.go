@@ -7,8 +7,6 @@ import (
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/engine"
-	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // change is one change between two rendered configs, of one kind.
@@ -98,12 +96,3 @@ const (
   location = "quay.io/openshift-release-dev/ocp-release"
 `
 )
-
-func newPlanner(t *testing.T, pols ...policy.Policy) *planner.Planner {
-	t.Helper()
-	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}

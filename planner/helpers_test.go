@@ -13,15 +13,6 @@ import (
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
-func defaultPlanner(t testing.TB, extra ...policy.Policy) *planner.Planner {
-	t.Helper()
-	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, extra...), engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // compiledDefaults is the default policy compiled once per test binary,
 // with an evaluation deadline generous enough for a loaded machine: a
 // deadline hit must not pass for a defect.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/registries"
 )
@@ -33,7 +34,7 @@ func TestPlansOfRenderedMirrorSets(t *testing.T) {
 		{Source: "registry.example.com/team/app", Mirrors: []configv1.ImageMirror{"mirror.example.com/team/app"}}}}}}
 
 	none, withIDMS, withBlocked, withITMS := render("none", nil, nil), render("idms", digest, nil), render("blocked", blocked, nil), render("itms", digest, tags)
-	p := defaultPlanner(t)
+	p := policytest.Planner(t)
 	for _, tc := range []struct {
 		name      string
 		from, to  *machineconfig.Config

@@ -83,7 +83,7 @@ claims contains {"change": c.id, "match": "/etc/", "actions": [lib.reload("x.ser
 			"/etc/other.conf", `[{"type":"Reload","reload":{"serviceName":"x.service"}}]`, []string{"etc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := defaultPlanner(t, tc.pols...)
+			p := policytest.Planner(t, tc.pols...)
 			got := plan(t, p, old, builder.MachineConfig("new").WithFiles(builder.File(tc.path, "x")).Config(t))
 			if s := actionsString(got.Actions); s != tc.want {
 				t.Errorf("actions = %s, want %s", s, tc.want)
@@ -100,7 +100,7 @@ claims contains {"change": c.id, "match": "/etc/", "actions": [lib.reload("x.ser
 }
 
 func TestPlanCombinesChangesInOrder(t *testing.T) {
-	p := defaultPlanner(t, policy.Policy{Name: "units", Priority: 100, Units: []operatorv1.NodeDisruptionPolicySpecUnit{
+	p := policytest.Planner(t, policy.Policy{Name: "units", Priority: 100, Units: []operatorv1.NodeDisruptionPolicySpecUnit{
 		{Name: "app.service", Actions: []policy.Action{policytest.DaemonReload, policy.RestartAction("app.service")}}}})
 	old := builder.MachineConfig("old").WithFiles(builder.File("/etc/containers/policy.json", "{}")).Config(t)
 	new := builder.MachineConfig("new").WithFiles(

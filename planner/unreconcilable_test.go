@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
@@ -20,7 +21,7 @@ func diffAndPlan(t *testing.T, from, to *machineconfig.Config) (*changeset.Chang
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cs, plan(t, defaultPlanner(t), from, to)
+	return cs, plan(t, policytest.Planner(t), from, to)
 }
 
 func TestUnreconcilable(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -47,8 +48,8 @@ func TestOutcomeString(t *testing.T) {
 func TestPlanChangeOfAPolicy(t *testing.T) {
 	from := builder.MachineConfig("rendered-worker-1a2b").Config(t)
 	to := builder.MachineConfig("rendered-worker-7a8b").WithFiles(builder.File("/etc/chrony.conf", "pool ntp.example.com iburst")).Config(t)
-	before := plan(t, defaultPlanner(t), from, to)
-	after := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
+	before := plan(t, policytest.Planner(t), from, to)
+	after := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
 
 	c := planner.PlanChange{Before: planner.OutcomeOf(before, nil), After: planner.OutcomeOf(after, nil)}
 	if !c.Changed() {
@@ -82,8 +83,8 @@ func TestPlanChangeIgnoresRevisionAndReasons(t *testing.T) {
 	to := builder.MachineConfig("b").WithFiles(builder.File("/etc/chrony.conf", "x"), builder.File("/var/lib/kubelet/config.json", "{}")).Config(t)
 	unrelated := policy.Policy{Name: "unrelated", Priority: 100, Files: []operatorv1.NodeDisruptionPolicySpecFile{{
 		Path: "/etc/unrelated.conf", Actions: []policy.Action{policy.RestartAction("unrelated.service")}}}}
-	before := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
-	after := plan(t, defaultPlanner(t, chronyPolicy(), unrelated), from, to)
+	before := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
+	after := plan(t, policytest.Planner(t, chronyPolicy(), unrelated), from, to)
 	if before.PolicyRevision == after.PolicyRevision {
 		t.Fatal("the revisions are the same")
 	}
@@ -100,7 +101,7 @@ func TestPlanChangeIgnoresRevisionAndReasons(t *testing.T) {
 func TestStoredOutcomeComparesWithThePlan(t *testing.T) {
 	from := builder.MachineConfig("a").Config(t)
 	to := builder.MachineConfig("b").WithFiles(builder.File("/etc/chrony.conf", "x")).Config(t)
-	p := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
+	p := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
 	stored := p.PostConfigActions()
 	if c := (planner.PlanChange{Before: planner.StoredOutcome(&stored), After: planner.OutcomeOf(p, nil)}); c.Changed() {
 		t.Errorf("the stored plan differs from itself: %s", c)
@@ -146,11 +147,11 @@ func TestPlanChangeToNoPlan(t *testing.T) {
 func TestPlanChangeSingleNode(t *testing.T) {
 	from := builder.MachineConfig("a").Config(t)
 	to := builder.MachineConfig("b").WithFiles(builder.File("/etc/chrony.conf", "x")).Config(t)
-	p, err := defaultPlanner(t).Plan(context.Background(), planner.Request{From: from, To: to, SingleNode: true})
+	p, err := policytest.Planner(t).Plan(context.Background(), planner.Request{From: from, To: to, SingleNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
+	after := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
 	c := planner.PlanChange{Before: planner.OutcomeOf(p, nil), After: planner.OutcomeOf(after, nil)}
 	if diff := cmp.Diff("Reboot (no drain) → Restart chronyd.service (no drain)", c.String()); diff != "" {
 		t.Error(diff)

@@ -44,8 +44,8 @@ var mcoBase = testdataConf("mco-base.conf")
 // mirrorSourcePolicy: NeverContactSource (blocked = true).
 var mcoIDMS = testdataConf("mco-idms.conf")
 
-// testdataConf is a registries.conf of testdata/, which FuzzRegistriesConf
-// also takes as seeds.
+// testdataConf is a registries.conf of testdata/ (FuzzRegistriesConf
+// takes them all as seeds: TestdataConfs).
 func testdataConf(name string) string {
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -279,23 +279,7 @@ pull-from-mirror = "digest-only"
 			Registries: []Registry{{Prefix: "quay.io", Endpoint: Endpoint{Location: "quay.io"},
 				Mirrors: []Endpoint{{Location: "m.example.com"}, {Location: "m.example.com", PullFromMirror: PullFromMirrorDigestOnly}}}},
 		}, nil, nil)},
-		{"settings the library does not hand back, and unmodelled keys", `
-short-name-mode = "enforcing"
-credential-helpers = ["containers-auth.json", "ecr-login"]
-additional-layer-store-auth-helper = "helper"
-future-setting = "x"
-[aliases]
-"fedora" = "registry.fedoraproject.org/fedora"
-[[registry]]
-location = "quay.io"
-future-knob = 3
-[[registry.mirror]]
-location = "m.example.com"
-weight = [1, 2]
-[[registry]]
-location = "quay.io/"
-future-knob = 4
-`, config(sysregistriesv2.V2RegistriesConf{
+		{"settings the library does not hand back, and unmodelled keys", testdataConf("unmodelled-keys.conf"), config(sysregistriesv2.V2RegistriesConf{
 			ShortNameMode:                  "enforcing",
 			CredentialHelpers:              []string{"containers-auth.json", "ecr-login"},
 			AdditionalLayerStoreAuthHelper: "helper",
