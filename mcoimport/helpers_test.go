@@ -2,6 +2,8 @@ package mcoimport_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
@@ -71,28 +73,18 @@ func planOf(t *testing.T, p *planner.Planner, c change) *planner.Plan {
 	return pl
 }
 
-// registries.conf contents: a digest-only mirror; a second one added (safe:
-// reload, no drain); the mirror removed (unsafe: drain).
-const (
-	registriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:5000/ocp/release"
-    pull-from-mirror = "digest-only"
-`
-	registriesMirrorAdded = registriesBase + `
-  [[registry.mirror]]
-    location = "mirror2.example.com:5000/ocp/release"
-    pull-from-mirror = "digest-only"
-`
-	registriesMirrorRemoved = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-`
+// registries.conf contents (testdata/): a digest-only mirror; a second one
+// added (safe: reload, no drain); the mirror removed (unsafe: drain).
+var (
+	registriesBase          = testdata("registries-base.conf")
+	registriesMirrorAdded   = testdata("registries-mirror-added.conf")
+	registriesMirrorRemoved = testdata("registries-mirror-removed.conf")
 )
+
+func testdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

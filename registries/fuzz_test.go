@@ -17,19 +17,6 @@ import (
 var fuzzSeeds = []string{
 	"",
 	"# only a comment\n",
-	`[[registry]]
-location = "quay.io/"
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "m.example.com/quay/"
-[[registry]]
-prefix = "*.example.com"
-blocked = true
-[[registry]]
-prefix = ""
-location = "docker.io"
-insecure = true
-`,
 	// Unmodelled keys of TOML's other types (unmodelled-keys.conf has more).
 	"[[registry]]\nlocation = \"quay.io\"\n[[registry.mirror]]\nlocation = \"m.example.com\"\nwhen = 1979-05-27T07:32:00-08:00\nratio = nan\n",
 	"[registries.search]\nregistries = [\"quay.io\"]\n",

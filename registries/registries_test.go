@@ -229,22 +229,7 @@ func TestParseNormalises(t *testing.T) {
 		in   string
 		want *Config
 	}{
-		{"scope, defaults, slashes and sorting", `
-unqualified-search-registries = ["quay.io/", "docker.io"]
-[[registry]]
-location = "quay.io/"
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "m.example.com/quay/"
-namespace-proxy = "quay.io"
-[[registry]]
-prefix = "*.example.com"
-blocked = true
-[[registry]]
-prefix = ""
-location = "docker.io"
-insecure = true
-`, config(sysregistriesv2.V2RegistriesConf{
+		{"scope, defaults, slashes and sorting", testdataConf("scopes.conf"), config(sysregistriesv2.V2RegistriesConf{
 			UnqualifiedSearchRegistries: []string{"quay.io", "docker.io"},
 			Registries: []Registry{
 				{Prefix: "*.example.com", Blocked: true},
@@ -332,28 +317,9 @@ func TestParseMCO(t *testing.T) {
 	}
 }
 
-const baseConf = `# base
-unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-
-[[registry]]
-prefix = "quay.io/acme"
-location = "quay.io/acme"
-
-[[registry.mirror]]
-location = "m1.example.com/acme"
-pull-from-mirror = "digest-only"
-
-[[registry.mirror]]
-location = "m2.example.com/acme"
-pull-from-mirror = "digest-only"
-
-[[registry.mirror]]
-location = "m3.example.com/acme"
-pull-from-mirror = "digest-only"
-
-[[registry]]
-location = "registry.example.com"
-`
+// baseConf is the old file of most TestDiff cases: a registry with three
+// digest-only mirrors and one without.
+var baseConf = testdataConf("acme.conf")
 
 func TestDiff(t *testing.T) {
 	acmeMirror := func(loc, pfm string) MirrorChange {
