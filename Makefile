@@ -55,7 +55,7 @@ test-fuzz:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
 	$(GO) test -run '^$$' -fuzz '^FuzzRegistriesConf$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./registries/
-	$(GO) test -run '^$$' -fuzz '^FuzzNodeDisruptionPolicy$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
+	$(GO) test -run '^$$' -fuzz '^FuzzNodeDisruptionPolicy$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/loader/
 	$(GO) test -run '^$$' -fuzz '^FuzzDaemonPlan$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./machineconfig/
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/

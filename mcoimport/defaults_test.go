@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/mcoimport"
 	"github.com/ndp-dev/ndp/planner"
 )
@@ -14,7 +15,7 @@ import (
 // defaults alone, and gets the table's actions. Special is the registries
 // rule: a reload, after a drain when the change is unsafe.
 func TestDefaultsTableIsTheDefaultPolicy(t *testing.T) {
-	p := newPlanner(t)
+	p := policytest.Planner(t)
 	for _, d := range mcoimport.DefaultFiles() {
 		if d.Path == mcoimport.RegistriesConf {
 			if len(d.Actions) != 1 || d.Actions[0].Type != mcoimport.SpecialAction {

@@ -2,14 +2,13 @@ package mcoimport_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/engine"
-	"github.com/ndp-dev/ndp/planner/policy"
 )
 
 // change is one change between two rendered configs, of one kind.
@@ -34,9 +33,9 @@ func (c change) String() string {
 // configs are the rendered configs before and after the change.
 func (c change) configs(t *testing.T) (from, to *machineconfig.Config) {
 	t.Helper()
-	ign := func(version int) map[string]any {
-		cfg := map[string]any{"ignition": map[string]any{"version": "3.4.0"}}
-		user := map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOne core@example.com"}}
+	doc := func(name string, version int) *machineconfig.Config {
+		mc := builder.MachineConfig(name)
+		user := builder.Entry{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyOne core@example.com"}}
 		switch {
 		case c.file != "":
 			contents := c.from
@@ -46,38 +45,16 @@ func (c change) configs(t *testing.T) (from, to *machineconfig.Config) {
 			if contents == "" {
 				contents = []string{"old", "new"}[version]
 			}
-			cfg["storage"] = map[string]any{"files": []any{map[string]any{
-				"path": c.file, "mode": 420, "overwrite": true,
-				"contents": map[string]any{"source": "data:," + url.PathEscape(contents)},
-			}}}
+			mc.WithFiles(builder.File(c.file, contents).With("mode", 420).With("overwrite", true))
 		case c.unit != "":
-			cfg["systemd"] = map[string]any{"units": []any{map[string]any{
-				"name": c.unit, "enabled": true,
-				"contents": []string{"[Service]\nExecStart=/bin/true\n", "[Service]\nExecStart=/bin/false\n"}[version] + "[Install]\nWantedBy=multi-user.target\n",
-			}}}
+			mc.WithEntries("systemd", "units", builder.Unit(c.unit,
+				[]string{"[Service]\nExecStart=/bin/true\n", "[Service]\nExecStart=/bin/false\n"}[version]+"[Install]\nWantedBy=multi-user.target\n").With("enabled", true))
 		case c.sshkey && version == 1:
-			user["sshAuthorizedKeys"] = []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyTwo core@example.com"}
+			user = user.With("sshAuthorizedKeys", []any{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKeyTwo core@example.com"})
 		case c.password:
-			user["passwordHash"] = []string{"$6$old$hash", "$6$new$hash"}[version]
+			user = user.With("passwordHash", []string{"$6$old$hash", "$6$new$hash"}[version])
 		}
-		cfg["passwd"] = map[string]any{"users": []any{user}}
-		return cfg
-	}
-	doc := func(name string, version int) *machineconfig.Config {
-		b, err := json.Marshal(map[string]any{
-			"apiVersion": "machineconfiguration.openshift.io/v1",
-			"kind":       "MachineConfig",
-			"metadata":   map[string]any{"name": name},
-			"spec":       map[string]any{"config": ign(version)},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := machineconfig.Parse(name+".json", b)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return cfg
+		return mc.WithEntries("passwd", "users", user).Config(t)
 	}
 	return doc("rendered-worker-a", 0), doc("rendered-worker-b", 1)
 }
@@ -96,37 +73,18 @@ func planOf(t *testing.T, p *planner.Planner, c change) *planner.Plan {
 	return pl
 }
 
-// registries.conf contents: a digest-only mirror; a second one added (safe:
-// reload, no drain); the mirror removed (unsafe: drain).
-const (
-	registriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:5000/ocp/release"
-    pull-from-mirror = "digest-only"
-`
-	registriesMirrorAdded = registriesBase + `
-  [[registry.mirror]]
-    location = "mirror2.example.com:5000/ocp/release"
-    pull-from-mirror = "digest-only"
-`
-	registriesMirrorRemoved = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-`
+// registries.conf contents (testdata/): a digest-only mirror; a second one
+// added (safe: reload, no drain); the mirror removed (unsafe: drain).
+var (
+	registriesBase          = testdata("registries-base.conf")
+	registriesMirrorAdded   = testdata("registries-mirror-added.conf")
+	registriesMirrorRemoved = testdata("registries-mirror-removed.conf")
 )
 
-func newPlanner(t *testing.T, pols ...policy.Policy) *planner.Planner {
-	t.Helper()
-	p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
+func testdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	return p
+	return string(b)
 }

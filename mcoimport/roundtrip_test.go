@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/mcoimport"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -101,7 +102,7 @@ func TestRoundTripMatchesTheMCO(t *testing.T) {
 	if err != nil || len(pols) != 1 {
 		t.Fatalf("ndp plan cannot read the imported policy: %v", err)
 	}
-	p := newPlanner(t, pols[0])
+	p := policytest.Planner(t, pols[0])
 
 	// Differences from the MCO known and accepted: their rows are skipped
 	// while ndp differs, and pass once it does not.

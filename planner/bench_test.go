@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
@@ -38,29 +40,24 @@ var benchTablePaths = []string{
 	"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf",
 }
 
-const benchRegistries = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ocp4/openshift4"
-    pull-from-mirror = "digest-only"
-`
-
 // benchConfig renders a MachineConfig with n files, of which the first
 // `changed` in a spread-out order carry edited contents when edit is true.
 func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 	tb.Helper()
+	// registries.conf: one release mirror, as the MCO renders an IDMS.
+	registriesConf, err := os.ReadFile("testdata/registries.conf")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	edited := map[int]bool{}
 	if edit {
 		for i := range changed {
 			edited[i*n/changed] = true
 		}
 	}
-	files := make([]any, 0, n)
+	mc := builder.MachineConfig(name).WithIgnitionVersion("3.5.0").
+		WithOSImageURL("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111").
+		WithEntries("passwd", "users", builder.Entry{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne admin@example.com"}})
 	for i := range n {
 		path := fmt.Sprintf("%sgenerated-%04d.conf", benchDirs[i%len(benchDirs)], i)
 		if i < len(benchTablePaths) {
@@ -68,51 +65,29 @@ func benchConfig(tb testing.TB, name string, n, changed int, edit bool) []byte {
 		}
 		data := fmt.Sprintf("# file %d, rendered from a MachineConfig template\n%s", i, strings.Repeat(fmt.Sprintf("setting.%d = some value for the node %d\n", i%7, i%13), 8))
 		if path == registries.ConfPath {
-			data = benchRegistries
+			data = string(registriesConf)
 		}
 		if edited[i] {
 			data += "# edited\n"
 		}
-		src := "data:," + dataurl.EscapeString(data)
+		f := builder.FileSource(path, "data:,"+dataurl.EscapeString(data))
 		if i%2 == 1 {
-			src = "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(data))
+			f = builder.FileSource(path, "data:text/plain;charset=utf-8;base64,"+base64.StdEncoding.EncodeToString([]byte(data)))
 		}
-		files = append(files, map[string]any{"path": path, "mode": 420, "overwrite": true, "contents": map[string]any{"source": src}})
+		mc.WithFiles(f.With("mode", 420).With("overwrite", true))
 	}
-	units := make([]any, 0, 20)
 	for i := range 20 {
-		units = append(units, map[string]any{
-			"name":     fmt.Sprintf("generated-%02d.service", i),
-			"enabled":  true,
-			"contents": fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", i),
-		})
+		mc.WithEntries("systemd", "units", builder.Unit(fmt.Sprintf("generated-%02d.service", i),
+			fmt.Sprintf("[Unit]\nDescription=generated %d\n\n[Service]\nExecStart=/usr/bin/true\n\n[Install]\nWantedBy=multi-user.target\n", i)).With("enabled", true))
 	}
-	doc := map[string]any{
-		"apiVersion": "machineconfiguration.openshift.io/v1",
-		"kind":       "MachineConfig",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"osImageURL": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111",
-			"config": map[string]any{
-				"ignition": map[string]any{"version": "3.5.0"},
-				"passwd":   map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOne admin@example.com"}}}},
-				"storage":  map[string]any{"files": files},
-				"systemd":  map[string]any{"units": units},
-			},
-		},
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return mc.Document()
 }
 
 // BenchmarkPlan times one plan end to end, from the two documents' bytes:
 // parse both, diff, evaluate (Rego planner or oracle).
 func BenchmarkPlan(b *testing.B) {
 	ctx := context.Background()
-	p := diffPlanner(b)
+	p := sharedPlanner(b)
 	benchSizes(b, func(b *testing.B, n, changed int) {
 		oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
 		newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
@@ -185,14 +160,17 @@ func benchSizes(b *testing.B, body func(b *testing.B, n, changed int)) {
 	}
 }
 
-func benchParse(b *testing.B, oldDoc, newDoc []byte) (from, to *machineconfig.Config) {
+// benchParse parses the old and new documents (in the benchmarks, timed:
+// what the CLI does per plan).
+func benchParse(tb testing.TB, oldDoc, newDoc []byte) (from, to *machineconfig.Config) {
+	tb.Helper()
 	from, err := machineconfig.Parse("old", oldDoc)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	to, err = machineconfig.Parse("new", newDoc)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return from, to
 }
@@ -223,7 +201,7 @@ func benchAgree(b *testing.B, p *planner.Planner, oldDoc, newDoc []byte, changed
 // already parsed.
 func BenchmarkEvaluate(b *testing.B) {
 	ctx := context.Background()
-	p := diffPlanner(b)
+	p := sharedPlanner(b)
 	benchSizes(b, func(b *testing.B, n, changed int) {
 		from, to := benchParse(b, benchConfig(b, "rendered-worker-old", n, changed, false), benchConfig(b, "rendered-worker-new", n, changed, true))
 		b.Run("impl=rego", func(b *testing.B) {

@@ -18,7 +18,6 @@ import (
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
-	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/oracle"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
@@ -26,24 +25,6 @@ import (
 // The differential test: the Rego planner with only the default policy and
 // the plain-Go oracle must give the same plan for every generated pair, and
 // the change set must be the one the generator's models predict.
-
-var (
-	diffOnce     sync.Once
-	diffPlannerV *planner.Planner
-	diffErr      error
-)
-
-// diffPlanner compiles the default policy once per test binary.
-func diffPlanner(tb testing.TB) *planner.Planner {
-	tb.Helper()
-	diffOnce.Do(func() {
-		diffPlannerV, diffErr = planner.New(context.Background(), []policy.Policy{policy.DefaultPolicy()}, engine.Options{})
-	})
-	if diffErr != nil {
-		tb.Fatalf("compiling the default policy: %v", diffErr)
-	}
-	return diffPlannerV
-}
 
 // diffOutcome is one implementation's answer, for comparison and printing.
 type diffOutcome struct {
@@ -158,7 +139,7 @@ func diffRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6e64
 // TestDifferentialDefaults runs seeded random pairs; NDP_DIFF_SEED=<n>
 // reruns one of them, NDP_DIFF_PAIRS=<n> runs more.
 func TestDifferentialDefaults(t *testing.T) {
-	p := diffPlanner(t)
+	p := sharedPlanner(t)
 	ctx := context.Background()
 	seeds := make([]uint64, 0, 2500)
 	if s := os.Getenv("NDP_DIFF_SEED"); s != "" {
@@ -238,7 +219,7 @@ func FuzzDifferentialDefaults(f *testing.F) {
 	for i := range 8 {
 		f.Add([]byte{byte(i), byte(i * 37), byte(i * 101), 0, 0, 0, 0, 0, byte(i)})
 	}
-	p := diffPlanner(f)
+	p := sharedPlanner(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := diffCheck(context.Background(), p, genPairFrom(rand.New(newGenByteSource(data))), nil); err != nil {
 			t.Fatalf("input %x: %v", data, err)

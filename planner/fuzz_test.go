@@ -1,50 +1,25 @@
 package planner_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
-	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/oracle"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/registries"
 )
-
-var (
-	fuzzPlannerOnce sync.Once
-	fuzzPlannerV    *planner.Planner
-	fuzzPlannerErr  error
-)
-
-// fuzzPlanner compiles the default policy once per test binary, with an
-// evaluation deadline generous enough for a loaded machine: a deadline hit
-// must not pass for a defect.
-func fuzzPlanner(tb testing.TB) *planner.Planner {
-	tb.Helper()
-	fuzzPlannerOnce.Do(func() {
-		fuzzPlannerV, fuzzPlannerErr = planner.New(context.Background(), []policy.Policy{policy.DefaultPolicy()}, engine.Options{EvalTimeout: time.Minute})
-	})
-	if fuzzPlannerErr != nil {
-		tb.Fatalf("compiling the default policy: %v", fuzzPlannerErr)
-	}
-	return fuzzPlannerV
-}
 
 // addDiffSeeds seeds FuzzDiff with the shipped examples (YAML as written,
 // and the JSON the API server returns), each pair both ways and each
@@ -77,35 +52,25 @@ func addDiffSeeds(f *testing.F) {
 	const registriesOld = "unqualified-search-registries = [\"registry.access.redhat.com\", \"docker.io\"]\n"
 	const registriesNew = registriesOld + "\n[[registry]]\n  prefix = \"\"\n  location = \"quay.io/acme\"\n\n  [[registry.mirror]]\n    location = \"m.example.com/acme\"\n    pull-from-mirror = \"digest-only\"\n"
 	small := []struct{ old, new []byte }{
-		{mcDoc(f, "rendered-worker-1", nil, nil), mcDoc(f, "rendered-worker-2", map[string]any{"ignition": map[string]any{"version": "3.5.0"}}, nil)},
-		{mcDoc(f, "rendered-worker-1", files(file(registries.ConfPath, registriesOld)), nil),
-			mcDoc(f, "rendered-worker-2", files(fileB64(registries.ConfPath, registriesNew)), nil)},
-		{mcDoc(f, "rendered-worker-1", files(file("/etc/chrony.conf", "pool a")), map[string]any{"kernelType": "default"}),
-			mcDoc(f, "rendered-worker-2", files(with(fuzzGzipFile("/etc/chrony.conf", "pool b"), "mode", 0o600), with(file("/etc/app/x", "y"), "user", map[string]any{"name": "core"})),
-				map[string]any{"kernelArguments": []string{"nosmt"}, "extensions": []string{"usbguard"}, "kernelType": "realtime"})},
-		{mcDoc(f, "rendered-worker-1", map[string]any{"systemd": map[string]any{"units": []any{
-			map[string]any{"name": "a.service", "enabled": true, "contents": "[Service]\n", "dropins": []any{map[string]any{"name": "10-a.conf", "contents": "x"}}}}}}, nil),
-			mcDoc(f, "rendered-worker-2", map[string]any{"systemd": map[string]any{"units": []any{
+		{builder.MachineConfig("rendered-worker-1").Document(), builder.MachineConfig("rendered-worker-2").WithIgnitionVersion("3.5.0").Document()},
+		{builder.MachineConfig("rendered-worker-1").WithFiles(builder.File(registries.ConfPath, registriesOld)).Document(),
+			builder.MachineConfig("rendered-worker-2").WithFiles(builder.FileB64(registries.ConfPath, registriesNew)).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithFiles(builder.File("/etc/chrony.conf", "pool a")).WithSpecFields(map[string]any{"kernelType": "default"}).Document(),
+			builder.MachineConfig("rendered-worker-2").WithFiles(builder.FileGzip("/etc/chrony.conf", "pool b").With("mode", 0o600), builder.File("/etc/app/x", "y").With("user", map[string]any{"name": "core"})).WithSpecFields(map[string]any{"kernelArguments": []string{"nosmt"}, "extensions": []string{"usbguard"}, "kernelType": "realtime"}).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithConfig(map[string]any{"systemd": map[string]any{"units": []any{
+			map[string]any{"name": "a.service", "enabled": true, "contents": "[Service]\n", "dropins": []any{map[string]any{"name": "10-a.conf", "contents": "x"}}}}}}).Document(),
+			builder.MachineConfig("rendered-worker-2").WithConfig(map[string]any{"systemd": map[string]any{"units": []any{
 				map[string]any{"name": "a.service", "mask": true}, map[string]any{"name": "b.service", "enabled": false}}},
-				"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAA a"}, "passwordHash": "$6$x"}}}}, nil)},
-		{mcDoc(f, "rendered-worker-1", files(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
-			"httpHeaders": []any{map[string]any{"name": "X", "value": "y"}}}}), nil),
-			mcDoc(f, "rendered-worker-2", files(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
-				"verification": map[string]any{"hash": "sha512-" + strings.Repeat("0", 128)}}}), nil)},
+				"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []string{"ssh-ed25519 AAAA a"}, "passwordHash": "$6$x"}}}}).Document()},
+		{builder.MachineConfig("rendered-worker-1").WithFiles(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
+			"httpHeaders": []any{map[string]any{"name": "X", "value": "y"}}}}).Document(),
+			builder.MachineConfig("rendered-worker-2").WithFiles(map[string]any{"path": "/etc/remote", "contents": map[string]any{"source": "https://example.com/a",
+				"verification": map[string]any{"hash": "sha512-" + strings.Repeat("0", 128)}}}).Document()},
 	}
 	for _, s := range small {
 		f.Add(s.old, s.new)
 	}
 	f.Add([]byte("{}"), []byte("kind: MachineConfig\n"))
-}
-
-// fuzzGzipFile is an Ignition file with gzip-compressed base64 contents.
-func fuzzGzipFile(path, contents string) map[string]any {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write([]byte(contents))
-	_ = zw.Close()
-	return map[string]any{"path": path, "contents": map[string]any{"compression": "gzip", "source": "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())}}
 }
 
 // FuzzDiff parses two arbitrary MachineConfig documents as the CLI, the
@@ -118,7 +83,7 @@ func fuzzGzipFile(path, contents string) map[string]any {
 // is the plan of the plain-Go oracle of the default policy.
 func FuzzDiff(f *testing.F) {
 	addDiffSeeds(f)
-	p := fuzzPlanner(f)
+	p := sharedPlanner(f)
 	f.Fuzz(func(t *testing.T, oldDoc, newDoc []byte) {
 		from, errFrom := machineconfig.Parse("old.yaml", oldDoc)
 		checkInputError(t, "old.yaml", errFrom)

@@ -6,6 +6,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/registries"
 )
@@ -22,7 +24,7 @@ func TestPlansOfRenderedMirrorSets(t *testing.T) {
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		return mc(t, name, files(file(registries.ConfPath, string(registries.Marshal(registries.Render(base, rules))))), nil)
+		return builder.MachineConfig(name).WithFiles(builder.File(registries.ConfPath, string(registries.Marshal(registries.Render(base, rules))))).Config(t)
 	}
 	digest := []configv1.ImageDigestMirrorSet{{ObjectMeta: metav1.ObjectMeta{Name: "release"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
 		{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []configv1.ImageMirror{"mirror.example.com/ocp/release"}}}}}}
@@ -32,7 +34,7 @@ func TestPlansOfRenderedMirrorSets(t *testing.T) {
 		{Source: "registry.example.com/team/app", Mirrors: []configv1.ImageMirror{"mirror.example.com/team/app"}}}}}}
 
 	none, withIDMS, withBlocked, withITMS := render("none", nil, nil), render("idms", digest, nil), render("blocked", blocked, nil), render("itms", digest, tags)
-	p := defaultPlanner(t)
+	p := policytest.Planner(t)
 	for _, tc := range []struct {
 		name      string
 		from, to  *machineconfig.Config

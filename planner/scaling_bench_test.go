@@ -181,13 +181,5 @@ func TestPolicyScalingSet(t *testing.T) {
 // of them changed.
 func scalingConfigs(tb testing.TB) (from, to *machineconfig.Config) {
 	tb.Helper()
-	from, err := machineconfig.Parse("old", benchConfig(tb, "rendered-worker-old", scalingFiles, scalingChanged, false))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	to, err = machineconfig.Parse("new", benchConfig(tb, "rendered-worker-new", scalingFiles, scalingChanged, true))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return from, to
+	return benchParse(tb, benchConfig(tb, "rendered-worker-old", scalingFiles, scalingChanged, false), benchConfig(tb, "rendered-worker-new", scalingFiles, scalingChanged, true))
 }

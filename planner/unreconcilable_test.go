@@ -5,7 +5,24 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
 )
+
+// diffAndPlan is the change set from → to and its plan with the default
+// policy.
+func diffAndPlan(t *testing.T, from, to *machineconfig.Config) (*changeset.ChangeSet, *planner.Plan) {
+	t.Helper()
+	cs, err := changeset.Diff(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, plan(t, policytest.Planner(t), from, to)
+}
 
 func TestUnreconcilable(t *testing.T) {
 	storage := func(k string, v any) map[string]any { return map[string]any{"storage": map[string]any{k: v}} }
@@ -23,17 +40,17 @@ func TestUnreconcilable(t *testing.T) {
 		{name: "directory added", new: storage("directories", []any{map[string]any{"path": "/var/lib/app"}}), wantField: []string{"spec.config.storage.directories"}},
 		{name: "link added", new: storage("links", []any{map[string]any{"path": "/etc/l", "target": "/etc/t"}}), wantField: []string{"spec.config.storage.links[path=/etc/l]"}},
 		{name: "link unchanged", old: storage("links", []any{map[string]any{"path": "/etc/l", "target": "/etc/t"}}), new: storage("links", []any{map[string]any{"path": "/etc/l", "target": "/etc/t"}})},
-		{name: "append", new: files(with(file("/etc/a", ""), "append", []any{map[string]any{"source": "data:,x"}})), wantField: []string{"spec.config.storage.files[path=/etc/a].append"}},
+		{name: "append", new: builder.Ignition().WithFiles(builder.File("/etc/a", "").With("append", []any{map[string]any{"source": "data:,x"}})).Build(), wantField: []string{"spec.config.storage.files[path=/etc/a].append"}},
 		{name: "group added", new: map[string]any{"passwd": map[string]any{"groups": []any{map[string]any{"name": "g"}}}}, wantField: []string{"spec.config.passwd.groups"}},
 		{name: "user added", new: users(map[string]any{"name": "alice"}), wantField: []string{"spec.config.passwd.users[name=alice]"}},
 		{name: "core shell changed", old: users(map[string]any{"name": "core"}), new: users(map[string]any{"name": "core", "shell": "/bin/zsh"}), wantField: []string{"spec.config.passwd.users[name=core]"}},
 		{name: "core keys changed", old: users(map[string]any{"name": "core"}), new: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k"}})},
 		// The node daemon's own control files, as the MCO refuses its own.
-		{name: "MCO force file", new: files(file("/run/machine-config-daemon-force", "")), wantField: []string{"spec.config.storage.files[path=/run/machine-config-daemon-force]"}},
-		{name: "ndp journal", new: files(file("/etc/ndp/journal.json", "{}")), wantField: []string{"spec.config.storage.files[path=/etc/ndp/journal.json]"}},
-		{name: "ndp state dir", new: files(file("/etc/ndp/x/y", "")), wantField: []string{"spec.config.storage.files[path=/etc/ndp/x/y]"}},
-		{name: "control file dropped", old: files(file("/etc/ndp/currentconfig.json", "{}")), wantField: []string{"spec.config.storage.files[path=/etc/ndp/currentconfig.json]"}},
-		{name: "a sibling of the state dir is an ordinary file", new: files(file("/etc/ndp2/x", ""), file("/run/machine-config-daemon-force2", ""))},
+		{name: "MCO force file", new: builder.Ignition().WithFiles(builder.File("/run/machine-config-daemon-force", "")).Build(), wantField: []string{"spec.config.storage.files[path=/run/machine-config-daemon-force]"}},
+		{name: "ndp journal", new: builder.Ignition().WithFiles(builder.File("/etc/ndp/journal.json", "{}")).Build(), wantField: []string{"spec.config.storage.files[path=/etc/ndp/journal.json]"}},
+		{name: "ndp state dir", new: builder.Ignition().WithFiles(builder.File("/etc/ndp/x/y", "")).Build(), wantField: []string{"spec.config.storage.files[path=/etc/ndp/x/y]"}},
+		{name: "control file dropped", old: builder.Ignition().WithFiles(builder.File("/etc/ndp/currentconfig.json", "{}")).Build(), wantField: []string{"spec.config.storage.files[path=/etc/ndp/currentconfig.json]"}},
+		{name: "a sibling of the state dir is an ordinary file", new: builder.Ignition().WithFiles(builder.File("/etc/ndp2/x", ""), builder.File("/run/machine-config-daemon-force2", "")).Build()},
 		// The core user left with no way to log in.
 		{name: "core loses its last key", old: users(map[string]any{"name": "core", "sshAuthorizedKeys": []any{"ssh-ed25519 AAAA k"}}), new: users(map[string]any{"name": "core"}),
 			wantField: []string{"spec.config.passwd.users[name=core]"}},
@@ -48,7 +65,7 @@ func TestUnreconcilable(t *testing.T) {
 		{name: "fips", newSpec: map[string]any{"fips": true}, wantField: []string{"spec.fips"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := diff(t, mc(t, "old", tc.old, tc.oldSpec), mc(t, "new", tc.new, tc.newSpec))
+			cs, p := diffAndPlan(t, builder.MachineConfig("old").WithConfig(tc.old).WithSpecFields(tc.oldSpec).Config(t), builder.MachineConfig("new").WithConfig(tc.new).WithSpecFields(tc.newSpec).Config(t))
 			var got []string
 			for _, u := range cs.Unreconcilable {
 				got = append(got, u.Field)
@@ -59,7 +76,6 @@ func TestUnreconcilable(t *testing.T) {
 			if d := cmp.Diff(tc.wantField, got); d != "" {
 				t.Errorf("unreconcilable fields (-want +got):\n%s", d)
 			}
-			p := plan(t, defaultPlanner(t), mc(t, "old", tc.old, tc.oldSpec), mc(t, "new", tc.new, tc.newSpec))
 			if (len(p.Unreconcilable) > 0) != (len(tc.wantField) > 0) || (len(tc.wantField) > 0 && len(p.Actions) != 0) {
 				t.Errorf("plan of an unreconcilable change must have no actions: %+v", p)
 			}
@@ -87,8 +103,8 @@ func TestLUKSIsPlannedNone(t *testing.T) {
 		{"a volume removed", luks(root, data), luks(root), "changed", "", "data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			from, to := mc(t, "old", tc.old, nil), mc(t, "new", tc.new, nil)
-			cs := diff(t, from, to)
+			from, to := builder.MachineConfig("old").WithConfig(tc.old).Config(t), builder.MachineConfig("new").WithConfig(tc.new).Config(t)
+			cs, p := diffAndPlan(t, from, to)
 			if len(cs.Unreconcilable) != 0 || len(cs.Changes) != 1 {
 				t.Fatalf("want one change, nothing unreconcilable: %+v", cs)
 			}
@@ -96,7 +112,6 @@ func TestLUKSIsPlannedNone(t *testing.T) {
 			if c.ID != "storage:luks" || c.Kind != "storage" || c.Op != tc.op || strings.Join(c.Added, ",") != tc.added || strings.Join(c.Removed, ",") != tc.removed {
 				t.Errorf("change = %+v", c)
 			}
-			p := plan(t, defaultPlanner(t), from, to)
 			if s := actionsString(p.Actions); s != `[{"type":"None"}]` || p.Drain || p.Reboot {
 				t.Errorf("plan = %s drain %t reboot %t, want None", s, p.Drain, p.Reboot)
 			}

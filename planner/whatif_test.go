@@ -9,6 +9,8 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -44,10 +46,10 @@ func TestOutcomeString(t *testing.T) {
 // The what-if of a policy: without it chrony reboots, with it chronyd
 // restarts; the text is the webhook's and the CLI's.
 func TestPlanChangeOfAPolicy(t *testing.T) {
-	from := mc(t, "rendered-worker-1a2b", nil, nil)
-	to := mc(t, "rendered-worker-7a8b", files(file("/etc/chrony.conf", "pool ntp.example.com iburst")), nil)
-	before := plan(t, defaultPlanner(t), from, to)
-	after := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
+	from := builder.MachineConfig("rendered-worker-1a2b").Config(t)
+	to := builder.MachineConfig("rendered-worker-7a8b").WithFiles(builder.File("/etc/chrony.conf", "pool ntp.example.com iburst")).Config(t)
+	before := plan(t, policytest.Planner(t), from, to)
+	after := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
 
 	c := planner.PlanChange{Before: planner.OutcomeOf(before, nil), After: planner.OutcomeOf(after, nil)}
 	if !c.Changed() {
@@ -77,12 +79,12 @@ func TestPlanChangeOfAPolicy(t *testing.T) {
 // Another revision that plans the same is no change: reasons, revision and
 // hash are not what a node does.
 func TestPlanChangeIgnoresRevisionAndReasons(t *testing.T) {
-	from := mc(t, "a", nil, nil)
-	to := mc(t, "b", files(file("/etc/chrony.conf", "x"), file("/var/lib/kubelet/config.json", "{}")), nil)
+	from := builder.MachineConfig("a").Config(t)
+	to := builder.MachineConfig("b").WithFiles(builder.File("/etc/chrony.conf", "x"), builder.File("/var/lib/kubelet/config.json", "{}")).Config(t)
 	unrelated := policy.Policy{Name: "unrelated", Priority: 100, Files: []operatorv1.NodeDisruptionPolicySpecFile{{
 		Path: "/etc/unrelated.conf", Actions: []policy.Action{policy.RestartAction("unrelated.service")}}}}
-	before := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
-	after := plan(t, defaultPlanner(t, chronyPolicy(), unrelated), from, to)
+	before := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
+	after := plan(t, policytest.Planner(t, chronyPolicy(), unrelated), from, to)
 	if before.PolicyRevision == after.PolicyRevision {
 		t.Fatal("the revisions are the same")
 	}
@@ -97,9 +99,9 @@ func TestPlanChangeIgnoresRevisionAndReasons(t *testing.T) {
 
 // A plan stored in MachineConfig status compares with the planner's own.
 func TestStoredOutcomeComparesWithThePlan(t *testing.T) {
-	from := mc(t, "a", nil, nil)
-	to := mc(t, "b", files(file("/etc/chrony.conf", "x")), nil)
-	p := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
+	from := builder.MachineConfig("a").Config(t)
+	to := builder.MachineConfig("b").WithFiles(builder.File("/etc/chrony.conf", "x")).Config(t)
+	p := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
 	stored := p.PostConfigActions()
 	if c := (planner.PlanChange{Before: planner.StoredOutcome(&stored), After: planner.OutcomeOf(p, nil)}); c.Changed() {
 		t.Errorf("the stored plan differs from itself: %s", c)
@@ -143,13 +145,13 @@ func TestPlanChangeToNoPlan(t *testing.T) {
 
 // A single-node cluster never drains: the text says so.
 func TestPlanChangeSingleNode(t *testing.T) {
-	from := mc(t, "a", nil, nil)
-	to := mc(t, "b", files(file("/etc/chrony.conf", "x")), nil)
-	p, err := defaultPlanner(t).Plan(context.Background(), planner.Request{From: from, To: to, SingleNode: true})
+	from := builder.MachineConfig("a").Config(t)
+	to := builder.MachineConfig("b").WithFiles(builder.File("/etc/chrony.conf", "x")).Config(t)
+	p, err := policytest.Planner(t).Plan(context.Background(), planner.Request{From: from, To: to, SingleNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := plan(t, defaultPlanner(t, chronyPolicy()), from, to)
+	after := plan(t, policytest.Planner(t, chronyPolicy()), from, to)
 	c := planner.PlanChange{Before: planner.OutcomeOf(p, nil), After: planner.OutcomeOf(after, nil)}
 	if diff := cmp.Diff("Reboot (no drain) → Restart chronyd.service (no drain)", c.String()); diff != "" {
 		t.Error(diff)

@@ -11,66 +11,14 @@ import (
 	"github.com/ndp-dev/ndp/registries"
 )
 
-// fuzzSeeds are registries.conf files as the MCO, ndp's renderer and
-// administrators write them, plus the odd corners of the format.
+// fuzzSeeds are registries.conf files as ndp's renderer and administrators
+// write them, plus the odd corners of the format; what the MCO renders is
+// in testdata/*.conf, which the registries tests share.
 var fuzzSeeds = []string{
 	"",
 	"# only a comment\n",
-	`unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-`,
-	// What the MCO renders for an IDMS, an ITMS and a blocked source.
-	`unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-  blocked = true
-
-  [[registry.mirror]]
-    location = "mirror.registry.example.com:5000/ocp/release"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = ""
-  location = "registry.example.com/team/app"
-
-  [[registry.mirror]]
-    location = "mirror.example.com/team/app"
-    pull-from-mirror = "tag-only"
-
-  [[registry.mirror]]
-    location = "backup.example.com/team/app"
-    insecure = true
-`,
-	`[[registry]]
-location = "quay.io/"
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "m.example.com/quay/"
-[[registry]]
-prefix = "*.example.com"
-blocked = true
-[[registry]]
-prefix = ""
-location = "docker.io"
-insecure = true
-`,
-	`short-name-mode = "enforcing"
-credential-helpers = ["containers-auth.json", "ecr-login"]
-additional-layer-store-auth-helper = "helper"
-[aliases]
-"fedora" = "registry.fedoraproject.org/fedora"
-[[registry]]
-location = "quay.io"
-future-knob = 3
-[[registry.mirror]]
-location = "m.example.com"
-weight = [1, 2]
-when = 1979-05-27T07:32:00-08:00
-ratio = nan
-`,
+	// Unmodelled keys of TOML's other types (unmodelled-keys.conf has more).
+	"[[registry]]\nlocation = \"quay.io\"\n[[registry.mirror]]\nlocation = \"m.example.com\"\nwhen = 1979-05-27T07:32:00-08:00\nratio = nan\n",
 	"[registries.search]\nregistries = [\"quay.io\"]\n",
 	"[registries.search]\nregistries = [\"quay.io\"]\n[[registry]]\nlocation = \"a.io\"\n",
 	"registry = [{location = \"a.io\", mirror = [{location = \"m.io\", pull-from-mirror = \"all\"}]}]\n",
@@ -99,7 +47,7 @@ ratio = nan
 // the same registries (Marshal drops unmodelled keys, by contract), and is
 // written again byte for byte.
 func FuzzRegistriesConf(f *testing.F) {
-	for _, s := range fuzzSeeds {
+	for _, s := range append(fuzzSeeds, registries.TestdataConfs...) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

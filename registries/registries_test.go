@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -35,53 +37,22 @@ func mustParse(tb testing.TB, s string) *Config {
 }
 
 // mcoBase is what the MCO renders with no mirror sets configured.
-const mcoBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
-`
+var mcoBase = testdataConf("mco-base.conf")
 
 // mcoIDMS is what the MCO renders for an ImageDigestMirrorSet mirroring the
 // release payload, plus an ImageTagMirrorSet and a source with
 // mirrorSourcePolicy: NeverContactSource (blocked = true).
-const mcoIDMS = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
+var mcoIDMS = testdataConf("mco-idms.conf")
 
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-release"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ocp4/openshift4"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = ""
-  location = "quay.io/openshift-release-dev/ocp-v4.0-art-dev"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ocp4/openshift4"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = ""
-  location = "registry.redhat.io/ubi9"
-  blocked = true
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/ubi9"
-    pull-from-mirror = "digest-only"
-
-  [[registry.mirror]]
-    location = "backup.example.com/ubi9"
-    pull-from-mirror = "digest-only"
-
-[[registry]]
-  prefix = "docker.io/library"
-  location = "docker.io/library"
-
-  [[registry.mirror]]
-    location = "mirror.example.com:8443/dockerhub"
-    pull-from-mirror = "tag-only"
-`
+// testdataConf is a registries.conf of testdata/ (FuzzRegistriesConf
+// takes them all as seeds: TestdataConfs).
+func testdataConf(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestParseEmpty(t *testing.T) {
 	for _, in := range []string{"", " \n\t\n", "# registries.conf\n\n   # nothing configured\n"} {
@@ -258,22 +229,7 @@ func TestParseNormalises(t *testing.T) {
 		in   string
 		want *Config
 	}{
-		{"scope, defaults, slashes and sorting", `
-unqualified-search-registries = ["quay.io/", "docker.io"]
-[[registry]]
-location = "quay.io/"
-mirror-by-digest-only = true
-[[registry.mirror]]
-location = "m.example.com/quay/"
-namespace-proxy = "quay.io"
-[[registry]]
-prefix = "*.example.com"
-blocked = true
-[[registry]]
-prefix = ""
-location = "docker.io"
-insecure = true
-`, config(sysregistriesv2.V2RegistriesConf{
+		{"scope, defaults, slashes and sorting", testdataConf("scopes.conf"), config(sysregistriesv2.V2RegistriesConf{
 			UnqualifiedSearchRegistries: []string{"quay.io", "docker.io"},
 			Registries: []Registry{
 				{Prefix: "*.example.com", Blocked: true},
@@ -308,23 +264,7 @@ pull-from-mirror = "digest-only"
 			Registries: []Registry{{Prefix: "quay.io", Endpoint: Endpoint{Location: "quay.io"},
 				Mirrors: []Endpoint{{Location: "m.example.com"}, {Location: "m.example.com", PullFromMirror: PullFromMirrorDigestOnly}}}},
 		}, nil, nil)},
-		{"settings the library does not hand back, and unmodelled keys", `
-short-name-mode = "enforcing"
-credential-helpers = ["containers-auth.json", "ecr-login"]
-additional-layer-store-auth-helper = "helper"
-future-setting = "x"
-[aliases]
-"fedora" = "registry.fedoraproject.org/fedora"
-[[registry]]
-location = "quay.io"
-future-knob = 3
-[[registry.mirror]]
-location = "m.example.com"
-weight = [1, 2]
-[[registry]]
-location = "quay.io/"
-future-knob = 4
-`, config(sysregistriesv2.V2RegistriesConf{
+		{"settings the library does not hand back, and unmodelled keys", testdataConf("unmodelled-keys.conf"), config(sysregistriesv2.V2RegistriesConf{
 			ShortNameMode:                  "enforcing",
 			CredentialHelpers:              []string{"containers-auth.json", "ecr-login"},
 			AdditionalLayerStoreAuthHelper: "helper",
@@ -377,28 +317,9 @@ func TestParseMCO(t *testing.T) {
 	}
 }
 
-const baseConf = `# base
-unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-
-[[registry]]
-prefix = "quay.io/acme"
-location = "quay.io/acme"
-
-[[registry.mirror]]
-location = "m1.example.com/acme"
-pull-from-mirror = "digest-only"
-
-[[registry.mirror]]
-location = "m2.example.com/acme"
-pull-from-mirror = "digest-only"
-
-[[registry.mirror]]
-location = "m3.example.com/acme"
-pull-from-mirror = "digest-only"
-
-[[registry]]
-location = "registry.example.com"
-`
+// baseConf is the old file of most TestDiff cases: a registry with three
+// digest-only mirrors and one without.
+var baseConf = testdataConf("acme.conf")
 
 func TestDiff(t *testing.T) {
 	acmeMirror := func(loc, pfm string) MirrorChange {

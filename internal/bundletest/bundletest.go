@@ -15,6 +15,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,6 +131,36 @@ func AlterFile(tarball []byte, name string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// Tarball is a bundle tarball of the given files (name → contents), as
+// a bundle written by hand: no check that it makes a valid bundle.
+func Tarball(t testing.TB, files map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := tw.WriteHeader(&tar.Header{Name: "/" + name, Mode: 0o644, Size: int64(len(files[name])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(files[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return closeTarball(t, tw, gz, &buf)
+}
+
+// closeTarball ends the archive and is its bytes.
+func closeTarball(t testing.TB, tw *tar.Writer, gz *gzip.Writer, buf *bytes.Buffer) []byte {
+	t.Helper()
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // Lying is a bundle tarball of one tar header that declares a file of size
 // bytes and no contents: a reader that allocates what headers declare
 // (OPA's does) tries to allocate size bytes at once.
@@ -166,11 +198,5 @@ func Bomb(t testing.TB, size int) []byte {
 			t.Fatal(err)
 		}
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return closeTarball(t, tw, gz, &buf)
 }

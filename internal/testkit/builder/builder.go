@@ -6,7 +6,8 @@
 //
 // Build returns ndp's MachineConfig (apis/machineconfiguration/v1);
 // Document its JSON document (valid YAML), as `ndp plan` and the planner's
-// ParseMachineConfig read it. The Ignition version is 3.4.0 unless set.
+// ParseMachineConfig read it; Config that document parsed by
+// machineconfig.Parse. The Ignition version is 3.4.0 unless set.
 package builder
 
 import (
@@ -17,12 +18,14 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // IgnitionVersion is the version a built config declares unless set.
@@ -331,6 +334,18 @@ func (b *MachineConfigBuilder) Document() []byte {
 		"metadata":   meta,
 		"spec":       spec,
 	})
+}
+
+// Config is the MachineConfig as the planner reads it: Document parsed by
+// machineconfig.Parse (as from the file name.yaml). A document that does
+// not parse fails the test.
+func (b *MachineConfigBuilder) Config(t testing.TB) *machineconfig.Config {
+	t.Helper()
+	cfg, err := machineconfig.Parse(b.name+".yaml", b.Document())
+	if err != nil {
+		t.Fatalf("parsing %s: %v", b.name, err)
+	}
+	return cfg
 }
 
 func mustJSON(v any) []byte {

@@ -57,3 +57,10 @@ func TestFileGzipAndSource(t *testing.T) {
 		t.Errorf("%+v", doc.Spec)
 	}
 }
+
+func TestConfig(t *testing.T) {
+	cfg := builder.MachineConfig("rendered-worker-a").WithFile("/etc/x", "x").WithKernelArguments("quiet").Config(t)
+	if cfg.Name != "rendered-worker-a" || len(cfg.Ignition.Storage.Files) != 1 || cfg.Ignition.Storage.Files[0].Path != "/etc/x" || len(cfg.Spec.KernelArguments) != 1 {
+		t.Errorf("parsed %+v", cfg)
+	}
+}

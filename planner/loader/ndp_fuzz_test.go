@@ -1,4 +1,4 @@
-package planner_test
+package loader_test
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // every kind of entry, action and selector the API has.
 func ndpSeeds(f *testing.F) [][]byte {
 	var seeds [][]byte
-	paths, err := filepath.Glob("../examples/policies/*.yaml")
+	paths, err := filepath.Glob("../../examples/policies/*.yaml")
 	if err != nil || len(paths) == 0 {
 		f.Fatalf("no example policies: %v", err)
 	}

@@ -1,16 +1,19 @@
-package planner_test
+package loader_test
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
 
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -68,14 +71,38 @@ spec:
 	if m := got["two"].Modules[0]; m.LineOffset != 13 || m.Filename != filepath.Join(dir, "multi.yaml") {
 		t.Errorf("module position: %+v", m)
 	}
-	pl, err := planner.New(context.Background(), pols, engine.Options{})
+	if got, want := claimsOn(t, pols, "/etc/one", "/etc/two"), `one file:/etc/one [{"type":"None"}]; two file:/etc/two [{"type":"None"}]`; got != want {
+		t.Errorf("claims: %s, want %s", got, want)
+	}
+}
+
+// claimsOn compiles the loaded policies and evaluates them on a change that
+// adds the given files: the claims, one "policy change actions" each.
+func claimsOn(t *testing.T, pols []policy.Policy, paths ...string) string {
+	t.Helper()
+	e, err := engine.New(context.Background(), pols, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := plan(t, pl, mc(t, "old", nil, nil), mc(t, "new", files(file("/etc/one", "1"), file("/etc/two", "2")), nil))
-	if actionsString(res.Actions) != `[{"type":"None"}]` {
-		t.Errorf("plan: %+v", res)
+	to := builder.MachineConfig("new")
+	for _, p := range paths {
+		to.WithFile(p, p)
 	}
+	cs, err := changeset.Diff(builder.MachineConfig("old").Config(t), to.Config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := e.Evaluate(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range claims {
+		actions, _ := json.Marshal(c.Actions)
+		out = append(out, c.Policy+" "+c.Change+" "+string(actions))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 func TestLoadPolicyErrors(t *testing.T) {
@@ -136,9 +163,9 @@ func TestLoadBundle(t *testing.T) {
 	if len(pols) != 1 || pols[0].Name != "template" || pols[0].Priority != 150 || len(pols[0].Modules) != 1 || len(pols[0].Tests) != 1 {
 		t.Fatalf("bundle policy: %+v", pols)
 	}
-	res := plan(t, defaultPlanner(t, pols...), mc(t, "old", nil, nil), mc(t, "new", files(file("/etc/template/app.conf", "x")), nil))
-	if actionsString(res.Actions) != `[{"type":"Restart","restart":{"serviceName":"template.service"}}]` || res.Reasons[0].Policy != "template" {
-		t.Errorf("plan: %+v", res)
+	got := claimsOn(t, append([]policy.Policy{policy.DefaultPolicy()}, pols...), "/etc/template/app.conf")
+	if want := `template file:/etc/template/app.conf [{"type":"Restart","restart":{"serviceName":"template.service"}}]`; got != want {
+		t.Errorf("claims: %s, want %s", got, want)
 	}
 	var out bytes.Buffer
 	if sum, err := engine.RunRegoTests(context.Background(), pols, nil, &out, engine.TestOptions{}); err != nil || sum.Passed == 0 || sum.Failed != 0 {

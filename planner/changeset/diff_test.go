@@ -1,9 +1,6 @@
-package planner_test
+package changeset_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/registries"
@@ -25,30 +23,16 @@ func diff(t *testing.T, from, to *machineconfig.Config) *changeset.ChangeSet {
 	return cs
 }
 
-func gzipped(t *testing.T, s string) string {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write([]byte(s)); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
-}
-
 func TestVersionBumpAndEncodingsAreNoChange(t *testing.T) {
 	contents := "server time.example.com iburst\n"
-	old := mc(t, "old", with(files(file("/etc/chrony.conf", contents)), "ignition", map[string]any{"version": "3.1.0"}), nil)
-	for name, f := range map[string]map[string]any{
-		"plain":  file("/etc/chrony.conf", contents),
-		"base64": fileB64("/etc/chrony.conf", contents),
-		"gzip":   {"path": "/etc/chrony.conf", "contents": map[string]any{"source": gzipped(t, contents), "compression": "gzip"}},
+	old := builder.MachineConfig("old").WithIgnitionVersion("3.1.0").WithFiles(builder.File("/etc/chrony.conf", contents)).Config(t)
+	for name, f := range map[string]builder.Entry{
+		"plain":  builder.File("/etc/chrony.conf", contents),
+		"base64": builder.FileB64("/etc/chrony.conf", contents),
+		"gzip":   builder.FileGzip("/etc/chrony.conf", contents),
 	} {
 		for _, version := range []string{"3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
-			ign := files(f)
-			ign["ignition"] = map[string]any{"version": version}
-			if cs := diff(t, old, mc(t, "new", ign, nil)); len(cs.Changes) != 0 {
+			if cs := diff(t, old, builder.MachineConfig("new").WithIgnitionVersion(version).WithFiles(f).Config(t)); len(cs.Changes) != 0 {
 				t.Errorf("%s contents, Ignition %s: changes %+v, want none", name, version, cs.Changes)
 			}
 		}
@@ -56,13 +40,13 @@ func TestVersionBumpAndEncodingsAreNoChange(t *testing.T) {
 }
 
 func TestFileChanges(t *testing.T) {
-	base := file("/etc/app/conf", "a\n")
-	old := mc(t, "old", files(base, file("/etc/gone", "x"), with(file("/etc/owned", "x"), "user", map[string]any{"name": "root"})), nil)
-	new := mc(t, "new", files(
-		with(with(file("/etc/app/conf", "b\n"), "mode", 0o600), "overwrite", true),
-		file("/etc/added", "y"),
-		with(with(file("/etc/owned", "x"), "user", map[string]any{"id": 0}), "group", map[string]any{"name": "wheel"}),
-	), nil)
+	base := builder.File("/etc/app/conf", "a\n")
+	old := builder.MachineConfig("old").WithFiles(base, builder.File("/etc/gone", "x"), builder.File("/etc/owned", "x").With("user", map[string]any{"name": "root"})).Config(t)
+	new := builder.MachineConfig("new").WithFiles(
+		builder.File("/etc/app/conf", "b\n").With("mode", 0o600).With("overwrite", true),
+		builder.File("/etc/added", "y"),
+		builder.File("/etc/owned", "x").With("user", map[string]any{"id": 0}).With("group", map[string]any{"name": "wheel"}),
+	).Config(t)
 	cs := diff(t, old, new)
 	want := []changeset.Change{
 		{ID: "file:/etc/added", Kind: "file", Op: "added", Path: "/etc/added", Dirs: []string{"/etc/", "/"}},
@@ -88,10 +72,10 @@ func TestRemoteSourcesCompareByURLAndHash(t *testing.T) {
 	}
 	h1 := "sha512-" + strings.Repeat("a", 128)
 	h2 := "sha512-" + strings.Repeat("b", 128)
-	if cs := diff(t, mc(t, "a", files(remote(h1)), nil), mc(t, "b", files(remote(h1)), nil)); len(cs.Changes) != 0 {
+	if cs := diff(t, builder.MachineConfig("a").WithFiles(remote(h1)).Config(t), builder.MachineConfig("b").WithFiles(remote(h1)).Config(t)); len(cs.Changes) != 0 {
 		t.Errorf("same remote source: %+v", cs.Changes)
 	}
-	cs := diff(t, mc(t, "a", files(remote(h1)), nil), mc(t, "b", files(remote(h2)), nil))
+	cs := diff(t, builder.MachineConfig("a").WithFiles(remote(h1)).Config(t), builder.MachineConfig("b").WithFiles(remote(h2)).Config(t))
 	if len(cs.Changes) != 1 || cs.Changes[0].NewDigest != "url:https://example.com/f#"+h2 {
 		t.Errorf("changed remote hash: %+v", cs.Changes)
 	}
@@ -100,7 +84,7 @@ func TestRemoteSourcesCompareByURLAndHash(t *testing.T) {
 	hdr := remote(h1)
 	hdr["contents"].(map[string]any)["httpHeaders"] = []any{map[string]any{"name": "Authorization", "value": "Bearer x"}}
 	for name, f := range map[string]map[string]any{"compression": gz, "headers": hdr} {
-		cs := diff(t, mc(t, "a", files(remote(h1)), nil), mc(t, "b", files(f), nil))
+		cs := diff(t, builder.MachineConfig("a").WithFiles(remote(h1)).Config(t), builder.MachineConfig("b").WithFiles(f).Config(t))
 		if len(cs.Changes) != 1 || cs.Changes[0].Fields[0] != "contents" {
 			t.Errorf("remote source with new %s: %+v", name, cs.Changes)
 		}
@@ -116,18 +100,18 @@ func TestUnitChanges(t *testing.T) {
 		return map[string]any{"systemd": map[string]any{"units": list}}
 	}
 	dropin := func(name, contents string) map[string]any { return map[string]any{"name": name, "contents": contents} }
-	old := mc(t, "old", units(
+	old := builder.MachineConfig("old").WithConfig(units(
 		map[string]any{"name": "a.service", "contents": "[Service]\n", "enabled": true},
 		map[string]any{"name": "b.service", "dropins": []any{dropin("10-x.conf", "x"), dropin("20-y.conf", "y")}},
 		map[string]any{"name": "c.service"},
 		map[string]any{"name": "gone.service"},
-	), nil)
-	new := mc(t, "new", units(
+	)).Config(t)
+	new := builder.MachineConfig("new").WithConfig(units(
 		map[string]any{"name": "a.service", "contents": "[Service]\nType=oneshot\n", "enabled": false},
 		map[string]any{"name": "b.service", "dropins": []any{dropin("10-x.conf", "x2"), dropin("30-z.conf", "z")}},
 		map[string]any{"name": "c.service", "enabled": false, "mask": true},
 		map[string]any{"name": "new.timer"},
-	), nil)
+	)).Config(t)
 	want := []changeset.Change{
 		{ID: "unit:a.service", Kind: "unit", Op: "changed", Name: "a.service", Fields: []string{"contents", "enabled"}},
 		{ID: "unit:b.service", Kind: "unit", Op: "changed", Name: "b.service", Fields: []string{"dropins"}, Dropins: []string{"10-x.conf", "20-y.conf", "30-z.conf"}},
@@ -148,8 +132,8 @@ func TestPasswdChanges(t *testing.T) {
 		}
 		return map[string]any{"passwd": map[string]any{"users": []any{u}}}
 	}
-	cs := diff(t, mc(t, "old", core("", "ssh-ed25519 AAAA one", "ssh-ed25519 AAAA two"), nil),
-		mc(t, "new", core("$6$x", "ssh-ed25519 AAAA two", "ssh-ed25519 AAAA three"), nil))
+	cs := diff(t, builder.MachineConfig("old").WithConfig(core("", "ssh-ed25519 AAAA one", "ssh-ed25519 AAAA two")).Config(t),
+		builder.MachineConfig("new").WithConfig(core("$6$x", "ssh-ed25519 AAAA two", "ssh-ed25519 AAAA three")).Config(t))
 	want := []changeset.Change{
 		{ID: "sshkey", Kind: "sshkey", Op: "changed", Name: "sshkey", Added: []string{"ssh-ed25519 AAAA three"}, Removed: []string{"ssh-ed25519 AAAA one"}},
 		{ID: "password", Kind: "password", Op: "added", Name: "password"},
@@ -163,21 +147,21 @@ func TestPasswdChanges(t *testing.T) {
 }
 
 func TestOSChanges(t *testing.T) {
-	old := mc(t, "old", nil, map[string]any{
+	old := builder.MachineConfig("old").WithSpecFields(map[string]any{
 		"osImageURL": "quay.io/os@sha256:1", "kernelArguments": []string{"a=1", "b=2"},
 		"extensions": []string{"usbguard", "kerberos"}, "kernelType": "",
-	})
-	same := mc(t, "same", nil, map[string]any{
+	}).Config(t)
+	same := builder.MachineConfig("same").WithSpecFields(map[string]any{
 		"osImageURL": "quay.io/os@sha256:1", "kernelArguments": []string{"a=1", "b=2"},
 		"extensions": []string{"kerberos", "usbguard"}, "kernelType": "default",
-	})
+	}).Config(t)
 	if cs := diff(t, old, same); len(cs.Changes) != 0 {
 		t.Errorf("reordered extensions and kernelType \"\" vs default are no change: %+v", cs.Changes)
 	}
-	new := mc(t, "new", nil, map[string]any{
+	new := builder.MachineConfig("new").WithSpecFields(map[string]any{
 		"osImageURL": "quay.io/os@sha256:2", "kernelArguments": []string{"b=2", "a=1"},
 		"extensions": []string{"usbguard"}, "kernelType": "realtime",
-	})
+	}).Config(t)
 	var got []string
 	for _, c := range diff(t, old, new).Changes {
 		got = append(got, c.ID+" "+c.Op)
@@ -190,7 +174,7 @@ func TestOSChanges(t *testing.T) {
 
 func TestRegistriesSemanticDiff(t *testing.T) {
 	conf := func(s string) *machineconfig.Config {
-		return mc(t, "c", files(file(registries.ConfPath, s)), nil)
+		return builder.MachineConfig("c").WithFiles(builder.File(registries.ConfPath, s)).Config(t)
 	}
 	base := "unqualified-search-registries = [\"registry.access.redhat.com\"]\n"
 	cs := diff(t, conf(base), conf("# a comment\n"+base+"\n"))
@@ -231,60 +215,17 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := diff(t, mc(t, "old", nil, nil), to)
+	cs := diff(t, builder.MachineConfig("old").Config(t), to)
 	if len(cs.Changes) != 1 || cs.Changes[0].Source != "50-chrony" {
 		t.Errorf("source not carried: %+v", cs.Changes)
 	}
 }
 
-func TestParseMachineConfigErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name, doc string
-		want      []string
-	}{
-		{"empty", "  \n", []string{"x.yaml", "empty document"}},
-		{"malformed YAML", "kind: MachineConfig\nspec:\n  config: [\n", []string{"x.yaml", "line ", "malformed YAML"}},
-		{"wrong kind", "apiVersion: v1\nkind: ConfigMap\n", []string{"x.yaml", "kind", "ConfigMap"}},
-		{"Ignition 2", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 2.2.0}}\n", []string{`x.yaml: MachineConfig "m"`, "spec.config", "unsupported config version"}},
-		{"future Ignition", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 3.9.0}}\n", []string{"spec.config", "unsupported config version"}},
-		{"invalid Ignition", "kind: MachineConfig\nmetadata: {name: m}\nspec:\n  config: {ignition: {version: 3.4.0}, storage: {files: [{path: relative/path}]}}\n", []string{"spec.config", "absolute"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := machineconfig.Parse("x.yaml", []byte(tc.doc))
-			var ie *machineconfig.InputError
-			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not an InputError", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-		})
-	}
-}
-
 func TestInvalidContentsAreInputErrors(t *testing.T) {
 	bad := map[string]any{"path": "/etc/x", "contents": map[string]any{"source": "data:;base64,bm90IGd6aXA=", "compression": "gzip"}}
-	_, err := changeset.Diff(mc(t, "old", nil, nil), mc(t, "new", files(bad), nil))
+	_, err := changeset.Diff(builder.MachineConfig("old").Config(t), builder.MachineConfig("new").WithFiles(bad).Config(t))
 	var ie *machineconfig.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "files[path=/etc/x].contents") || !strings.Contains(err.Error(), "gzip") {
 		t.Errorf("got %v", err)
-	}
-}
-
-func TestParseJSONMachineConfig(t *testing.T) {
-	doc := mcDoc(t, "j", files(file("/etc/a", "a")), map[string]any{"osImageURL": "quay.io/os@sha256:1"})
-	cfg, err := machineconfig.Parse("j.json", doc)
-	if err != nil || cfg.Name != "j" || cfg.Spec.OSImageURL != "quay.io/os@sha256:1" || len(cfg.Ignition.Storage.Files) != 1 {
-		t.Fatalf("parsed %+v, %v", cfg, err)
-	}
-	_, err = machineconfig.Parse("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": {\"osImageURL\": 3}\n}\n"))
-	if err == nil || !strings.Contains(err.Error(), "bad.json: line 3") || !strings.Contains(err.Error(), "malformed JSON") {
-		t.Errorf("type error: %v", err)
-	}
-	_, err = machineconfig.Parse("bad.json", []byte("{\n  \"kind\": \"MachineConfig\",\n  \"spec\": }\n"))
-	if err == nil || !strings.Contains(err.Error(), "bad.json: line 3") {
-		t.Errorf("syntax error: %v", err)
 	}
 }

@@ -1,9 +1,7 @@
-package planner_test
+package engine_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -16,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndp-dev/ndp/internal/bundletest"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -37,16 +36,16 @@ const hostileMargin = sandbox.DefaultEvalMemoryBytes / 4
 // logged as a table. Without the memory watchdog, the numbers.range row
 // runs to its deadline and peaks at about 1 GB, failing the test.
 func TestHostilePolicies(t *testing.T) {
-	small := mc(t, "new", files(file("/etc/app/app.conf", "x")), nil)
-	var many []map[string]any
+	small := builder.MachineConfig("new").WithFiles(builder.File("/etc/app/app.conf", "x")).Config(t)
+	var many []builder.Entry
 	for i := range 300 {
-		many = append(many, file(fmt.Sprintf("/etc/app/f%03d.conf", i), "x"))
+		many = append(many, builder.File(fmt.Sprintf("/etc/app/f%03d.conf", i), "x"))
 	}
-	large := mc(t, "new-large", files(many...), nil)
-	old := mc(t, "old", nil, nil)
+	large := builder.MachineConfig("new-large").WithFiles(many...).Config(t)
+	old := builder.MachineConfig("old").Config(t)
 
 	// plan loads a fixture (or takes the policies given), compiles it with
-	// the default policy and plans a change.
+	// the default policy and evaluates it on a change.
 	plan := func(to *machineconfig.Config, pols ...policy.Policy) func(t *testing.T, fixture string) error {
 		return func(t *testing.T, fixture string) error {
 			if fixture != "" {
@@ -56,11 +55,11 @@ func TestHostilePolicies(t *testing.T) {
 				}
 				pols = loaded
 			}
-			p, err := planner.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
+			e, err := engine.New(context.Background(), append([]policy.Policy{policy.DefaultPolicy()}, pols...), engine.Options{})
 			if err != nil {
 				return err
 			}
-			_, err = p.Plan(context.Background(), planner.Request{From: old, To: to})
+			_, err = evaluate(e, old, to)
 			return err
 		}
 	}
@@ -132,7 +131,7 @@ func TestHostilePolicies(t *testing.T) {
 			want: []string{"hostile.tar.gz: invalid OPA bundle: the bundle is more than 8 MiB"}},
 		{name: "bundle bomb (64 MiB inflated from 64 KiB)", run: readBundle(hostileBundle(t, 64<<20, true)),
 			want: []string{"hostile.tar.gz: invalid OPA bundle: file hostile/data.json is 64.0 MiB uncompressed, and the files of a bundle may hold 8 MiB in all"}},
-		{name: "bundle whose tar header declares a 100 GiB file (151 bytes)", run: readBundle(lyingBundle(t, 100<<30)),
+		{name: "bundle whose tar header declares a 100 GiB file (151 bytes)", run: readBundle(bundletest.Lying(t, "hostile/data.json", 100<<30)),
 			want: []string{"hostile.tar.gz: invalid OPA bundle: file hostile/data.json is 100 GiB uncompressed"}},
 		{name: "ownership: rules in another policy's package", fixture: "foreign_package.rego", run: plan(small),
 			want: []string{`package ndp.policy.defaults is already owned by policy "default"`}, policy: "defaults"},
@@ -256,57 +255,18 @@ func hostileBundle(t *testing.T, size int, bomb bool) []byte {
 		}
 		blob = []byte(base64.StdEncoding.EncodeToString(raw))
 	}
-	return tarGz(t, map[string][]byte{
+	return bundletest.Tarball(t, map[string][]byte{
 		".manifest":           []byte(`{"roots": ["ndp/policy/hostile"], "metadata": {"name": "hostile"}}`),
 		"hostile/policy.rego": []byte("package ndp.policy.hostile\n\nclaims := set()\n"),
 		"hostile/data.json":   append(append([]byte(`{"blob": "`), blob...), '"', '}'),
 	})
 }
 
-// lyingBundle is a tar.gz of one header declaring a file of size bytes,
-// with no contents: OPA's reader would allocate the declared size at once.
-func lyingBundle(t *testing.T, size int64) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	if err := tw.WriteHeader(&tar.Header{Name: "/hostile/data.json", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	// No contents, and no Close: the archive ends after the header.
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // bundleOf is a bundle named "foreign" whose module lives under root.
 func bundleOf(t *testing.T, root, src string) []byte {
 	t.Helper()
-	return tarGz(t, map[string][]byte{
+	return bundletest.Tarball(t, map[string][]byte{
 		".manifest":   []byte(`{"roots": ["ndp/policy/` + root + `"], "metadata": {"name": "foreign"}}`),
 		"policy.rego": []byte(src),
 	})
-}
-
-func tarGz(t *testing.T, entries map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, data := range entries {
-		if err := tw.WriteHeader(&tar.Header{Name: "/" + name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -1,4 +1,4 @@
-package planner_test
+package loader_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
-const exampleBundle = "../examples/bundles/haproxy"
+const exampleBundle = "../../examples/bundles/haproxy"
 
 func TestSignedBundle(t *testing.T) {
 	for _, kind := range []string{"rsa", "ecdsa"} {
