@@ -21,8 +21,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
-	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
@@ -76,17 +75,9 @@ func policyValidation(t *testing.T, nodes ...*corev1.Node) *PolicyValidation {
 	}
 	a := builder.MachineConfig("rendered-worker-a").RenderedFor("worker").Build()
 	b := builder.MachineConfig("rendered-worker-b").RenderedFor("worker").WithFile("/etc/chrony.conf", "pool x").Build()
-	from, err := machineconfig.New(a.Name, a.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to, err := machineconfig.New(b.Name, b.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := active.Planner().Plan(ctx, planner.Request{From: from, To: to, Pool: "worker"})
-	if err != nil || !plan.Reboot {
-		t.Fatalf("the default plan: %+v %v", plan, err)
+	plan := policytest.Plan(t, active.Planner(), a, b, "worker")
+	if !plan.Reboot {
+		t.Fatalf("the default plan: %+v", plan)
 	}
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}, Spec: mcfgv1.MachineConfigPoolSpec{
 		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: "worker"}},

@@ -28,9 +28,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
-	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
@@ -81,22 +79,7 @@ func TestSecurityDaemonUpdatesItsNodeConfined(t *testing.T) {
 	from, to := cfg("rendered-security-run-a", "a"), cfg("rendered-security-run-b", "b")
 	np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "security"}, Spec: v1alpha1.NodeDisruptionPolicySpec{
 		Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: path, Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.DrainSpecAction}}}}}}
-	pl, err := planner.New(ctx, []policy.Policy{policy.DefaultPolicy(), policy.FromAPI("security", np, 0, 0)}, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromCfg, err := machineconfig.New(from.Name, from.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	toCfg, err := machineconfig.New(to.Name, to.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pl.Plan(ctx, planner.Request{From: fromCfg, To: toCfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policytest.Plan(t, policytest.Planner(t, policy.FromAPI("security", np, 0, 0)), from, to, "")
 	plan := p.PostConfigActions()
 	if !plan.Drain || plan.Reboot {
 		t.Fatalf("the plan does not drain without a reboot: %+v", plan)

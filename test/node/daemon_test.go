@@ -29,9 +29,8 @@ import (
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
-	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/planner"
-	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
@@ -40,7 +39,7 @@ import (
 // controller would, in the shape stored in MachineConfig status.
 func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]operatorv1.NodeDisruptionPolicySpecAction) ndpmcv1.PostConfigActions {
 	t.Helper()
-	pols := []policy.Policy{policy.DefaultPolicy()}
+	var pols []policy.Policy // with the defaults (policytest.Planner)
 	if len(files) > 0 {
 		np := &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "test"}}
 		for _, p := range slices.Sorted(maps.Keys(files)) {
@@ -48,22 +47,7 @@ func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]oper
 		}
 		pols = append(pols, policy.FromAPI("test", np, 0, 0))
 	}
-	pl, err := planner.New(context.Background(), pols, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromCfg, err := machineconfig.New(from.Name, from.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	toCfg, err := machineconfig.New(to.Name, to.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pl.Plan(context.Background(), planner.Request{From: fromCfg, To: toCfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policytest.Plan(t, policytest.Planner(t, pols...), from, to, "")
 	return p.PostConfigActions()
 }
 

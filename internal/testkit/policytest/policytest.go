@@ -10,6 +10,8 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -41,4 +43,24 @@ func Planner(t testing.TB, pols ...policy.Policy) *planner.Planner {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Plan parses two MachineConfigs, as the controllers' config cache does,
+// and plans the move from one to the other with p for pool; any error
+// fails the test.
+func Plan(t testing.TB, p *planner.Planner, from, to *ndpmcv1.MachineConfig, pool string) *planner.Plan {
+	t.Helper()
+	fromCfg, err := machineconfig.New(from.Name, from.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toCfg, err := machineconfig.New(to.Name, to.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := p.Plan(context.Background(), planner.Request{From: fromCfg, To: toCfg, Pool: pool})
+	if err != nil {
+		t.Fatalf("planning %s -> %s: %v", from.Name, to.Name, err)
+	}
+	return pl
 }
