@@ -27,7 +27,7 @@ import (
 type Source struct {
 	Name string
 	Spec mcfgv1.MachineConfigSpec
-	// Config, when set, is Spec already parsed (planner.NewConfig): callers
+	// Config, when set, is Spec already parsed (machineconfig.New): callers
 	// that render often (the admission webhook) keep parsed configs, since
 	// parsing is most of the cost of a rendering.
 	Config *machineconfig.Config

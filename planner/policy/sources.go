@@ -11,7 +11,7 @@ import (
 	"github.com/ndp-dev/ndp/planner/sandbox"
 )
 
-// Rego layout: every policy's modules live under policyPackage.<root>.
+// Package is where every policy's modules live: Package.<root>.
 const Package = "ndp.policy"
 
 // Root is the first package segment under ndp.policy.
