@@ -35,7 +35,7 @@ type ActivePolicies struct {
 	mu       sync.RWMutex
 	policies map[string]policy.Policy
 	// seen is the generation of each policy this replica's policy
-	// controller last reconciled, accepted or not: see Pending.
+	// controller last reconciled, accepted or not: see Ready.
 	seen    map[string]int64
 	planner *planner.Planner
 	opts    engine.Options
@@ -118,12 +118,12 @@ func (a *ActivePolicies) Seen(name string, generation int64) {
 	a.seen[name] = generation
 }
 
-// Pending names the NodeDisruptionPolicies (read from c, the cache) whose
+// pending names the NodeDisruptionPolicies (read from c, the cache) whose
 // current generation the policy controller has not reconciled yet. A plan
 // or a preview made before they are is made without them: after a restart
 // of the replica, with none of the administrator's policies, every change
 // they would have made a restart or a reload is planned as a reboot.
-func (a *ActivePolicies) Pending(ctx context.Context, c client.Reader) ([]string, error) {
+func (a *ActivePolicies) pending(ctx context.Context, c client.Reader) ([]string, error) {
 	var list v1alpha1.NodeDisruptionPolicyList
 	// Read only, on every plan and preview: no copy of the cache's objects.
 	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -167,7 +167,7 @@ func (a *ActivePolicies) Ready(ctx context.Context, c client.Reader) (*planner.P
 	if p == nil {
 		return nil, &NotReadyError{}
 	}
-	pending, err := a.Pending(ctx, c)
+	pending, err := a.pending(ctx, c)
 	if err != nil {
 		return nil, err
 	}
