@@ -8,9 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -30,6 +32,12 @@ func enqueueAllPools(c client.Client) handler.EventHandler {
 		return out
 	})
 }
+
+// poolMembershipChanged passes the pool events that can move nodes between
+// pools: a pool created or deleted, its spec changed (its nodeSelector).
+// Which pool manages a node depends on every pool that selects it
+// (nodepool.Primary), so such an event wakes every pool.
+var poolMembershipChanged = builder.WithPredicates(predicate.GenerationChangedPredicate{})
 
 // enqueuePoolsOfNode maps a Node's update to the pools whose nodeSelector
 // selects it, before or after the update (a relabelled node leaves one pool

@@ -38,8 +38,8 @@ type poolStatus struct {
 // MachineConfig (nil if it has none or it does not exist) and the
 // conditions other controllers reported for it (PoolConditions): the
 // machine counts, and the conditions Updated, Updating, NodeDegraded and
-// Degraded (which sums up NodeDegraded, RenderDegraded, RegistriesDegraded
-// and an unreconcilable target). The pool's other conditions are kept as
+// Degraded (which sums up NodeDegraded, RenderDegraded, RegistriesDegraded,
+// UnmanagedNodes and an unreconcilable target). The pool's other conditions are kept as
 // its status has them, but for those reported; now is the
 // lastTransitionTime of a condition whose status changes.
 func calculatePoolStatus(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig,
@@ -82,7 +82,7 @@ func calculatePoolStatus(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, t
 		conds[ConditionPoolNodeDegraded] = c
 	}
 	var why []string
-	for _, typ := range []mcfgv1.MachineConfigPoolConditionType{ConditionPoolNodeDegraded, mcfgv1.MachineConfigPoolRenderDegraded, ndpmcv1.ConditionRegistriesDegraded} {
+	for _, typ := range []mcfgv1.MachineConfigPoolConditionType{ConditionPoolNodeDegraded, mcfgv1.MachineConfigPoolRenderDegraded, ndpmcv1.ConditionRegistriesDegraded, ndpmcv1.ConditionUnmanagedNodes} {
 		if c, ok := conds[typ]; ok && c.Status == corev1.ConditionTrue {
 			why = append(why, fmt.Sprintf("%s: %s", typ, c.Message))
 		}

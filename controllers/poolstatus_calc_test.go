@@ -220,6 +220,15 @@ func TestCalculatePoolStatus(t *testing.T) {
 			configuration: "new",
 		},
 		{
+			name:          "nodes no pool manages degrade the pool (the MCO only logs them)",
+			pool:          pool{target: "new"},
+			nodes:         []testNode{done("a", "new"), done("b", "new")},
+			reported:      conditionMap{ndpmcv1.ConditionUnmanagedNodes: poolCond(ndpmcv1.ConditionUnmanagedNodes, corev1.ConditionTrue, "NoPrimaryPool", "node x belongs to 2 custom pools")},
+			counts:        poolCounts{Total: 2, Updated: 2, Ready: 2},
+			conds:         with(idle, condStrings{ndpmcv1.ConditionUnmanagedNodes: "True NoPrimaryPool: node x belongs to 2 custom pools", ConditionPoolDegraded: "True Degraded: UnmanagedNodes: node x belongs to 2 custom pools"}),
+			configuration: "new",
+		},
+		{
 			name: "RegistriesDegraded in the status, reported by no one since the start, still degrades the pool",
 			pool: pool{target: "new", conditions: []mcfgv1.MachineConfigPoolCondition{
 				poolCond(ndpmcv1.ConditionRegistriesDegraded, corev1.ConditionTrue, "Invalid", "mirror x"),

@@ -2,6 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/nodepool"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -105,8 +111,15 @@ const (
 // re-derived from the cluster at every reconcile (calculatePoolStatus);
 // the reconciler reads and applies.
 type PoolStatusReconciler struct {
-	Client     client.Client
+	Client   client.Client
+	Recorder events.EventRecorder
+	// Conditions gets UnmanagedNodes here, and RenderDegraded and
+	// RegistriesDegraded from the other controllers.
 	Conditions *PoolConditions
+
+	// warned holds "node\x00message" of the NoPrimaryPool events sent, so
+	// that each pool that selects the node does not repeat it.
+	warned sync.Map
 }
 
 // SetupWithManager reconciles a pool when it, its nodes or MachineConfigs
@@ -116,6 +129,7 @@ func (r *PoolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("poolstatus").
 		For(&mcfgv1.MachineConfigPool{}).
+		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
 		WatchesRawSource(source.Channel(r.Conditions.changes, &handler.EnqueueRequestForObject{})).
@@ -131,10 +145,14 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	nodes, err := render.NewPoolView(r.Client, &pool).Nodes(ctx)
-	if err != nil {
-		nodes = nil // a bad selector is the render controller's to report
+	nodes, unmanaged, err := render.NewPoolView(r.Client, &pool).Members(ctx)
+	var selErr *render.SelectorError
+	if errors.As(err, &selErr) {
+		nodes, unmanaged = nil, nil // a bad selector is the render controller's to report
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
+	r.reportUnmanaged(&pool, unmanaged)
 	target := pool.Spec.Configuration.Name
 	var targetMC *ndpmcv1.MachineConfig
 	if target != "" {
@@ -174,6 +192,26 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigPool"))
 	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(PoolStatusFieldManager), client.ForceOwnership)
 	return reconcile.Result{}, client.IgnoreNotFound(err)
+}
+
+// reportUnmanaged sets the pool's UnmanagedNodes condition, and sends a
+// Warning event about each node no pool manages, once per reason.
+func (r *PoolStatusReconciler) reportUnmanaged(pool *mcfgv1.MachineConfigPool, unmanaged []nodepool.Unmanaged) {
+	if len(unmanaged) == 0 {
+		r.Conditions.Set(pool.Name, ndpmcv1.ConditionUnmanagedNodes, corev1.ConditionFalse, "AsExpected", "")
+		return
+	}
+	msgs := make([]string, 0, len(unmanaged))
+	for _, u := range unmanaged {
+		msg := u.Err.Error()
+		msgs = append(msgs, msg)
+		if _, sent := r.warned.LoadOrStore(u.Node.Name+"\x00"+msg, true); !sent {
+			r.Recorder.Eventf(u.Node, pool, corev1.EventTypeWarning, "NoPrimaryPool", "Membership", "%s", msg)
+		}
+	}
+	sort.Strings(msgs)
+	r.Conditions.Set(pool.Name, ndpmcv1.ConditionUnmanagedNodes, corev1.ConditionTrue, "NoPrimaryPool",
+		fmt.Sprintf("%d selected nodes are managed by no pool: %s", len(unmanaged), strings.Join(msgs, "; ")))
 }
 
 // same tells whether the pool's status already says all of status.

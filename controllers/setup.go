@@ -25,7 +25,7 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
 		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},
 		"rollout":    &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller")},
-		"poolstatus": &PoolStatusReconciler{Client: mgr.GetClient(), Conditions: conds},
+		"poolstatus": &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":   &OperatorReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {

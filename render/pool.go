@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/nodepool"
 )
 
 // PoolView reads, for one MachineConfigPool, what its rendering and its
@@ -97,22 +98,61 @@ func (v *PoolView) Sources(ctx context.Context) ([]*ndpmcv1.MachineConfig, error
 	return out, nil
 }
 
-// Nodes returns the nodes the pool's nodeSelector selects (none without
-// one); an invalid selector is a *SelectorError.
+// Nodes returns the nodes the pool manages: those its nodeSelector selects
+// (none without one) whose primary pool it is (nodepool.Primary). A node
+// that another pool manages, that no pool may manage (two custom pools) or
+// that runs Windows is not among them. An invalid selector of the pool is a
+// *SelectorError.
 func (v *PoolView) Nodes(ctx context.Context) ([]*corev1.Node, error) {
+	nodes, _, err := v.Members(ctx)
+	return nodes, err
+}
+
+// Members returns the nodes the pool manages (Nodes), and the nodes its
+// nodeSelector selects that no pool manages, each with why: the pool
+// status controller reports them.
+func (v *PoolView) Members(ctx context.Context) ([]*corev1.Node, []nodepool.Unmanaged, error) {
 	sel, err := metav1.LabelSelectorAsSelector(v.Pool.Spec.NodeSelector)
 	if err != nil {
-		return nil, &SelectorError{Pool: v.Pool.Name, Field: "spec.nodeSelector", Err: err}
+		return nil, nil, &SelectorError{Pool: v.Pool.Name, Field: "spec.nodeSelector", Err: err}
+	}
+	if v.Pool.Spec.NodeSelector == nil || sel.Empty() {
+		return nil, nil, nil // selects nothing (nodepool.Selects)
 	}
 	var list corev1.NodeList
 	if err := v.Reader.List(ctx, &list, v.listOptions(client.MatchingLabelsSelector{Selector: sel})...); err != nil {
-		return nil, fmt.Errorf("listing the nodes of pool %q: %w", v.Pool.Name, err)
+		return nil, nil, fmt.Errorf("listing the nodes of pool %q: %w", v.Pool.Name, err)
 	}
-	out := make([]*corev1.Node, len(list.Items))
+	if len(list.Items) == 0 {
+		return nil, nil, nil
+	}
+	var pools mcfgv1.MachineConfigPoolList
+	if err := v.Reader.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+	}
+	all := make([]*mcfgv1.MachineConfigPool, 0, len(pools.Items)+1)
+	self := false
+	for i := range pools.Items {
+		if pools.Items[i].Name == v.Pool.Name {
+			// The pool as the caller read it: a cache may be behind.
+			all = append(all, v.Pool)
+			self = true
+			continue
+		}
+		all = append(all, &pools.Items[i])
+	}
+	if !self {
+		all = append(all, v.Pool) // a pool being created (a preview)
+	}
+	nodes := make([]*corev1.Node, len(list.Items))
 	for i := range list.Items {
-		out[i] = &list.Items[i]
+		nodes[i] = &list.Items[i]
 	}
-	return out, nil
+	members, unmanaged, err := nodepool.Members(v.Pool, all, nodes)
+	if err != nil {
+		return nil, nil, &SelectorError{Pool: v.Pool.Name, Field: "spec.nodeSelector", Err: err}
+	}
+	return members, unmanaged, nil
 }
 
 // NodesByConfig returns the pool's nodes by the config they run today

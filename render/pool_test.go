@@ -30,11 +30,19 @@ func TestPoolView(t *testing.T) {
 		}
 		return n
 	}
+	compact := node("c1", "master", "rendered-master-1")
+	compact.Labels["node-role.kubernetes.io/worker"] = ""
 	objs := []client.Object{
 		mc("50-b", "worker"), mc("00-a", "worker"), mc("50-master", "master"),
 		mc("rendered-worker-1", "worker", ndpmcv1.RenderedForLabel, "worker"),
 		node("w1", "worker", "rendered-worker-1"), node("w2", "worker", "rendered-worker-1"),
 		node("w3", "worker", "rendered-worker-0"), node("w4", "worker", ""), node("m1", "master", "rendered-master-1"),
+		// A compact cluster's node is labelled master and worker: the
+		// master pool manages it (nodepool.Primary), not the worker pool.
+		compact,
+		&mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "master"}, Spec: mcfgv1.MachineConfigPoolSpec{
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/master": ""}},
+		}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}, Spec: mcfgv1.MachineConfigPoolSpec{
@@ -51,6 +59,12 @@ func TestPoolView(t *testing.T) {
 	groups, err := v.NodesByConfig(ctx)
 	if err != nil || len(groups) != 3 || len(groups["rendered-worker-1"]) != 2 || len(groups["rendered-worker-0"]) != 1 || len(groups[""]) != 1 {
 		t.Fatalf("nodes by config: %v %v", groups, err)
+	}
+	masterView := NewPoolView(c, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "master"}, Spec: mcfgv1.MachineConfigPoolSpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/master": ""}},
+	}})
+	if masters, err := masterView.Nodes(ctx); err != nil || len(masters) != 2 {
+		t.Fatalf("the master pool's nodes: %d, %v; want m1 and c1", len(masters), err)
 	}
 	if single, err := v.SingleNode(ctx); err != nil || single {
 		t.Errorf("single node: %t %v", single, err)

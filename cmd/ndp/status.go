@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +23,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/nodepool"
 )
 
 type statusOptions struct {
@@ -73,7 +72,8 @@ func newStatusCommand() *cobra.Command {
 		Long: `Show the rollout of each MachineConfigPool (target config, node counts, paused, maxUnavailable,
 conditions) and, for each of its nodes, the config it runs and the one it is sent to, the node daemon's
 state, the step it is at (from its MachineConfigNode conditions) and the plan it runs. Without POOL
-arguments every pool is shown, and nodes no pool selects appear under "(none)".
+arguments every pool is shown, each node under the one pool that manages it (master wins over
+worker and a custom pool, a custom pool over worker), and nodes no pool manages under "(none)".
 
 The cluster is found like kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.
 Exit codes: 0 shown; 1 no cluster reachable, an unknown pool or another error; 2 usage.`,
@@ -173,27 +173,35 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 
 	configs := &configCache{c: c, got: map[string]*ndpmcv1.MachineConfig{}}
 	report := &StatusReport{Pools: []PoolReport{}}
-	inPool := map[string]bool{}
+	// Each node is shown in the one pool that manages it (its primary
+	// pool), as the controllers count it; a node no pool may manage (two
+	// custom pools) is shown in none, with a warning.
+	all := make([]*mcfgv1.MachineConfigPool, len(pools))
+	for i := range pools {
+		all[i] = &pools[i]
+	}
+	primary := map[string]string{}
+	for j := range nodes {
+		p, err := nodepool.Primary(&nodes[j], all)
+		if err != nil {
+			warn(err.Error())
+			continue
+		}
+		if p != nil {
+			primary[nodes[j].Name] = p.Name
+		}
+	}
 	for i := range pools {
 		p := &pools[i]
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			warn(fmt.Sprintf("MachineConfigPool %s: invalid spec.nodeSelector: %v", p.Name, err))
-			sel = labels.Nothing()
-		}
-		var members []*corev1.Node
-		for j := range nodes {
-			if sel.Matches(labels.Set(nodes[j].Labels)) {
-				members = append(members, &nodes[j])
-				inPool[nodes[j].Name] = true
-			}
-		}
 		if len(want) > 0 && !want[p.Name] {
 			continue
 		}
 		pr := poolReport(p)
-		for _, n := range members {
-			nr, err := nodeReport(ctx, n, mcns[n.Name], p.Spec.Configuration.Name, p.Spec.Paused, configs)
+		for j := range nodes {
+			if primary[nodes[j].Name] != p.Name {
+				continue
+			}
+			nr, err := nodeReport(ctx, &nodes[j], mcns[nodes[j].Name], p.Spec.Configuration.Name, p.Spec.Paused, configs)
 			if err != nil {
 				return nil, err
 			}
@@ -204,7 +212,7 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 	if len(want) == 0 {
 		none := PoolReport{Name: NoPool, Conditions: []ConditionReport{}, Nodes: []NodeReport{}}
 		for j := range nodes {
-			if inPool[nodes[j].Name] {
+			if primary[nodes[j].Name] != "" {
 				continue
 			}
 			nr, err := nodeReport(ctx, &nodes[j], mcns[nodes[j].Name], "", false, configs)

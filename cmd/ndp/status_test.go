@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -276,7 +277,7 @@ Plans:
 Details:
   worker-2: degraded: step action 1 (Restart chronyd.service) of the update to rendered-worker-6f3a1c9b0d2e4f5a6b7c8d9e0f1a2b3c failed: restart chronyd.service: job failed (result exit-code); the previous files are restored
 
-Nodes in no pool:
+Nodes no pool manages:
 NODE   CURRENT  DESIRED  STATE  STEP
 stray  -        -        -      no config yet
 `
@@ -337,4 +338,49 @@ current-context: c
 			t.Errorf("exit %d, %s", code, errOut)
 		}
 	})
+}
+
+// Each node is shown under the one pool that manages it, as the
+// controllers count it (nodepool.Primary); a node two custom pools select
+// is shown under none, with a warning naming it.
+func TestStatusShowsEachNodeInItsPrimaryPool(t *testing.T) {
+	s := scheme.New()
+	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigNode{}, &mcfgv1.MachineConfigNodeList{})
+	role := func(roles ...string) map[string]string {
+		l := map[string]string{}
+		for _, r := range roles {
+			l["node-role.kubernetes.io/"+r] = ""
+		}
+		return l
+	}
+	pool := func(name string) *mcfgv1.MachineConfigPool {
+		return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mcfgv1.MachineConfigPoolSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: role(name)}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(pool("master"), pool("worker"), pool("infra"), pool("gpu"),
+		statusNode("c1", role("master", "worker"), "", "", "", ""),
+		statusNode("c2", role("master", "worker", "infra"), "", "", "", ""),
+		statusNode("i1", role("worker", "infra"), "", "", "", ""),
+		statusNode("w1", role("worker"), "", "", "", ""),
+		statusNode("x1", role("worker", "infra", "gpu"), "", "", "", ""),
+	).Build()
+	var warnings []string
+	r, err := collectStatus(context.Background(), c, nil, func(m string) { warnings = append(warnings, m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range r.Pools {
+		var names []string
+		for _, n := range p.Nodes {
+			names = append(names, n.Name)
+		}
+		got[p.Name] = strings.Join(names, " ")
+	}
+	want := map[string]string{"gpu": "", "infra": "i1", "master": "c1 c2", "worker": "w1", NoPool: "x1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("nodes by pool (-want +got):\n%s", diff)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "node x1 belongs to 2 custom pools (gpu, infra)") {
+		t.Errorf("warnings: %q", warnings)
+	}
 }

@@ -19,7 +19,9 @@ type StatusReport struct {
 	Pools []PoolReport `json:"pools"`
 }
 
-// NoPool is the pseudo-pool of nodes that no MachineConfigPool selects.
+// NoPool is the pseudo-pool of nodes that no MachineConfigPool manages:
+// none selects them, they run Windows, or two custom pools select them
+// (nodepool.Primary).
 const NoPool = "(none)"
 
 // PoolReport is one MachineConfigPool: its spec and status as written by
@@ -287,7 +289,7 @@ func writeStatusText(w io.Writer, r *StatusReport) error {
 	for _, p := range r.Pools {
 		heading := fmt.Sprintf("\nPool %s, target %s:\n", p.Name, dash(p.Target))
 		if p.Name == NoPool {
-			heading = "\nNodes in no pool:\n"
+			heading = "\nNodes no pool manages:\n"
 		}
 		if _, err := io.WriteString(w, heading); err != nil {
 			return err

@@ -67,6 +67,11 @@ const (
 	// ConditionRegistriesDegraded: an image-mirror object is invalid and
 	// registries.conf is left as it was.
 	ConditionRegistriesDegraded = "RegistriesDegraded"
+	// ConditionUnmanagedNodes: the pool's nodeSelector selects nodes that
+	// no pool manages (a node in two custom pools, an invalid nodeSelector
+	// of some pool: nodepool.ConflictError). They get no update until an
+	// administrator fixes their labels or the selector.
+	ConditionUnmanagedNodes = "UnmanagedNodes"
 )
 
 // PlanPendingReason is the reason of the MachineConfigNode condition
