@@ -16,10 +16,10 @@ import (
 // the ndp_pool_nodes metric.
 type poolCounts struct {
 	Total       int // the nodes the pool selects
-	Updated     int // run the target, sent nowhere else, not degraded
-	Ready       int // updated, Ready and schedulable
+	Updated     int // done (nodeDone) on the target
+	Ready       int // updated and ready (nodeReady)
 	Updating    int // sent to a config they do not run yet, or at work
-	Unavailable int // updating, not Ready, cordoned or degraded
+	Unavailable int // not ready or not done (unavailable)
 	Degraded    int // Degraded or Unreconcilable
 }
 
@@ -145,11 +145,10 @@ func summarize(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndp
 	var s poolSummary
 	name := pool.Spec.Configuration.Name
 	for _, n := range nodes {
-		cur, desired := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-		state := n.Annotations[ndpmcv1.StateAnnotation]
-		if name != "" && cur == name && (desired == "" || desired == name) && state != ndpmcv1.StateDegraded && state != ndpmcv1.StateUnreconcilable {
+		// The MCO's getUpdatedMachines and getReadyMachines.
+		if name != "" && nodeDone(n) && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == name {
 			s.updated++
-			if nodeReady(n) && !n.Spec.Unschedulable {
+			if nodeReady(n) {
 				s.ready++
 			}
 		}
@@ -159,7 +158,10 @@ func summarize(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndp
 		if updating(n) {
 			s.updating = append(s.updating, n)
 		}
-		if state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable {
+		// The MCO's getDegradedMachines, but for a node without a
+		// desiredConfig: ndp's daemon reports Degraded before any (a
+		// corrupt journal, a host it cannot adopt), the MCO's never does.
+		if nodeDegraded(n) {
 			s.degraded = append(s.degraded, fmt.Sprintf("node %s: %s", n.Name, n.Annotations[ndpmcv1.ReasonAnnotation]))
 		}
 	}
@@ -174,14 +176,42 @@ func summarize(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndp
 	return s
 }
 
-// nodeReady: the kubelet reports the node Ready.
+// nodeReady is the Machine Config Operator's isNodeReady
+// (LayeredNodeState.CheckNodeReady): Ready True, DiskPressure and
+// NetworkUnavailable not anything but False, and schedulable. ndp is
+// stricter in one case: a node without a Ready condition (a kubelet that
+// never reported) is not ready; the MCO's loop finds nothing to object to
+// and counts it ready.
 func nodeReady(n *corev1.Node) bool {
+	reported := false
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+		switch c.Type {
+		case corev1.NodeReady:
+			if c.Status != corev1.ConditionTrue {
+				return false
+			}
+			reported = true
+		case corev1.NodeDiskPressure, corev1.NodeNetworkUnavailable:
+			if c.Status != corev1.ConditionFalse {
+				return false
+			}
 		}
 	}
-	return false
+	return reported && !n.Spec.Unschedulable
+}
+
+// nodeDone is the MCO's LayeredNodeState.IsNodeDone: the node's daemon
+// reported Done on its currentConfig, which is its desiredConfig, and
+// neither annotation is missing.
+func nodeDone(n *corev1.Node) bool {
+	cur, desired := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation]
+	return cur != "" && cur == desired && n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone
+}
+
+// nodeDegraded: the node's daemon reports Degraded or Unreconcilable.
+func nodeDegraded(n *corev1.Node) bool {
+	state := n.Annotations[ndpmcv1.StateAnnotation]
+	return state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable
 }
 
 // updating: the node was sent to a config it does not run yet, or its
@@ -191,9 +221,14 @@ func updating(n *corev1.Node) bool {
 	return (desired != "" && desired != cur) || n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking
 }
 
-// unavailable: updating, not Ready, cordoned or degraded. Degraded nodes
-// consume the budget, so that a bad config stops spreading.
+// unavailable is the MCO's LayeredNodeState.IsUnavailableForUpdate: not
+// ready (nodeReady), or not done (nodeDone: updating, degraded, a daemon
+// that has not reported, an annotation missing). One deliberate
+// difference: the MCO counts a Ready node whose daemon failed on a config
+// other than its current one (IsNodeMCDFailing) as available, so that it
+// can be retargeted; ndp counts every failed node against the budget, so
+// that a bad config stops spreading, and retargets it all the same
+// (decideRollout's Redirect).
 func unavailable(n *corev1.Node) bool {
-	state := n.Annotations[ndpmcv1.StateAnnotation]
-	return updating(n) || !nodeReady(n) || n.Spec.Unschedulable || state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable
+	return !nodeReady(n) || !nodeDone(n)
 }

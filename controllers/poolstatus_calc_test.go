@@ -95,19 +95,26 @@ func TestCalculatePoolStatus(t *testing.T) {
 			configuration: "new",
 		},
 		{
-			name:          "a node that adopted the target without being sent is updated",
-			pool:          pool{target: "new"},
-			nodes:         []testNode{{name: "a", cur: "new"}, done("b", "new")},
-			counts:        poolCounts{Total: 2, Updated: 2, Ready: 2},
-			conds:         idle,
+			// The MCO's IsNodeDone: a node without a desiredConfig or a
+			// state is not done, so not updated, and unavailable (the
+			// rollout controller sends it to the target at once).
+			name:   "a node that runs the target without desiredConfig or state is not updated, and unavailable",
+			pool:   pool{target: "new", configuration: "new"},
+			nodes:  []testNode{{name: "a", cur: "new"}, done("b", "new")},
+			counts: poolCounts{Total: 2, Updated: 1, Ready: 1, Unavailable: 1},
+			conds: with(idle, condStrings{ConditionPoolUpdated: "False NodesNotUpdated: 1 of 2 nodes run new",
+				ConditionPoolUpdating: "True Updating: 1 of 2 nodes on new; updating: "}),
 			configuration: "new",
 		},
 		{
 			name: "updated nodes not Ready or cordoned are updated, not ready, and unavailable",
 			pool: pool{target: "new"},
 			nodes: []testNode{
-				{name: "down", cur: "new", desired: "new", notReady: true},
-				{name: "cordoned", cur: "new", desired: "new", unschedulable: true},
+				// TestGetReadyMachines "2 node updated, 1 updating, but one
+				// updated node is NotReady": done nodes are updated whatever
+				// their readiness.
+				{name: "down", cur: "new", desired: "new", state: ndpmcv1.StateDone, notReady: true},
+				{name: "cordoned", cur: "new", desired: "new", state: ndpmcv1.StateDone, unschedulable: true},
 				done("ok", "new"),
 			},
 			counts:        poolCounts{Total: 3, Updated: 3, Ready: 1, Unavailable: 2},
@@ -115,12 +122,14 @@ func TestCalculatePoolStatus(t *testing.T) {
 			configuration: "new",
 		},
 		{
-			name:   "a node at work on the config it runs is updated, updating and unavailable",
-			pool:   pool{target: "new"},
+			// The MCO's IsNodeDone wants the state Done: a node at work
+			// on the config it runs is not updated.
+			name:   "a node at work on the config it runs is updating and unavailable, not updated",
+			pool:   pool{target: "new", configuration: "new"},
 			nodes:  []testNode{{name: "a", cur: "new", desired: "new", state: ndpmcv1.StateWorking}, done("b", "new")},
-			counts: poolCounts{Total: 2, Updated: 2, Ready: 2, Updating: 1, Unavailable: 1},
-			// Every node is updated: the pool is idle although one is at work.
-			conds:         idle,
+			counts: poolCounts{Total: 2, Updated: 1, Ready: 1, Updating: 1, Unavailable: 1},
+			conds: with(idle, condStrings{ConditionPoolUpdated: "False NodesNotUpdated: 1 of 2 nodes run new",
+				ConditionPoolUpdating: "True Updating: 1 of 2 nodes on new; updating: a"}),
 			configuration: "new",
 		},
 		{

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -27,11 +28,12 @@ import (
 // RolloutReconciler moves each pool's nodes to the pool's target, a slice
 // at a time: it sets a node's desiredConfig annotation, and the node's
 // daemon executes the plan. It never exceeds the pool's maxUnavailable
-// (counting nodes that are updating, not Ready, cordoned or degraded),
-// honours paused, picks Ready and schedulable nodes by zone then age, and
-// sends a node only to a target whose plan from that node's config is
-// ready. decideRollout makes these choices; the reconciler reads and
-// patches.
+// (counting nodes that are not ready or not done), honours paused, picks
+// nodes in the MCO's order (zone, then age; no zone last), sends a node
+// only to a target whose plan from that node's config is ready, and keeps
+// the MCO's UpdateInProgress:PreferNoSchedule taint on the nodes not sent
+// to the target yet. decideRollout makes these choices; the reconciler
+// reads and patches, one write per node.
 type RolloutReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -82,26 +84,68 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	d := decideRollout(&pool, nodes, mc)
+	// One write per node: its desiredConfig and its UpdateInProgress
+	// taint together.
+	taint := map[*corev1.Node]bool{}
+	for _, n := range d.Taint {
+		taint[n] = true
+	}
+	for _, n := range d.Untaint {
+		taint[n] = false
+	}
+	write := func(ctx context.Context, n *corev1.Node, desired string) error {
+		t, ok := taint[n]
+		delete(taint, n)
+		return r.patchNode(ctx, n, desired, t, ok)
+	}
 	for _, n := range d.Redirect {
 		desired := n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-		if err := r.send(ctx, n, target); err != nil {
+		if err := write(ctx, n, target); err != nil {
 			return reconcile.Result{}, err
 		}
-		r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "Redirected", "Rollout", "pool %s: sent to the new target %s instead of %s", pool.Name, target, desired)
+		if n.Annotations[ndpmcv1.CurrentConfigAnnotation] == "" || desired == "" {
+			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "Adopted", "Rollout", "pool %s: runs no config or was never sent one: set to %s", pool.Name, target)
+		} else {
+			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "Redirected", "Rollout", "pool %s: sent to the new target %s instead of %s", pool.Name, target, desired)
+		}
+	}
+	for _, n := range d.Record {
+		if err := write(ctx, n, n.Annotations[ndpmcv1.CurrentConfigAnnotation]); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	// The picks go out together (each patch still carries the node's
 	// resourceVersion): one at a time, a slice of a large pool would take
-	// longer to send than its nodes take to update.
+	// longer to send than its nodes take to update. So do the taints.
+	var taintOnly []*corev1.Node
+	for _, n := range append(append([]*corev1.Node{}, d.Taint...), d.Untaint...) {
+		if !slices.Contains(d.Send, n) {
+			taintOnly = append(taintOnly, n)
+		}
+	}
+	sendTaint := map[*corev1.Node]struct{ set, ok bool }{}
+	for _, n := range d.Send {
+		t, ok := taint[n]
+		sendTaint[n] = struct{ set, ok bool }{t, ok}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallelSends)
 	for i, n := range d.Send {
 		g.Go(func() error {
-			if err := r.send(gctx, n, target); err != nil {
+			t := sendTaint[n]
+			if err := r.patchNode(gctx, n, target, t.set, t.ok); err != nil {
 				return err
 			}
 			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, d.Out+i+1, len(nodes), d.Budget)
 			return nil
 		})
+	}
+	for _, n := range taintOnly {
+		t, ok := taint[n]
+		if !ok {
+			continue // written with its Redirect or Record
+		}
+		g.Go(func() error { return r.patchNode(gctx, n, "", t, true) })
 	}
 	if err := g.Wait(); err != nil {
 		return reconcile.Result{}, err
@@ -122,13 +166,30 @@ func (r *RolloutReconciler) recheck() time.Duration {
 // maxParallelSends bounds the desiredConfig patches a pool sends at once.
 const maxParallelSends = 8
 
-// send sets a node's desiredConfig, only if it is still what the decision
-// was made on (the patch carries the node's resourceVersion). n may be the
-// cache's own object: the patch's answer goes into a copy.
-func (r *RolloutReconciler) send(ctx context.Context, n *corev1.Node, target string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": n.ResourceVersion,
-		"annotations":     map[string]string{ndpmcv1.DesiredConfigAnnotation: target},
-	}})
+// patchNode sets a node's desiredConfig (unless desired is "") and, if
+// taintKnown, adds (taint) or removes the UpdateInProgress taint, in one
+// merge patch, only if the node is still what the decision was made on
+// (the patch carries the node's resourceVersion: the taint list it
+// replaces is the one read, other taints kept). n may be the cache's own
+// object: the patch's answer goes into a copy.
+func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desired string, taint, taintKnown bool) error {
+	meta := map[string]any{"resourceVersion": n.ResourceVersion}
+	if desired != "" {
+		meta["annotations"] = map[string]string{ndpmcv1.DesiredConfigAnnotation: desired}
+	}
+	body := map[string]any{"metadata": meta}
+	if taintKnown {
+		taints := []corev1.Taint{}
+		for _, t := range n.Spec.Taints {
+			if !t.MatchTaint(&UpdateInProgressTaint) {
+				taints = append(taints, t)
+			}
+		}
+		if taint {
+			taints = append(taints, UpdateInProgressTaint)
+		}
+		body["spec"] = map[string]any{"taints": taints}
+	}
+	patch, _ := json.Marshal(body)
 	return r.Client.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
 }

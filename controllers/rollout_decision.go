@@ -66,10 +66,20 @@ type rolloutDecision struct {
 	// Budget is the pool's maxUnavailable; Out its nodes unavailable
 	// before this step.
 	Budget, Out int
-	// Redirect are unavailable nodes sent to an older target that they
-	// have not started on, or failed on: they go to the target at once
-	// (they count against the budget already). In the order of nodes.
+	// Redirect are unavailable nodes that go to the target at once: they
+	// count against the budget already. Nodes sent to an older target that
+	// they have not started on, or failed on, or failed in place; nodes
+	// that run no config yet (they adopt the target: nothing changes on
+	// the host); nodes that run the target but were never sent to it. In
+	// the order of nodes.
 	Redirect []*corev1.Node
+	// Record are unavailable nodes that run a config other than the
+	// target and were never sent anywhere (no desiredConfig): their
+	// desiredConfig becomes their currentConfig, which changes nothing on
+	// the host (the MCO's daemon writes both annotations at first boot,
+	// ndp's adopts a host's config without one). They are then done, and
+	// candidates like any other. In the order of nodes.
+	Record []*corev1.Node
 	// Send are the nodes that go next, in rollout order (zone, then age,
 	// then name), within the budget.
 	Send []*corev1.Node
@@ -78,6 +88,50 @@ type rolloutDecision struct {
 	// Wait: a candidate within the budget waits for its plan; look at the
 	// pool again later.
 	Wait bool
+	// Taint are the nodes that, after this step, are still not sent to
+	// the target and lack the UpdateInProgress:PreferNoSchedule taint;
+	// Untaint the nodes sent to it (now or before) that carry it: the
+	// MCO's syncMachineConfigPool taints every node of a pool whose
+	// desiredConfig is not the pool's target, so that the scheduler
+	// prefers updated nodes, and untaints it once it is. In the order of
+	// nodes.
+	Taint, Untaint []*corev1.Node
+}
+
+// UpdateInProgressTaint is the MCO's NodeUpdateInProgressTaint: on the
+// nodes of a rolling pool that are not sent to its target yet.
+var UpdateInProgressTaint = corev1.Taint{Key: "UpdateInProgress", Effect: corev1.TaintEffectPreferNoSchedule}
+
+// hasUpdateInProgressTaint: the node carries UpdateInProgressTaint (its
+// key and effect, as the MCO's Taint.MatchTaint compares them).
+func hasUpdateInProgressTaint(n *corev1.Node) bool {
+	for i := range n.Spec.Taints {
+		if n.Spec.Taints[i].MatchTaint(&UpdateInProgressTaint) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortRolloutOrder sorts nodes in rollout order, the MCO's sortNodeList:
+// nodes with a zone label first, by zone, then by age, oldest first; nodes
+// without one last, by age. ndp breaks the remaining ties by name, so that
+// the order never depends on how the nodes were listed.
+func sortRolloutOrder(nodes []*corev1.Node) {
+	sort.SliceStable(nodes, func(i, j int) bool {
+		a, b := nodes[i], nodes[j]
+		za, aok := a.Labels[ZoneLabel]
+		zb, bok := b.Labels[ZoneLabel]
+		switch {
+		case aok != bok:
+			return aok
+		case za != zb:
+			return za < zb
+		case !a.CreationTimestamp.Equal(&b.CreationTimestamp):
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
 }
 
 // rolloutBlocked is the part of decideRollout that needs only the pool:
@@ -95,11 +149,14 @@ func rolloutBlocked(pool *mcfgv1.MachineConfigPool) rolloutStop {
 // decideRollout chooses which of a pool's nodes go to its target now.
 // target is the pool's target MachineConfig, nil if it does not exist.
 //
-// It never exceeds the pool's maxUnavailable, counting nodes that are
-// updating, not Ready, cordoned or degraded; honours paused; picks Ready
-// and schedulable nodes by zone then age (then name); and sends a node
-// only to a target whose plan from that node's config is ready. A node
-// that runs no config yet adopts the target (it was provisioned with it).
+// It never exceeds the pool's maxUnavailable, counting the nodes that are
+// not ready or not done (unavailable, the MCO's rule but for failed
+// nodes); honours paused; picks done and ready nodes in the MCO's order
+// (sortRolloutOrder); and sends a node only to a target whose plan from
+// that node's config is ready. A node that runs no config yet adopts the
+// target (it was provisioned with it). It also says which nodes gain or
+// lose the UpdateInProgress taint; a stopped rollout leaves taints as they
+// are (the MCO's paused pool does too).
 func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig) rolloutDecision {
 	if stop := rolloutBlocked(pool); stop != "" {
 		return rolloutDecision{Stop: stop}
@@ -127,36 +184,36 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 	d := rolloutDecision{Budget: budget, Held: map[string]holdReason{}}
 	var candidates []*corev1.Node
 	for _, n := range nodes {
-		if unavailable(n) {
-			d.Out++
-			// A node sent to an older target that it has not started on,
-			// or failed on, already counts against the budget: it goes to
-			// the new target (a fix, a newer change) at once. A node at
-			// work finishes first.
-			cur, desired, state := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation]
-			if (desired != cur || state == ndpmcv1.StateDegraded) && desired != name && state != ndpmcv1.StateWorking && ready(n) {
-				d.Redirect = append(d.Redirect, n)
+		cur, desired, state := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation]
+		if !unavailable(n) {
+			// Done: desiredConfig is currentConfig.
+			if desired != name {
+				candidates = append(candidates, n)
 			} else {
-				d.Held[n.Name] = holdUnavailable
+				d.Held[n.Name] = holdAtTarget
 			}
 			continue
 		}
-		if n.Annotations[ndpmcv1.DesiredConfigAnnotation] != name && n.Annotations[ndpmcv1.CurrentConfigAnnotation] != name {
-			candidates = append(candidates, n)
-		} else {
-			d.Held[n.Name] = holdAtTarget
+		d.Out++
+		// An unavailable node already counts against the budget: one that
+		// is not at work and that only waits for a desiredConfig that its
+		// daemon can act on goes to the new target (a fix, a newer change)
+		// at once. A node at work finishes first.
+		switch {
+		case state == ndpmcv1.StateWorking || desired == name || !ready(n):
+			d.Held[n.Name] = holdUnavailable
+		case cur == "", // runs no config yet: adopts the target
+			desired != "" && desired != cur, // sent elsewhere, not started or failed there
+			state == ndpmcv1.StateDegraded,  // failed in place
+			desired == "" && cur == name:    // runs the target, never sent to it
+			d.Redirect = append(d.Redirect, n)
+		case desired == "":
+			d.Record = append(d.Record, n)
+		default:
+			d.Held[n.Name] = holdUnavailable
 		}
 	}
-	sort.Slice(candidates, func(i, j int) bool {
-		a, b := candidates[i], candidates[j]
-		if za, zb := a.Labels[ZoneLabel], b.Labels[ZoneLabel]; za != zb {
-			return za < zb
-		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
+	sortRolloutOrder(candidates)
 	for _, n := range candidates {
 		switch {
 		case d.Out+len(d.Send) >= budget:
@@ -166,6 +223,33 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 			d.Wait = true
 		default:
 			d.Send = append(d.Send, n)
+		}
+	}
+
+	// The UpdateInProgress taint follows each node's desiredConfig after
+	// this step (syncMachineConfigPool's loop, with this step's sends
+	// already counted: the MCO taints a node it picks and untaints it at
+	// its next sync; ndp writes both in the one patch, so never taints it).
+	sent := map[*corev1.Node]string{}
+	for _, n := range d.Redirect {
+		sent[n] = name
+	}
+	for _, n := range d.Send {
+		sent[n] = name
+	}
+	for _, n := range d.Record {
+		sent[n] = n.Annotations[ndpmcv1.CurrentConfigAnnotation]
+	}
+	for _, n := range nodes {
+		desired, ok := sent[n]
+		if !ok {
+			desired = n.Annotations[ndpmcv1.DesiredConfigAnnotation]
+		}
+		switch has := hasUpdateInProgressTaint(n); {
+		case desired == name && has:
+			d.Untaint = append(d.Untaint, n)
+		case desired != name && !has:
+			d.Taint = append(d.Taint, n)
 		}
 	}
 	return d

@@ -23,6 +23,9 @@ type testNode struct {
 	created                 int // minutes after a fixed instant
 	notReady, unschedulable bool
 	reason                  string // the daemon's reason annotation
+	// pressure, if set, is a node condition reported True (DiskPressure,
+	// NetworkUnavailable).
+	pressure corev1.NodeConditionType
 }
 
 var testEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -47,6 +50,9 @@ func (t testNode) node() *corev1.Node {
 		ready = corev1.ConditionFalse
 	}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+	if t.pressure != "" {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: t.pressure, Status: corev1.ConditionTrue})
+	}
 	n.Spec.Unschedulable = t.unschedulable
 	return n
 }
@@ -62,6 +68,12 @@ func testNodes(ts ...testNode) []*corev1.Node {
 // done is a node that runs cur and has nothing under way.
 func done(name, cur string) testNode {
 	return testNode{name: name, cur: cur, desired: cur, state: ndpmcv1.StateDone}
+}
+
+// at places a test node in a zone ("" for none) and sets its age.
+func at(n testNode, zone string, created int) testNode {
+	n.zone, n.created = zone, created
+	return n
 }
 
 func testPool(target string, maxUnavailable *intstr.IntOrString, paused bool) *mcfgv1.MachineConfigPool {
@@ -97,6 +109,7 @@ type decision struct {
 	Stop        rolloutStop
 	Budget, Out int
 	Redirect    []string
+	Record      []string
 	Send        []string
 	Held        map[string]holdReason
 	Wait        bool
@@ -110,7 +123,7 @@ func byName(d rolloutDecision) decision {
 		}
 		return out
 	}
-	return decision{Stop: d.Stop, Budget: d.Budget, Out: d.Out, Redirect: names(d.Redirect), Send: names(d.Send), Held: d.Held, Wait: d.Wait}
+	return decision{Stop: d.Stop, Budget: d.Budget, Out: d.Out, Redirect: names(d.Redirect), Record: names(d.Record), Send: names(d.Send), Held: d.Held, Wait: d.Wait}
 }
 
 func TestDecideRollout(t *testing.T) {
@@ -301,12 +314,15 @@ func TestDecideRollout(t *testing.T) {
 			want:   decision{Budget: 1, Out: 1, Held: map[string]holdReason{"down": holdUnavailable, "noplan": holdOverBudget, "n0": holdOverBudget}},
 		},
 		{
+			// A node that runs the target without a desiredConfig is not
+			// done (the MCO's IsNodeDone): it counts against the budget and
+			// gets its desiredConfig at once, which changes nothing on it.
 			name: "nodes at the target are not candidates",
 			pool: testPool("new", intOrPercent("100%"), false),
-			nodes: []testNode{done("updated", "new"), {name: "adopted", cur: "new"},
+			nodes: []testNode{done("updated", "new"), {name: "adopted", cur: "new", state: ndpmcv1.StateDone},
 				ten[0]},
 			target: testTarget(true, "old"),
-			want:   decision{Budget: 3, Send: []string{"n0"}, Held: map[string]holdReason{"updated": holdAtTarget, "adopted": holdAtTarget}},
+			want:   decision{Budget: 3, Out: 1, Redirect: []string{"adopted"}, Send: []string{"n0"}, Held: map[string]holdReason{"updated": holdAtTarget}},
 		},
 		{
 			name:   "every node at the target: nothing to do",
@@ -316,26 +332,28 @@ func TestDecideRollout(t *testing.T) {
 			want:   decision{Budget: 1, Held: map[string]holdReason{"a": holdAtTarget, "b": holdAtTarget}},
 		},
 		{
-			name: "order: zone, then age, then name",
+			// The MCO's sortNodeList: nodes without a zone label go last.
+			name: "order: zone, then age, then name; no zone last",
 			pool: testPool("new", intOrPercent("100%"), false),
 			nodes: []testNode{
-				{name: "b-young", zone: "b", cur: "old", created: 9},
-				{name: "a-2", zone: "a", cur: "old", created: 5},
-				{name: "a-1", zone: "a", cur: "old", created: 5},
-				{name: "a-old", zone: "a", cur: "old", created: 1},
-				{name: "b-old", zone: "b", cur: "old", created: 0},
-				{name: "nozone", cur: "old", created: 7},
+				at(done("b-young", "old"), "b", 9),
+				at(done("a-2", "old"), "a", 5),
+				at(done("a-1", "old"), "a", 5),
+				at(done("a-old", "old"), "a", 1),
+				at(done("b-old", "old"), "b", 0),
+				at(done("nozone", "old"), "", 7),
+				at(done("nozone-old", "old"), "", -1),
 			},
 			target: testTarget(true, "old"),
-			want:   decision{Budget: 6, Send: []string{"nozone", "a-old", "a-1", "a-2", "b-old", "b-young"}, Held: map[string]holdReason{}},
+			want:   decision{Budget: 7, Send: []string{"a-old", "a-1", "a-2", "b-old", "b-young", "nozone-old", "nozone"}, Held: map[string]holdReason{}},
 		},
 		{
 			name: "order decides who goes within the budget",
 			pool: testPool("new", intOrPercent("2"), false),
 			nodes: []testNode{
-				{name: "c", zone: "z2", cur: "old", created: 0},
-				{name: "b", zone: "z1", cur: "old", created: 3},
-				{name: "a", zone: "z1", cur: "old", created: 4},
+				at(done("c", "old"), "z2", 0),
+				at(done("b", "old"), "z1", 3),
+				at(done("a", "old"), "z1", 4),
 			},
 			target: testTarget(true, "old"),
 			want:   decision{Budget: 2, Send: []string{"b", "a"}, Held: map[string]holdReason{"c": holdOverBudget}},
@@ -350,7 +368,7 @@ func TestDecideRollout(t *testing.T) {
 		{
 			name:   "a node waiting for its plan leaves its slot to the next",
 			pool:   testPool("new", nil, false),
-			nodes:  []testNode{{name: "first", cur: "other", created: -1}, ten[0], ten[1]},
+			nodes:  []testNode{at(done("first", "other"), "", -1), ten[0], ten[1]},
 			target: testTarget(true, "old"),
 			want:   decision{Budget: 1, Send: []string{"n0"}, Held: map[string]holdReason{"first": holdNoPlan, "n1": holdOverBudget}, Wait: true},
 		},
@@ -362,11 +380,14 @@ func TestDecideRollout(t *testing.T) {
 			want:   decision{Budget: 2, Held: map[string]holdReason{"n0": holdNoPlan, "n1": holdNoPlan}, Wait: true},
 		},
 		{
+			// Without annotations a node is not done (the MCO's
+			// IsNodeDone): it counts against the budget, and adopts the
+			// target at once, which changes nothing on it.
 			name:   "a node that runs no config adopts the target without a plan",
 			pool:   testPool("new", intOrPercent("100%"), false),
-			nodes:  []testNode{{name: "fresh"}, ten[0]},
+			nodes:  []testNode{{name: "fresh"}, {name: "fresh-down", notReady: true}, ten[0]},
 			target: testTarget(false),
-			want:   decision{Budget: 2, Send: []string{"fresh"}, Held: map[string]holdReason{"n0": holdNoPlan}, Wait: true},
+			want:   decision{Budget: 3, Out: 2, Redirect: []string{"fresh", "fresh-down"}, Held: map[string]holdReason{"n0": holdNoPlan}, Wait: true},
 		},
 		{
 			name: "a node sent to an older target that it has not started on is redirected",
@@ -401,6 +422,33 @@ func TestDecideRollout(t *testing.T) {
 			want:   decision{Budget: 1, Out: 1, Held: map[string]holdReason{"pending": holdUnavailable}},
 		},
 		{
+			// Not done (the MCO's IsNodeDone wants a desiredConfig): it
+			// counts against the budget, and its desiredConfig becomes the
+			// config it runs, a write that changes nothing on it; then it
+			// is a candidate like any other.
+			name:   "a node that runs an old config and was never sent anywhere gets its desiredConfig recorded",
+			pool:   testPool("new", nil, false),
+			nodes:  []testNode{{name: "never-sent", cur: "old", state: ndpmcv1.StateDone}, ten[0]},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 1, Out: 1, Record: []string{"never-sent"}, Held: map[string]holdReason{"n0": holdOverBudget}},
+		},
+		{
+			name:   "a node whose daemon has not reported is held, counted",
+			pool:   testPool("new", intOrPercent("2"), false),
+			nodes:  []testNode{{name: "silent", cur: "old", desired: "old"}, ten[0], ten[1]},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 2, Out: 1, Send: []string{"n0"}, Held: map[string]holdReason{"silent": holdUnavailable, "n1": holdOverBudget}},
+		},
+		{
+			name: "disk pressure or an unavailable network counts against the budget",
+			pool: testPool("new", intOrPercent("3"), false),
+			nodes: []testNode{{name: "disk", cur: "old", desired: "old", state: ndpmcv1.StateDone, pressure: corev1.NodeDiskPressure},
+				{name: "net", cur: "old", desired: "old", state: ndpmcv1.StateDone, pressure: corev1.NodeNetworkUnavailable},
+				ten[0], ten[1]},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 3, Out: 2, Send: []string{"n0"}, Held: map[string]holdReason{"disk": holdUnavailable, "net": holdUnavailable, "n1": holdOverBudget}},
+		},
+		{
 			name: "an unready node is redirected only if sent elsewhere",
 			pool: testPool("new", intOrPercent("100%"), false),
 			nodes: []testNode{
@@ -423,10 +471,10 @@ func TestDecideRollout(t *testing.T) {
 // The order of the nodes as listed does not change the choice.
 func TestDecideRolloutIgnoresListOrder(t *testing.T) {
 	ts := []testNode{
-		{name: "a", zone: "z1", cur: "old", created: 2},
-		{name: "b", zone: "z1", cur: "old", created: 2},
-		{name: "c", zone: "z0", cur: "old", created: 3},
-		{name: "d", zone: "z1", cur: "old", created: 1},
+		at(done("a", "old"), "z1", 2),
+		at(done("b", "old"), "z1", 2),
+		at(done("c", "old"), "z0", 3),
+		at(done("d", "old"), "z1", 1),
 	}
 	pool, target := testPool("new", intOrPercent("3"), false), testTarget(true, "old")
 	want := byName(decideRollout(pool, testNodes(ts...), target))

@@ -207,16 +207,19 @@ func (h *host) setLabels(labels map[string]string) {
 	}
 }
 
-// setReady sets the Ready condition, as the kubelet would.
+// setReady sets the Ready condition, as the kubelet would, again on a
+// conflict: the rollout controller may taint the node meanwhile.
 func (h *host) setReady(ready bool) {
 	h.t.Helper()
-	n := h.node()
 	st := corev1.ConditionFalse
 	if ready {
 		st = corev1.ConditionTrue
 	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "Simulated", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Update(context.Background(), n); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := h.node()
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, Reason: "Simulated", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		return k8s.Status().Update(context.Background(), n)
+	}); err != nil {
 		h.t.Fatal(err)
 	}
 }
