@@ -75,7 +75,7 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	sources := make([]render.Source, 0, len(mcs))
 	refs := make([]corev1.ObjectReference, 0, len(mcs)) // sorted by name, as the sources
 	for _, mc := range mcs {
-		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec})
+		sources = append(sources, render.SourceOf(mc, nil))
 		refs = append(refs, corev1.ObjectReference{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig", Name: mc.Name})
 	}
 	if len(sources) == 0 {
