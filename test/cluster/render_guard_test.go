@@ -66,7 +66,12 @@ func TestRenderedConfigsAreProtected(t *testing.T) {
 	}
 
 	// Without the policy: the edit goes through, and the controller puts
-	// the spec (and the label) back, with a Warning event.
+	// the spec (and the label) back, with a Warning event. (A policy deleted
+	// by an earlier run is unloaded asynchronously: wait for that.)
+	testkit.Eventually(t, "no rendered-configs policy in force", func() (bool, string) {
+		err := edit(breakIt, client.DryRunAll)
+		return err == nil, fmt.Sprint(err)
+	}, testkit.Within(policyPatience))
 	if err := edit(breakIt); err != nil {
 		t.Fatalf("editing %s without the policy: %v", name, err)
 	}
