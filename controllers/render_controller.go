@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -33,7 +36,7 @@ import (
 //
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools/finalizers,verbs=update
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;update
 
 // RenderReconciler merges each pool's MachineConfigs into an immutable
 // rendered-<pool>-<hash> MachineConfig and makes it the pool's target.
@@ -75,11 +78,15 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	sources := make([]render.Source, 0, len(mcs))
 	refs := make([]corev1.ObjectReference, 0, len(mcs)) // sorted by name, as the sources
 	for _, mc := range mcs {
-		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec})
+		sources = append(sources, render.SourceOf(mc, nil))
 		refs = append(refs, corev1.ObjectReference{APIVersion: ndpmcv1.GroupVersion.String(), Kind: "MachineConfig", Name: mc.Name})
 	}
 	if len(sources) == 0 {
-		return reconcile.Result{}, nil // nothing to render yet
+		// As the MCO's render controller: a pool that selects nothing is
+		// reported, not left silently without a target.
+		sel, _ := render.NewPoolView(r.Client, &pool).MachineConfigSelector() // valid: Sources read it
+		return reconcile.Result{}, r.degraded(ctx, &pool, "NoMachineConfigs",
+			fmt.Sprintf("MachineConfigPool %q: no MachineConfigs found matching spec.machineConfigSelector %q", pool.Name, sel.String()))
 	}
 	rendered, err := render.Merge(pool.Name, sources)
 	if err != nil {
@@ -100,13 +107,15 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	// Rendered configs are immutable: the name is the content's digest, so
-	// one already in the cache is this one.
+	// one already in the cluster is this one, unless someone edited it.
 	var existing ndpmcv1.MachineConfig
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(mc), &existing, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) {
 		if err := r.Client.Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, err
 		}
 	} else if err != nil {
+		return reconcile.Result{}, err
+	} else if err := r.restore(ctx, &pool, &existing, mc); err != nil {
 		return reconcile.Result{}, err
 	}
 	if pool.Spec.Configuration.Name != rendered.Name {
@@ -124,6 +133,63 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "Rendered", "Render", "target configuration %s (was %q) from %d MachineConfigs", rendered.Name, old, len(refs))
 	}
 	return reconcile.Result{}, r.setRenderCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", "rendered "+rendered.Name)
+}
+
+// restore puts back a rendered config that was edited by hand: its spec
+// and its RenderedForLabel, as the MCO's render controller re-applies its
+// generated MachineConfig (TestUpdatesGeneratedMachineConfig). The admission
+// policy manifests/admission/rendered-configs.yaml refuses such edits; this
+// is for clusters without it. Status (the plans) is a subresource, and
+// other labels and annotations are left alone.
+func (r *RenderReconciler) restore(ctx context.Context, pool *mcfgv1.MachineConfigPool, existing, want *ndpmcv1.MachineConfig) error {
+	specSame, err := sameSpec(existing.Spec, want.Spec)
+	if err != nil {
+		return err
+	}
+	if specSame && existing.Labels[ndpmcv1.RenderedForLabel] == pool.Name {
+		return nil
+	}
+	fixed := existing.DeepCopy() // existing is the cache's own
+	fixed.Spec = want.Spec
+	if fixed.Labels == nil {
+		fixed.Labels = map[string]string{}
+	}
+	fixed.Labels[ndpmcv1.RenderedForLabel] = pool.Name
+	if err := r.Client.Update(ctx, fixed); err != nil {
+		return fmt.Errorf("restoring the rendered config %s: %w", existing.Name, err)
+	}
+	r.Recorder.Eventf(pool, fixed, corev1.EventTypeWarning, "RenderedConfigRestored", "Render",
+		"rendered config %s was edited (rendered configs are immutable): its spec and %s label were put back", existing.Name, ndpmcv1.RenderedForLabel)
+	return nil
+}
+
+// sameSpec compares two MachineConfig specs by content: the API server
+// stores spec.config re-encoded (keys sorted), and empty lists may come
+// back absent.
+func sameSpec(a, b mcfgv1.MachineConfigSpec) (bool, error) {
+	var ca, cb any
+	for raw, dst := range map[*[]byte]*any{&a.Config.Raw: &ca, &b.Config.Raw: &cb} {
+		if len(*raw) > 0 {
+			if err := json.Unmarshal(*raw, dst); err != nil {
+				return false, nil // not what ndp rendered: put it back
+			}
+		}
+	}
+	if !reflect.DeepEqual(ca, cb) {
+		return false, nil
+	}
+	a.Config, b.Config = runtime.RawExtension{}, runtime.RawExtension{}
+	return equality.Semantic.DeepEqual(normalSpec(a), normalSpec(b)), nil
+}
+
+func normalSpec(s mcfgv1.MachineConfigSpec) mcfgv1.MachineConfigSpec {
+	if len(s.KernelArguments) == 0 {
+		s.KernelArguments = nil
+	}
+	if len(s.Extensions) == 0 {
+		s.Extensions = nil
+	}
+	return s
 }
 
 // unreconcilable compares the new rendering with the pool's current

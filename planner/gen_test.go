@@ -1116,7 +1116,9 @@ func genKernelType(t string) string {
 	return t
 }
 
-// Ignition's defaults: mode 0644, owner root (uid 0), overwrite false.
+// Ignition's defaults: mode 0644, owner root (uid 0); overwrite is the
+// rendering's default, true (the MCO's MergeMachineConfigs and render.Merge
+// set it on every file without one, and the daemon always writes).
 func genMode(m *int) int {
 	if m == nil {
 		return 0o644
@@ -1145,8 +1147,10 @@ func genContentID(f *genFile) string {
 func genFileDiffers(o, n *genFile) bool {
 	return genContentID(o) != genContentID(n) || genMode(o.Mode) != genMode(n.Mode) ||
 		genOwnerID(o.User) != genOwnerID(n.User) || genOwnerID(o.Group) != genOwnerID(n.Group) ||
-		genDeref(o.Overwrite) != genDeref(n.Overwrite)
+		genOverwrite(o.Overwrite) != genOverwrite(n.Overwrite)
 }
+
+func genOverwrite(o *bool) bool { return o == nil || *o }
 
 func genUnitDiffers(o, n genUnit) bool {
 	dropins := func(ds []genDropin) map[string]string {

@@ -16,21 +16,32 @@ import (
 	"slices"
 	"sort"
 
+	ign35 "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // Source is one MachineConfig selected by a pool.
 type Source struct {
 	Name string
+	// Role is the MachineConfig's machineconfiguration.openshift.io/role
+	// label (ndpmcv1.RoleLabel): configs of role worker merge before the
+	// others, as in the MCO.
+	Role string
 	Spec mcfgv1.MachineConfigSpec
 	// Config, when set, is Spec already parsed (machineconfig.New): callers
 	// that render often (the admission webhook) keep parsed configs, since
 	// parsing is most of the cost of a rendering.
 	Config *machineconfig.Config
+}
+
+// SourceOf is the Source of a MachineConfig in the cluster.
+func SourceOf(mc *ndpmcv1.MachineConfig, cfg *machineconfig.Config) Source {
+	return Source{Name: mc.Name, Role: mc.Labels[ndpmcv1.RoleLabel], Spec: mc.Spec, Config: cfg}
 }
 
 // Rendered is a pool's merged config.
@@ -39,7 +50,8 @@ type Rendered struct {
 	Name string
 	Spec mcfgv1.MachineConfigSpec
 	// Sources maps change ids ("file:/etc/x", "unit:y.service") to the
-	// MachineConfig that gave them (ndpmcv1.SourcesAnnotation).
+	// MachineConfig that gave them (ndpmcv1.SourcesAnnotation): the last,
+	// in merge order, that has the file or unit (or one of its drop-ins).
 	Sources map[string]string
 	// SectionSources maps the fields that can be unreconcilable
 	// ("spec.config.storage.disks", "spec.fips"...) to the MachineConfigs
@@ -47,61 +59,72 @@ type Rendered struct {
 	SectionSources map[string][]string
 }
 
-// Merge renders sources in lexicographic name order: a later file or unit
-// of the same path or name replaces an earlier one; the core user's SSH
-// keys are united and the last password hash wins; kernel arguments are
-// appended; extensions are united; the last non-empty osImageURL,
-// baseOSExtensionsContainerImage and kernelType win; FIPS is on if any
-// source turns it on. Ignition sections only applied at first boot (disks,
-// filesystems...) are concatenated so that a change of them is seen.
-func Merge(pool string, sources []Source) (*Rendered, error) {
+// Order sorts sources as the MCO's MergeMachineConfigs does
+// (pkg/controller/common/helpers.go): the configs of role worker first,
+// then the others (a custom pool's own), each in name order, so that a
+// custom pool's configs override the worker configs it inherits.
+func Order(sources []Source) []Source {
 	sorted := slices.Clone(sources)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sort.SliceStable(sorted, func(i, j int) bool {
+		wi, wj := sorted[i].Role == workerRole, sorted[j].Role == workerRole
+		if wi != wj {
+			return wi
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	return sorted
+}
+
+const workerRole = "worker"
+
+// Merge renders sources as the MCO's MergeMachineConfigs does, after
+// checking each as its ValidateMachineConfig does (machineconfig.Validate):
+//
+//   - order: the configs of role worker, then the others, each by name (Order);
+//   - Ignition configs are merged with Ignition's own merge (config/v3_5.Merge,
+//     what the MCO calls as ign3.Merge): files, directories and links by
+//     path, units by name with their drop-ins by name, users and groups by
+//     name, field by field (a later config's set fields win, its unset ones
+//     keep the earlier values; lists of keys, such as SSH keys, are united);
+//   - a file with no overwrite gets overwrite: true;
+//   - kernel arguments are concatenated, in merge order;
+//   - extensions are concatenated, in merge order (kernel-devel is refused
+//     with a kernel type other than default);
+//   - FIPS is on if any source turns it on;
+//   - kernelType is the last realtime or 64k-pages asked for, else default;
+//   - the last non-empty osImageURL and baseOSExtensionsContainerImage win
+//     (the MCO starts from its ControllerConfig's, which ndp has not).
+func Merge(pool string, sources []Source) (*Rendered, error) {
+	sorted := Order(sources)
 	var out igntypes.Config
 	out.Ignition.Version = igntypes.MaxVersion.String()
-	spec := mcfgv1.MachineConfigSpec{}
+	spec := mcfgv1.MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}}
 	origin := map[string]string{}
-	files := map[string]int{}
-	units := map[string]int{}
-	users := map[string]int{}
-	var extensions []string
 	sections := map[string][]string{}
+	kernelTypeFrom := ""
 	for _, src := range sorted {
+		object := fmt.Sprintf("MachineConfig %q", src.Name)
 		cfg := src.Config
 		if cfg == nil {
 			var err error
-			if cfg, err = machineconfig.New(src.Name, src.Spec); err != nil {
-				return nil, fmt.Errorf("MachineConfig %q: %w", src.Name, err)
+			if cfg, err = machineconfig.New(object, src.Spec); err != nil {
+				return nil, err
 			}
 		}
+		if err := machineconfig.Validate(object, cfg); err != nil {
+			return nil, err
+		}
 		ign := cfg.Ignition
+		if ign.Ignition.Version != "" {
+			// Ignition's merge copies what it keeps into new lists: a
+			// parsed config, which callers may share, is never written to.
+			out = ign35.Merge(out, ign)
+		}
 		for _, f := range ign.Storage.Files {
-			replace(&out.Storage.Files, files, f.Path, f)
 			origin["file:"+f.Path] = src.Name
 		}
 		for _, u := range ign.Systemd.Units {
-			replace(&out.Systemd.Units, units, u.Name, u)
 			origin["unit:"+u.Name] = src.Name
-		}
-		for _, u := range ign.Passwd.Users {
-			i, ok := users[u.Name]
-			if !ok {
-				// The keys are appended to below: never into a parsed
-				// config's array, which callers may share.
-				u.SSHAuthorizedKeys = slices.Clone(u.SSHAuthorizedKeys)
-				users[u.Name] = len(out.Passwd.Users)
-				out.Passwd.Users = append(out.Passwd.Users, u)
-				continue
-			}
-			merged := &out.Passwd.Users[i]
-			for _, k := range u.SSHAuthorizedKeys {
-				if !slices.Contains(merged.SSHAuthorizedKeys, k) {
-					merged.SSHAuthorizedKeys = append(merged.SSHAuthorizedKeys, k)
-				}
-			}
-			if u.PasswordHash != nil {
-				merged.PasswordHash = u.PasswordHash
-			}
 		}
 		for field, n := range map[string]int{
 			"spec.config.passwd.groups":       len(ign.Passwd.Groups),
@@ -118,31 +141,37 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 				sections[field] = append(sections[field], src.Name)
 			}
 		}
-		if src.Spec.FIPS {
+		s := src.Spec
+		if s.FIPS {
 			sections["spec.fips"] = append(sections["spec.fips"], src.Name)
 		}
-		out.Passwd.Groups = append(out.Passwd.Groups, ign.Passwd.Groups...)
-		out.Storage.Disks = append(out.Storage.Disks, ign.Storage.Disks...)
-		out.Storage.Filesystems = append(out.Storage.Filesystems, ign.Storage.Filesystems...)
-		out.Storage.Raid = append(out.Storage.Raid, ign.Storage.Raid...)
-		out.Storage.Luks = append(out.Storage.Luks, ign.Storage.Luks...)
-		out.Storage.Directories = append(out.Storage.Directories, ign.Storage.Directories...)
-		out.Storage.Links = append(out.Storage.Links, ign.Storage.Links...)
-		out.KernelArguments.ShouldExist = append(out.KernelArguments.ShouldExist, ign.KernelArguments.ShouldExist...)
-		out.KernelArguments.ShouldNotExist = append(out.KernelArguments.ShouldNotExist, ign.KernelArguments.ShouldNotExist...)
-
-		s := src.Spec
 		spec.KernelArguments = append(spec.KernelArguments, s.KernelArguments...)
-		extensions = append(extensions, s.Extensions...)
+		spec.Extensions = append(spec.Extensions, s.Extensions...)
 		spec.FIPS = spec.FIPS || s.FIPS
-		for dst, v := range map[*string]string{&spec.OSImageURL: s.OSImageURL, &spec.BaseOSExtensionsContainerImage: s.BaseOSExtensionsContainerImage, &spec.KernelType: s.KernelType} {
+		if s.KernelType == machineconfig.KernelTypeRealtime || s.KernelType == machineconfig.KernelType64kPages {
+			spec.KernelType, kernelTypeFrom = s.KernelType, src.Name
+		}
+		for dst, v := range map[*string]string{&spec.OSImageURL: s.OSImageURL, &spec.BaseOSExtensionsContainerImage: s.BaseOSExtensionsContainerImage} {
 			if v != "" {
 				*dst = v
 			}
 		}
 	}
-	sort.Strings(extensions)
-	spec.Extensions = slices.Compact(extensions)
+	// The MCO always overwrites a file, Ignition only when told to: the
+	// MCO's rendering says so for every file that does not say otherwise,
+	// so that a new node scaled into the pool writes it too.
+	overwrite := true
+	for i := range out.Storage.Files {
+		if out.Storage.Files[i].Overwrite == nil {
+			out.Storage.Files[i].Overwrite = &overwrite
+		}
+	}
+	if spec.KernelType == "" {
+		spec.KernelType = machineconfig.KernelTypeDefault
+	} else if i := slices.Index(spec.Extensions, "kernel-devel"); i >= 0 {
+		return nil, &machineconfig.InputError{Object: fmt.Sprintf("MachineConfig %q", extensionSource(sorted, "kernel-devel")), Field: "spec.extensions",
+			Err: fmt.Errorf("installing the kernel-devel extension is not supported with kernelType %s (set by MachineConfig %q)", spec.KernelType, kernelTypeFrom)}
+	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, err
@@ -161,13 +190,12 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 	}, nil
 }
 
-// replace puts item in list under key: in place of an earlier item with the
-// same key, else at the end. index maps keys to positions in list.
-func replace[T any](list *[]T, index map[string]int, key string, item T) {
-	if i, ok := index[key]; ok {
-		(*list)[i] = item
-		return
+// extensionSource is the first source that asks for ext.
+func extensionSource(sources []Source, ext string) string {
+	for _, s := range sources {
+		if slices.Contains(s.Spec.Extensions, ext) {
+			return s.Name
+		}
 	}
-	index[key] = len(*list)
-	*list = append(*list, item)
+	return ""
 }

@@ -70,7 +70,10 @@ func TestMergeInNameOrder(t *testing.T) {
 	if d := cmp.Diff(map[string]string{"file:/etc/a": "99-override", "file:/etc/b": "00-base"}, r.Sources); d != "" {
 		t.Errorf("sources (-want +got):\n%s", d)
 	}
-	if !cmp.Equal(r.Spec.KernelArguments, []string{"a=1", "b=2"}) || !cmp.Equal(r.Spec.Extensions, []string{"kerberos", "usbguard"}) ||
+	// Extensions are concatenated in merge order, duplicates kept, as the
+	// MCO's MergeMachineConfigs does (they were sorted and united before;
+	// the planner reads them as a set either way).
+	if !cmp.Equal(r.Spec.KernelArguments, []string{"a=1", "b=2"}) || !cmp.Equal(r.Spec.Extensions, []string{"usbguard", "kerberos", "usbguard"}) ||
 		r.Spec.OSImageURL != "quay.io/os@sha256:1" || r.Spec.KernelType != "realtime" {
 		t.Errorf("spec: %+v", r.Spec)
 	}

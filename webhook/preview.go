@@ -328,7 +328,7 @@ func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides
 			// already in the cluster; it must not hide the preview.
 			return nil, fmt.Errorf("MachineConfig %q already in the cluster is invalid: %w", mc.Name, err)
 		}
-		sources = append(sources, render.Source{Name: mc.Name, Spec: mc.Spec, Config: cfg})
+		sources = append(sources, render.SourceOf(mc, cfg))
 		ids = append(ids, fmt.Sprintf("%s/%s/%d", mc.Name, mc.UID, mc.Generation))
 	}
 	for name, mc := range overrides {
@@ -339,7 +339,9 @@ func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides
 		if err != nil {
 			return nil, err
 		}
-		sources = append(sources, render.Source{Name: name, Spec: mc.Spec, Config: cfg})
+		src := render.SourceOf(mc, cfg)
+		src.Name = name
+		sources = append(sources, src)
 		ids = append(ids, name+"@"+digest)
 	}
 	sort.Strings(ids)
@@ -384,6 +386,11 @@ func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*machinec
 	}
 	cfg, err := machineconfig.New(fmt.Sprintf("MachineConfig %q", name), mc.Spec)
 	if err != nil {
+		return nil, "", &InvalidChangeError{err}
+	}
+	// What the render controller would refuse (render.Merge validates
+	// every source the same way), refused here with its message.
+	if err := machineconfig.Validate(fmt.Sprintf("MachineConfig %q", name), cfg); err != nil {
 		return nil, "", &InvalidChangeError{err}
 	}
 	p.candidates.put(digest, cfg)

@@ -121,7 +121,7 @@ func fileFields(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) ([]
 	if owner(of.Group.ID, of.Group.Name) != owner(nf.Group.ID, nf.Group.Name) {
 		fields = append(fields, "group")
 	}
-	if deref(of.Overwrite) != deref(nf.Overwrite) {
+	if overwrite(of.Overwrite) != overwrite(nf.Overwrite) {
 		fields = append(fields, "overwrite")
 	}
 	return fields, nil
@@ -424,6 +424,15 @@ func diffOS(cs *ChangeSet, from, to *machineconfig.Config) {
 		c.Op = OpChanged
 		cs.add(c, from, to)
 	}
+}
+
+// overwrite reads a file's overwrite with the rendering's default: the
+// MCO's rendering (and ndp's, render.Merge) sets overwrite: true on every
+// file without it, so a config rendered before that default and one
+// rendered after it differ by nothing a node would do (the daemon always
+// writes the file).
+func overwrite(o *bool) bool {
+	return o == nil || *o
 }
 
 // kernelType treats "" as "default", as the MCO does.

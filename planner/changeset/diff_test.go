@@ -2,6 +2,7 @@ package changeset_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,9 @@ func TestFileChanges(t *testing.T) {
 	base := builder.File("/etc/app/conf", "a\n")
 	old := builder.MachineConfig("old").WithFiles(base, builder.File("/etc/gone", "x"), builder.File("/etc/owned", "x").With("user", map[string]any{"name": "root"})).Config(t)
 	new := builder.MachineConfig("new").WithFiles(
-		builder.File("/etc/app/conf", "b\n").With("mode", 0o600).With("overwrite", true),
+		// Unset overwrite reads as the rendering's default, true: only
+		// false is a change of it (TestDefaultedOverwriteIsNoChange).
+		builder.File("/etc/app/conf", "b\n").With("mode", 0o600).With("overwrite", false),
 		builder.File("/etc/added", "y"),
 		builder.File("/etc/owned", "x").With("user", map[string]any{"id": 0}).With("group", map[string]any{"name": "wheel"}),
 	).Config(t)
@@ -62,6 +65,25 @@ func TestFileChanges(t *testing.T) {
 	}
 	if got := cs.Change("file:/etc/app/conf").Describe(); got != "file /etc/app/conf: contents, mode, overwrite changed" {
 		t.Errorf("Describe() = %q", got)
+	}
+}
+
+// TestDefaultedOverwriteIsNoChange: render.Merge sets overwrite: true on
+// every file without one, as the MCO's MergeMachineConfigs does (MCO
+// TestSetDefaultFileOverwrite). A config rendered before ndp did so and the
+// same config rendered after differ only by that default: nothing to plan.
+func TestDefaultedOverwriteIsNoChange(t *testing.T) {
+	old := builder.MachineConfig("old").WithFiles(builder.File("/etc/a", "x")).Config(t)
+	defaulted := builder.MachineConfig("new").WithFiles(builder.File("/etc/a", "x").With("overwrite", true)).Config(t)
+	if cs := diff(t, old, defaulted); len(cs.Changes) != 0 || len(cs.Unreconcilable) != 0 {
+		t.Errorf("unset → true: changes %+v, want none", cs.Changes)
+	}
+	if cs := diff(t, defaulted, old); len(cs.Changes) != 0 {
+		t.Errorf("true → unset: changes %+v, want none", cs.Changes)
+	}
+	off := builder.MachineConfig("off").WithFiles(builder.File("/etc/a", "x").With("overwrite", false)).Config(t)
+	if cs := diff(t, old, off); len(cs.Changes) != 1 || !slices.Equal(cs.Changes[0].Fields, []string{"overwrite"}) {
+		t.Errorf("unset → false: changes %+v, want overwrite", cs.Changes)
 	}
 }
 

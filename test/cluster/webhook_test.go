@@ -372,3 +372,25 @@ func TestSingleNodePreviewNeverDrains(t *testing.T) {
 		return err == nil && strings.Contains(out, "Warning: pool sno, 1 node: Reboot, drains 1 node, reboots 1 node")
 	})
 }
+
+// What the render controller refuses (machineconfig.Validate, the MCO's
+// ValidateMachineConfig), the webhook refuses at the door with the same
+// message: an unsupported extension, a setuid file.
+func TestWebhookRefusesWhatRenderRefuses(t *testing.T) {
+	previewPool(t, "valid", 1)
+	mc := func(name, spec string) string {
+		return "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: " + name +
+			"\n  labels: {machineconfiguration.openshift.io/role: valid}\nspec:\n" + spec
+	}
+	for _, tc := range []struct{ name, spec, want string }{
+		{"50-valid-ext", "  extensions: [usbguard, foo]\n",
+			`MachineConfig "50-valid-ext": spec.extensions[1]: unsupported extension "foo" (supported: ipsec, kerberos, kernel-devel, sandboxed-containers, sysstat, two-node-ha, usbguard, wasm)`},
+		{"50-valid-suid", "  config:\n    ignition: {version: 3.4.0}\n    storage:\n      files: [{path: /usr/local/bin/x, mode: 2541, contents: {source: 'data:,'}}]\n",
+			`MachineConfig "50-valid-suid": spec.config.storage.files[path=/usr/local/bin/x].mode: 04755 has the setuid bit`},
+	} {
+		out, err := kubectlFile(t, mc(tc.name, tc.spec), "apply", "--dry-run=server")
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s (%v):\n%s", tc.name, err, out)
+		}
+	}
+}
