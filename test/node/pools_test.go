@@ -95,9 +95,10 @@ func TestCompactClusterCountsEachNodeInOnePool(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), mc) })
 	}
-	// Each pool's first target has its chrony config and the registries
-	// controller's MachineConfig 99-<pool>-generated-registries; infra
-	// selects the worker role's too.
+	// Each pool's first target has its chrony config (infra inherits the
+	// workers') and the registries controller's MachineConfig
+	// 99-<pool>-generated-registries (infra selects the worker role's too):
+	// the pool may render once before both exist.
 	targets := map[string]string{}
 	for _, pool := range []string{"master", "worker", "infra"} {
 		testkit.Eventually(t, "pool "+pool+"'s first target", func() (bool, string) {
@@ -110,7 +111,12 @@ func TestCompactClusterCountsEachNodeInOnePool(t *testing.T) {
 			for _, s := range p.Spec.Configuration.Source {
 				srcs = append(srcs, s.Name)
 			}
-			return slices.Contains(srcs, "99-"+pool+"-generated-registries"), fmt.Sprintf("pool %s renders %s from %v", pool, p.Spec.Configuration.Name, srcs)
+			chrony := "50-" + pool + "-chrony"
+			if pool == "infra" {
+				chrony = "50-worker-chrony"
+			}
+			return slices.Contains(srcs, "99-"+pool+"-generated-registries") && slices.Contains(srcs, chrony),
+				fmt.Sprintf("pool %s renders %s from %v", pool, p.Spec.Configuration.Name, srcs)
 		})
 	}
 	primary := map[string]string{"cm-0": "master", "cm-1": "master", "ci-0": "infra", "cw-0": "worker"}
@@ -118,15 +124,14 @@ func TestCompactClusterCountsEachNodeInOnePool(t *testing.T) {
 	chrony := map[string]string{"master": "pool m.example.com\n", "worker": "pool w0.example.com\n", "infra": "pool w0.example.com\n"}
 	var hosts []*host
 	for _, name := range []string{"cm-0", "cm-1", "ci-0", "cw-0"} {
-		h := newHost(t, name)
-		h.writeFile("/etc/chrony.conf", chrony[primary[name]])
-		h.traceUnit("chronyd.service", "")
-		h.traceUnit("crio.service", "")
 		labels := map[string]string{corev1.LabelTopologyZone: "zone-a"}
 		for _, r := range roles[name] {
 			labels[roleLabel+r] = ""
 		}
-		h.setLabels(labels)
+		h := newHostWithLabels(t, name, labels)
+		h.writeFile("/etc/chrony.conf", chrony[primary[name]])
+		h.traceUnit("chronyd.service", "")
+		h.traceUnit("crio.service", "")
 		h.setReady(true)
 		h.start()
 		hosts = append(hosts, h)

@@ -162,6 +162,14 @@ const unitDir = "/etc/xdg/systemd/user"
 
 func newHost(t *testing.T, name string) *host {
 	t.Helper()
+	return newHostWithLabels(t, name, map[string]string{"node-role.kubernetes.io/worker": ""})
+}
+
+// newHostWithLabels is newHost with the Node created with these labels, as
+// a node registers with its roles: relabelled after its creation, a node
+// first belongs to the pool its first labels choose.
+func newHostWithLabels(t *testing.T, name string, labels map[string]string) *host {
+	t.Helper()
 	dir := t.TempDir()
 	h := &host{t: t, name: name, dir: dir, root: filepath.Join(dir, "root"), logs: &output.Buffer{}}
 	for path, data := range map[string]string{
@@ -209,7 +217,7 @@ func newHost(t *testing.T, name string) *host {
 			t.Logf("ndp-daemon output:\n%s", h.output())
 		}
 	})
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/worker": ""}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if err := k8s.Create(context.Background(), node); err != nil {
 		t.Fatal(err)
 	}
