@@ -151,9 +151,10 @@ func (c *cluster) run(ctx context.Context) error {
 		return err
 	}
 
-	// The shipped admission policy confining ndp-daemon's service account
-	// to its own node (the daemons here run as the admin user).
-	c.kubectl("apply", "-f", "manifests/admission/daemon-own-node.yaml")
+	// The shipped admission policies: ndp-daemon's service account confined
+	// to its own node (the daemons here run as the admin user), and
+	// rendered configs immutable.
+	c.kubectl("apply", "-f", "manifests/admission/")
 
 	step("The worker pool and its chrony MachineConfig, before any node joins")
 	c.kubectl("apply", "-f", "examples/cluster/worker-pool.yaml")
