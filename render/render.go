@@ -16,7 +16,6 @@ import (
 	"slices"
 	"sort"
 
-	ign35 "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -116,9 +115,9 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 		}
 		ign := cfg.Ignition
 		if ign.Ignition.Version != "" {
-			// Ignition's merge copies what it keeps into new lists: a
-			// parsed config, which callers may share, is never written to.
-			out = ign35.Merge(out, ign)
+			// The merge builds new lists: a parsed config, which callers
+			// may share, is never written to.
+			out = mergeIgnition(out, ign)
 		}
 		for _, f := range ign.Storage.Files {
 			origin["file:"+f.Path] = src.Name
