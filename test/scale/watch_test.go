@@ -66,8 +66,11 @@ func newTracker(informer cache.SharedIndexInformer) *tracker {
 	return tr
 }
 
-// unavailable is the rollout controller's definition (controllers'
-// unavailable), restated: the watch checks the controller against it.
+// unavailable is the disruption maxUnavailable bounds: a node updating,
+// not Ready, cordoned or degraded. The rollout controller counts more
+// nodes as unavailable (the MCO's rule: any node not both ready and done,
+// which adds pressure conditions and missing annotations), so it sends
+// fewer: the watch checks the budget holds for what disrupts a node.
 func unavailable(n *corev1.Node) bool {
 	a := n.Annotations
 	cur, desired, state := a[ndpmcv1.CurrentConfigAnnotation], a[ndpmcv1.DesiredConfigAnnotation], a[ndpmcv1.StateAnnotation]
