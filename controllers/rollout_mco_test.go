@@ -175,6 +175,59 @@ func TestGetUnavailableMachines(t *testing.T) {
 	}
 }
 
+// TestGetMachinesByState is the MCO's TestGetMachinesByState
+// (pkg/controller/common), its cases without image layering: which nodes a
+// pool counts as updated, ready, unavailable and degraded.
+func TestGetMachinesByState(t *testing.T) {
+	const v0, v1 = "v0", "v1"
+	T, F := corev1.ConditionTrue, corev1.ConditionFalse
+	state := func(name, cur, desired, st string) testNode {
+		return testNode{name: name, cur: cur, desired: desired, state: st}
+	}
+	for _, tc := range []struct {
+		name   string
+		target string
+		nodes  []testNode
+		// nilAnnotations: the nodes have no annotations map at all.
+		nilAnnotations bool
+		counts         poolCounts
+	}{
+		{name: "no nodes", target: v1},
+		{name: "node with nil annotations", target: v1, nodes: []testNode{{name: "node1"}}, nilAnnotations: true,
+			counts: poolCounts{Total: 1, Unavailable: 1}},
+		{name: "node with empty annotations", target: v1, nodes: []testNode{{name: "node1"}},
+			counts: poolCounts{Total: 1, Unavailable: 1}},
+		{name: "1 node updated, 1 node ready, 1 updating, 1 not acted upon, 0 degraded", target: v1,
+			nodes:  []testNode{mcoNode("node-0", v0, v0, T), mcoNode("node-1", v1, v1, T), mcoNode("node-2", v0, v1, T)},
+			counts: poolCounts{Total: 3, Updated: 1, Ready: 1, Updating: 1, Unavailable: 1}},
+		{name: "2 node updated, 1 updating", target: v1,
+			nodes:  []testNode{mcoNode("node-0", v0, v1, T), mcoNode("node-1", v1, v1, T), mcoNode("node-2", v1, v1, T)},
+			counts: poolCounts{Total: 3, Updated: 2, Ready: 2, Updating: 1, Unavailable: 1}},
+		{name: "2 node updated, 1 updating, but 1 updated node is NotReady", target: v1,
+			nodes:  []testNode{mcoNode("node-0", v0, v1, T), mcoNode("node-1", v1, v1, T), mcoNode("node-2", v1, v1, F)},
+			counts: poolCounts{Total: 3, Updated: 2, Ready: 1, Updating: 1, Unavailable: 2}},
+		// The MCO's "Rebooting" is a state ndp's daemon does not write;
+		// it counts as any other state but Done.
+		{name: "Nodes with mixed states", target: v0,
+			nodes: []testNode{state("node-0", v0, v0, ndpmcv1.StateDegraded), state("node-1", v0, v0, ndpmcv1.StateDone),
+				state("node-2", v0, v0, ndpmcv1.StateUnreconcilable), state("node-3", v0, v1, ndpmcv1.StateWorking), state("node-4", v0, v1, "Rebooting")},
+			counts: poolCounts{Total: 5, Updated: 1, Ready: 1, Updating: 2, Unavailable: 4, Degraded: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := testNodes(tc.nodes...)
+			for _, n := range nodes {
+				if tc.nilAnnotations {
+					n.Annotations = nil
+				}
+			}
+			st := calculatePoolStatus(testPool(tc.target, nil, false), nodes, nil, nil, metav1.Now())
+			if diff := cmp.Diff(tc.counts, st.Counts); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestSortNodeList is the MCO's TestSortNodeList: zones in order, oldest
 // first within a zone, nodes without a zone label last, oldest first.
 func TestSortNodeList(t *testing.T) {
