@@ -288,9 +288,12 @@ func (c *cluster) addNode(ctx context.Context, name string, i int) error {
 	if err := c.k8s.Create(ctx, node); err != nil {
 		return err
 	}
-	// No kubelet here: the node is reported Ready as a kubelet would.
+	// No kubelet here: the node is reported Ready as a kubelet would, with
+	// a patch of its status (the rollout controller may already have
+	// written the node: it adopts a node that runs no config at once).
+	base := node.DeepCopy()
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "simulated by make local-cluster", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := c.k8s.Status().Update(ctx, node); err != nil {
+	if err := c.k8s.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
 		return err
 	}
 	return c.start(name, filepath.Join(dir, "ndp-daemon.log"), filepath.Join(c.bin, "ndp-daemon"),

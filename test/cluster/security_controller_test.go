@@ -331,8 +331,10 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 	if err := p.admin.Get(ctx, client.ObjectKey{Name: "sec-0"}, &n); err != nil {
 		t.Fatal(err)
 	}
+	// A patch: the rollout controller may write the node meanwhile.
+	base := n.DeepCopy()
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := p.admin.Status().Update(ctx, &n); err != nil {
+	if err := p.admin.Status().Patch(ctx, &n, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -128,9 +128,11 @@ func TestKubectlNdpStatus(t *testing.T) {
 			nd.Annotations[ndpmcv1.ReasonAnnotation] = n.reason
 		}
 		create(t, nd)
+		// A patch: the rollout controller may write the node meanwhile.
+		base := nd.DeepCopy()
 		nd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if err := k8s.Status().Update(ctx, nd); err != nil {
+		if err := k8s.Status().Patch(ctx, nd, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
 	}
