@@ -65,13 +65,16 @@ fuzz:
 ## time with 1, 100 and 1,000 declarative and Rego policies, with their ratios; the time for the
 ## controllers to re-plan 50 pools x 3 source configs after a policy change, on a real API server; and
 ## admission latency (p50/p99, errors, req/s) of 50 clients sending 200-file MachineConfig dry-runs for
-## ADMISSION_LOAD, to the webhook alone, through the API server, and with every config different
+## ADMISSION_LOAD, to the webhook alone, through the API server, and with every config different; and the
+## rendering of a pool of 10 MachineConfigs (render.Merge, Ignition's merge)
 bench: control-plane
 	$(GO) test -run '^$$' -bench 'BenchmarkPlan|BenchmarkFloor' -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench.txt
 	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -run '^$$' -bench 'BenchmarkReplanAfterPolicyChange' -benchtime 3x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)'
 	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error'
 	$(GO) test -run '^$$' -bench 'BenchmarkPolicyScaling' -benchtime 10x -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench-scaling.txt && $(GO) run ./hack/benchtable < $(BIN)/bench-scaling.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkMerge' -benchmem -count $(BENCHCOUNT) ./render/ | grep -E '^Benchmark'
+
 
 ## faults: the reliability campaign of docs/reliability.md, on real processes: 100 SIGKILLs of ndp-daemon at random
 ## steps of random plans; 20 kills of the leading ndp-controller of two, API server restarts and a daemon cut off for
