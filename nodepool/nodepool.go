@@ -62,33 +62,44 @@ func IsWindows(n *corev1.Node) bool {
 	return n.Labels[corev1.LabelOSStable] == "windows"
 }
 
-// Selects tells whether pool's nodeSelector selects the node's labels, by
-// the MCO's rule: a missing or empty selector selects nothing. An invalid
-// selector is an error.
-func Selects(pool *mcfgv1.MachineConfigPool, nodeLabels map[string]string) (bool, error) {
-	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
-	if err != nil {
-		return false, err
+// Pools are a cluster's pools with their nodeSelectors parsed once: a
+// reconcile asks which pool manages each of hundreds of nodes.
+type Pools struct {
+	pools []*mcfgv1.MachineConfigPool
+	sels  []labels.Selector // nil: selects nothing
+	errs  []error           // an invalid nodeSelector
+}
+
+// NewPools parses the nodeSelectors of pools.
+func NewPools(pools []*mcfgv1.MachineConfigPool) *Pools {
+	p := &Pools{pools: pools, sels: make([]labels.Selector, len(pools)), errs: make([]error, len(pools))}
+	for i, pool := range pools {
+		sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
+		switch {
+		case err != nil:
+			p.errs[i] = err
+		case !sel.Empty():
+			p.sels[i] = sel
+		}
 	}
-	return !sel.Empty() && sel.Matches(labels.Set(nodeLabels)), nil
+	return p
 }
 
 // ForNode returns the pools of a node, the one that manages it (its
 // primary pool) first: for a node of a custom pool that is also a worker,
 // the worker pool follows. None for a Windows node or one no pool selects;
 // a *ConflictError when pools select it but none may manage it.
-func ForNode(node *corev1.Node, pools []*mcfgv1.MachineConfigPool) ([]*mcfgv1.MachineConfigPool, error) {
+func (ps *Pools) ForNode(node *corev1.Node) ([]*mcfgv1.MachineConfigPool, error) {
 	if IsWindows(node) {
 		return nil, nil
 	}
 	var master, worker *mcfgv1.MachineConfigPool
 	var custom []*mcfgv1.MachineConfigPool
-	for _, p := range pools {
-		ok, err := Selects(p, node.Labels)
-		if err != nil {
-			return nil, &ConflictError{Node: node.Name, Pools: []string{p.Name}, Selector: err}
+	for i, p := range ps.pools {
+		if ps.errs[i] != nil {
+			return nil, &ConflictError{Node: node.Name, Pools: []string{p.Name}, Selector: ps.errs[i]}
 		}
-		if !ok {
+		if ps.sels[i] == nil || !ps.sels[i].Matches(labels.Set(node.Labels)) {
 			continue
 		}
 		switch p.Name {
@@ -128,12 +139,22 @@ func ForNode(node *corev1.Node, pools []*mcfgv1.MachineConfigPool) ([]*mcfgv1.Ma
 
 // Primary returns the pool that manages node: nil when no pool does
 // (ForNode).
-func Primary(node *corev1.Node, pools []*mcfgv1.MachineConfigPool) (*mcfgv1.MachineConfigPool, error) {
-	ps, err := ForNode(node, pools)
-	if err != nil || len(ps) == 0 {
+func (ps *Pools) Primary(node *corev1.Node) (*mcfgv1.MachineConfigPool, error) {
+	pools, err := ps.ForNode(node)
+	if err != nil || len(pools) == 0 {
 		return nil, err
 	}
-	return ps[0], nil
+	return pools[0], nil
+}
+
+// ForNode is NewPools(pools).ForNode(node).
+func ForNode(node *corev1.Node, pools []*mcfgv1.MachineConfigPool) ([]*mcfgv1.MachineConfigPool, error) {
+	return NewPools(pools).ForNode(node)
+}
+
+// Primary is NewPools(pools).Primary(node).
+func Primary(node *corev1.Node, pools []*mcfgv1.MachineConfigPool) (*mcfgv1.MachineConfigPool, error) {
+	return NewPools(pools).Primary(node)
 }
 
 // Unmanaged is a node a pool selects that no pool manages.
@@ -148,14 +169,19 @@ type Unmanaged struct {
 // pool of the cluster, pool among them. An invalid selector of pool itself
 // is an error.
 func Members(pool *mcfgv1.MachineConfigPool, pools []*mcfgv1.MachineConfigPool, nodes []*corev1.Node) (members []*corev1.Node, unmanaged []Unmanaged, err error) {
-	if _, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector); err != nil {
+	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
+	if err != nil {
 		return nil, nil, err
 	}
+	if sel.Empty() {
+		return nil, nil, nil
+	}
+	ps := NewPools(pools)
 	for _, n := range nodes {
-		if ok, _ := Selects(pool, n.Labels); !ok {
+		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		primary, err := Primary(n, pools)
+		primary, err := ps.Primary(n)
 		var c *ConflictError
 		if errors.As(err, &c) {
 			unmanaged = append(unmanaged, Unmanaged{Node: n, Err: c})

@@ -117,7 +117,7 @@ func (v *PoolView) Members(ctx context.Context) ([]*corev1.Node, []nodepool.Unma
 		return nil, nil, &SelectorError{Pool: v.Pool.Name, Field: "spec.nodeSelector", Err: err}
 	}
 	if v.Pool.Spec.NodeSelector == nil || sel.Empty() {
-		return nil, nil, nil // selects nothing (nodepool.Selects)
+		return nil, nil, nil // selects nothing, as the MCO reads it
 	}
 	var list corev1.NodeList
 	if err := v.Reader.List(ctx, &list, v.listOptions(client.MatchingLabelsSelector{Selector: sel})...); err != nil {

@@ -180,9 +180,10 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 	for i := range pools {
 		all[i] = &pools[i]
 	}
+	membership := nodepool.NewPools(all)
 	primary := map[string]string{}
 	for j := range nodes {
-		p, err := nodepool.Primary(&nodes[j], all)
+		p, err := membership.Primary(&nodes[j])
 		if err != nil {
 			warn(err.Error())
 			continue
