@@ -4,10 +4,12 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -40,11 +42,40 @@ func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
 	own := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == d.NodeName })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ndp-daemon").
-		For(&corev1.Node{}, builder.WithPredicates(own)).
+		For(&corev1.Node{}, builder.WithPredicates(own, notTaintsOnly)).
 		// One update at a time: the steps of a node are sequential.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			after, err := d.Sync(ctx) // errors are logged and retried with backoff
 			return reconcile.Result{RequeueAfter: after}, err
 		}))
+}
+
+// notTaintsOnly drops the updates of the Node that change its taints and
+// nothing else the daemon reads: the rollout controller's UpdateInProgress
+// taint on every node waiting for its turn, and the node lifecycle
+// controller's, would otherwise each cost a Sync (and a read of the node)
+// on every node of a rollout.
+var notTaintsOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*corev1.Node)
+	cur, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !taintsOnly(old, cur)
+}}
+
+// taintsOnly tells whether two versions of a node differ, if at all, in
+// their taints alone (metadata the API server keeps aside).
+func taintsOnly(old, cur *corev1.Node) bool {
+	if equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
+		return false
+	}
+	a, b := old.Spec.DeepCopy(), cur.Spec.DeepCopy()
+	a.Taints, b.Taints = nil, nil
+	return equality.Semantic.DeepEqual(a, b) &&
+		equality.Semantic.DeepEqual(old.Labels, cur.Labels) &&
+		equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) &&
+		equality.Semantic.DeepEqual(old.DeletionTimestamp, cur.DeletionTimestamp) &&
+		equality.Semantic.DeepEqual(&old.Status, &cur.Status)
 }
