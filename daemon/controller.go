@@ -62,12 +62,14 @@ var notTaintsOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return !taintsOnly(old, cur)
+	return !TaintsOnly(old, cur)
 }}
 
-// taintsOnly tells whether two versions of a node differ, if at all, in
-// their taints alone (metadata the API server keeps aside).
-func taintsOnly(old, cur *corev1.Node) bool {
+// TaintsOnly tells whether two versions of a node differ, if at all, in
+// their taints alone (metadata the API server keeps aside): such an update
+// does not wake the daemon (SetupWithManager), nor the scale test's fleet,
+// which runs daemons the same way.
+func TaintsOnly(old, cur *corev1.Node) bool {
 	if equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 		return false
 	}

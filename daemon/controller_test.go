@@ -35,7 +35,7 @@ func TestTaintsOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old, cur := base(), base()
 			tc.change(cur)
-			if got := taintsOnly(old, cur); got != tc.want {
+			if got := TaintsOnly(old, cur); got != tc.want {
 				t.Errorf("taintsOnly = %t, want %t", got, tc.want)
 			}
 		})

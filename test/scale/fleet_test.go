@@ -159,8 +159,17 @@ func (f *fleet) start(ctx context.Context, nodeInformer cache.SharedIndexInforme
 		}
 	}
 	_, _ = nodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			// As the daemon's controller: a change of taints alone is not
+			// its business.
+			if o, ok := old.(*corev1.Node); ok {
+				if n, ok := obj.(*corev1.Node); ok && daemon.TaintsOnly(o, n) {
+					return
+				}
+			}
+			enqueue(obj)
+		},
 	})
 	// The kubelet's part of an eviction: a pod marked for deletion is gone
 	// once its containers stopped (at once here).
