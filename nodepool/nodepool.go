@@ -11,7 +11,7 @@
 //   - a Windows node (kubernetes.io/os=windows) is never managed;
 //   - a pool with an empty nodeSelector selects nothing, not everything.
 //
-// The render, plan, rollout and pool status controllers, the webhook's
+// The plan, rollout and pool status controllers, the webhook's
 // previews and `ndp status` all read membership from here, so a node is
 // counted once and sent only to its own pool's target.
 package nodepool
