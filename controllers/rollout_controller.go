@@ -85,7 +85,8 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	d := decideRollout(&pool, nodes, mc)
 	// One write per node: its desiredConfig and its UpdateInProgress
-	// taint together.
+	// taint together. taint is only read from here on (the sends below
+	// run concurrently).
 	taint := map[*corev1.Node]bool{}
 	for _, n := range d.Taint {
 		taint[n] = true
@@ -93,12 +94,13 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	for _, n := range d.Untaint {
 		taint[n] = false
 	}
+	written := map[*corev1.Node]bool{}
 	write := func(ctx context.Context, n *corev1.Node, desired string) error {
 		t, ok := taint[n]
-		delete(taint, n)
 		return r.patchNode(ctx, n, desired, t, ok)
 	}
 	for _, n := range d.Redirect {
+		written[n] = true
 		desired := n.Annotations[ndpmcv1.DesiredConfigAnnotation]
 		if err := write(ctx, n, target); err != nil {
 			return reconcile.Result{}, err
@@ -110,42 +112,33 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 	}
 	for _, n := range d.Record {
+		written[n] = true
 		if err := write(ctx, n, n.Annotations[ndpmcv1.CurrentConfigAnnotation]); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
+	for _, n := range d.Send {
+		written[n] = true
+	}
 	// The picks go out together (each patch still carries the node's
 	// resourceVersion): one at a time, a slice of a large pool would take
-	// longer to send than its nodes take to update. So do the taints.
-	var taintOnly []*corev1.Node
-	for _, n := range append(append([]*corev1.Node{}, d.Taint...), d.Untaint...) {
-		if !slices.Contains(d.Send, n) {
-			taintOnly = append(taintOnly, n)
-		}
-	}
-	sendTaint := map[*corev1.Node]struct{ set, ok bool }{}
-	for _, n := range d.Send {
-		t, ok := taint[n]
-		sendTaint[n] = struct{ set, ok bool }{t, ok}
-	}
+	// longer to send than its nodes take to update. So do the taints of
+	// the nodes not written otherwise.
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxParallelSends)
 	for i, n := range d.Send {
 		g.Go(func() error {
-			t := sendTaint[n]
-			if err := r.patchNode(gctx, n, target, t.set, t.ok); err != nil {
+			if err := write(gctx, n, target); err != nil {
 				return err
 			}
 			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, d.Out+i+1, len(nodes), d.Budget)
 			return nil
 		})
 	}
-	for _, n := range taintOnly {
-		t, ok := taint[n]
-		if !ok {
-			continue // written with its Redirect or Record
+	for _, n := range append(slices.Clone(d.Taint), d.Untaint...) {
+		if !written[n] {
+			g.Go(func() error { return write(gctx, n, "") })
 		}
-		g.Go(func() error { return r.patchNode(gctx, n, "", t, true) })
 	}
 	if err := g.Wait(); err != nil {
 		return reconcile.Result{}, err
