@@ -38,7 +38,7 @@ test-go: control-plane
 ## control-plane: etcd, kube-apiserver and kubectl for the cluster tests, built from the Go module
 ## proxy into bin/ (about 13 minutes cold on 2 cores with downloads; skipped when the pinned versions are there)
 control-plane:
-	hack/build-control-plane.sh $(BIN)
+	hack/build-control-plane.sh --bin $(BIN)
 
 # The built-in policies are embedded in the binary, so `ndp test` runs their tests with the examples'.
 test-rego: build

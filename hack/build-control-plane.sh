@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# Builds the test control plane (etcd, kube-apiserver, kubectl) from the Go
-# module proxy into BIN_DIR (default <repo>/bin), for envtest via
-# KUBEBUILDER_ASSETS=BIN_DIR. Each comes from its own module under
+# Builds Kubernetes binaries from the Go module proxy into BIN_DIR (default
+# <repo>/bin): by default the test control plane (etcd, kube-apiserver,
+# kubectl) for envtest via KUBEBUILDER_ASSETS=BIN_DIR; named ones otherwise,
+# e.g. the real node's kubelet, kube-controller-manager, kube-scheduler and
+# kube-proxy (hack/cluster.sh). Each comes from its own module under
 # hack/controlplane/ so its dependencies stay out of the root go.mod.
 # A binary that already reports the version pinned in its go.mod is skipped;
 # bumping the pin rebuilds it. Delete a binary to force a rebuild.
 #
-# Usage: hack/build-control-plane.sh [BIN_DIR]
+# Usage: hack/build-control-plane.sh [--bin BIN_DIR] [NAME...]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SRC="$ROOT/hack/controlplane"
-BIN="${1:-$ROOT/bin}"
+BIN="$ROOT/bin"
+if [[ "${1:-}" == --bin ]]; then
+	BIN="$2"
+	shift 2
+fi
+names=("$@")
+[[ ${#names[@]} -gt 0 ]] || names=(etcd kube-apiserver kubectl)
 mkdir -p "$BIN"
 BIN="$(cd "$BIN" && pwd)"
 
@@ -55,16 +63,28 @@ k8sflags() {
 	echo "$f"
 }
 
-etcd_v="$(modver etcd go.etcd.io/etcd/server/v3)"
-apiserver_v="$(modver kube-apiserver k8s.io/kubernetes)"
-kubectl_v="$(modver kubectl k8s.io/kubectl)"
-kubectl_v="v1.${kubectl_v#v0.}" # staging v0.X.Y is released with Kubernetes v1.X.Y
-for v in "$etcd_v" "$apiserver_v" "$kubectl_v"; do
-	[[ "$v" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "control plane: bad pinned version '$v' in $SRC/*/go.mod" >&2; exit 1; }
-done
-
 total=$SECONDS
-build etcd "etcd Version: ${etcd_v#v}" "" --version
-build kube-apiserver "Kubernetes $apiserver_v" "$(k8sflags "$apiserver_v")" --version
-build kubectl "Client Version: $kubectl_v" "$(k8sflags "$kubectl_v")" version --client
-echo "control plane: ready in $BIN ($((SECONDS - total))s)"
+for name in "${names[@]}"; do
+	case "$name" in
+	etcd)
+		v="$(modver etcd go.etcd.io/etcd/server/v3)"
+		want="etcd Version: ${v#v}" flags="" cmd=(--version)
+		;;
+	kubectl)
+		v="$(modver kubectl k8s.io/kubectl)"
+		v="v1.${v#v0.}" # staging v0.X.Y is released with Kubernetes v1.X.Y
+		want="Client Version: $v" flags="$(k8sflags "$v")" cmd=(version --client)
+		;;
+	kube-apiserver | kubelet | kube-controller-manager | kube-scheduler | kube-proxy)
+		v="$(modver "$name" k8s.io/kubernetes)"
+		want="Kubernetes $v" flags="$(k8sflags "$v")" cmd=(--version)
+		;;
+	*)
+		echo "control plane: unknown binary '$name'" >&2
+		exit 1
+		;;
+	esac
+	[[ "$v" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "control plane: bad pinned version '$v' in $SRC/$name/go.mod" >&2; exit 1; }
+	build "$name" "$want" "$flags" "${cmd[@]}"
+done
+echo "control plane: ${names[*]} ready in $BIN ($((SECONDS - total))s)"
