@@ -15,6 +15,7 @@ RUNS ?= 3
 BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
+.PHONY: image image-push install-manifests
 .PHONY: all build test test-go test-rego test-fuzz fuzz faults scale test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
@@ -25,6 +26,33 @@ build:
 	ln -sf ndp $(BIN)/kubectl-ndp
 	$(GO) build -o $(BIN)/ndp-controller ./cmd/ndp-controller
 	$(GO) build -o $(BIN)/ndp-daemon ./cmd/ndp-daemon
+
+# The image: where it is pushed, and the version stamped into ndp-controller (the ClusterOperator's).
+IMAGE ?= ghcr.io/ndp-dev/ndp
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Static, stripped binaries: no libc to ship, no symbol tables or DWARF (-s -w), no paths of this
+# machine (-trimpath), no VCS stamp (the version is given): the same commit gives the same bytes.
+IMAGE_LDFLAGS := -s -w -buildid= -X github.com/ndp-dev/ndp/controllers.Version=$(VERSION)
+
+## image: the one ndp image (ndp, ndp-controller, ndp-daemon; static binaries, no base image), built
+## reproducibly with go-containerregistry into the OCI layout bin/ndp-image; prints its digest
+image:
+	@mkdir -p $(BIN)/image-root
+	for c in ndp ndp-controller ndp-daemon; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags '$(IMAGE_LDFLAGS)' -o $(BIN)/image-root/$$c ./cmd/$$c; done
+	$(GO) run ./hack/image build --out $(BIN)/ndp-image --name $(IMAGE):$(VERSION) --user 65532:65532 --entrypoint /ndp \
+		--label org.opencontainers.image.source=https://github.com/ndp-dev/ndp --label org.opencontainers.image.version=$(VERSION) \
+		--file /ndp=$(BIN)/image-root/ndp --file /ndp-controller=$(BIN)/image-root/ndp-controller --file /ndp-daemon=$(BIN)/image-root/ndp-daemon \
+		> $(BIN)/ndp-image.digest
+	@echo "ndp image $$(cat $(BIN)/ndp-image.digest)"
+
+## image-push: push the image to IMAGE (e.g. make image-push IMAGE=registry.example.com/ndp); then make install-manifests
+image-push: image
+	$(GO) run ./hack/image push --layout $(BIN)/ndp-image --to $(IMAGE):$(VERSION)
+
+## install-manifests: dist/install.yaml (and dist/install-openshift.yaml) with IMAGE pinned by the digest of make image
+install-manifests: image control-plane
+	hack/install-manifests.sh $(IMAGE) $$(cat $(BIN)/ndp-image.digest) $(BIN)/kubectl
 
 ## test: Go tests (the differential test included), the Rego tests of the built-in and example
 ## policies through `ndp test`, and a short run of the differential fuzz target
