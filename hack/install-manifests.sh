@@ -4,7 +4,7 @@
 # dist/install-openshift.yaml (overlays/openshift), with kubectl's built-in
 # kustomize.
 #
-# Usage: hack/install-manifests.sh IMAGE DIGEST [KUBECTL]
+# Usage: [DIST=DIR] hack/install-manifests.sh IMAGE DIGEST [KUBECTL]
 #   IMAGE   registry/repository the image is pushed to (ghcr.io/ndp-dev/ndp)
 #   DIGEST  sha256:... of the image (make image prints it)
 set -euo pipefail
@@ -20,11 +20,12 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$ROOT/dist"
+dist="${DIST:-$ROOT/dist}"
+mkdir -p "$dist"
 for variant in base openshift; do
 	case "$variant" in
-	base) src="$ROOT/manifests" out="$ROOT/dist/install.yaml" ;;
-	openshift) src="$ROOT/overlays/openshift" out="$ROOT/dist/install-openshift.yaml" ;;
+	base) src="$ROOT/manifests" out="$dist/install.yaml" ;;
+	openshift) src="$ROOT/overlays/openshift" out="$dist/install-openshift.yaml" ;;
 	esac
 	mkdir -p "$work/$variant"
 	# An overlay of one's own, outside the repository: kustomize's image

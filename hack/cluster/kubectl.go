@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// kubectl runs the real kubectl inside the cluster's network namespace as
+// the admin, prints the command and its output, and returns the output.
+func (c *cluster) kubectl(args ...string) string {
+	fmt.Printf("$ kubectl %s\n", shellQuote(args))
+	out, _ := c.kubectlQuiet(args...)
+	fmt.Print(out)
+	return out
+}
+
+// kubectlMust is kubectl, failing with the output when kubectl does.
+func (c *cluster) kubectlMust(args ...string) (string, error) {
+	fmt.Printf("$ kubectl %s\n", shellQuote(args))
+	out, err := c.kubectlQuiet(args...)
+	fmt.Print(out)
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s: %w", shellQuote(args), err)
+	}
+	return out, nil
+}
+
+func (c *cluster) kubectlQuiet(args ...string) (string, error) {
+	return c.kubectlAs("", args...)
+}
+
+// kubectlAs runs kubectl as the admin, or with a bearer token if token is
+// set (the admin kubeconfig then only gives the server and its CA).
+func (c *cluster) kubectlAs(token string, args ...string) (string, error) {
+	argv := append(c.s.nsenter(false), c.bin("kubectl"), "--kubeconfig", c.s.admin)
+	if token != "" {
+		argv = append(argv, "--token", token)
+	}
+	argv = append(argv, args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + c.bin("") + ":/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + c.s.work}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// waitFor runs kubectl until its output is want.
+func (c *cluster) waitFor(ctx context.Context, timeout time.Duration, what, want string, args ...string) error {
+	last := ""
+	err := poll(ctx, timeout, what, func() (bool, error) {
+		last, _ = c.kubectlQuiet(args...)
+		return strings.TrimSpace(last) == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %q)", err, strings.TrimSpace(last))
+	}
+	return nil
+}
+
+func shellQuote(args []string) string {
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = a
+		if strings.ContainsAny(a, "{}[]\"?* '$\n") {
+			shown[i] = "'" + strings.ReplaceAll(a, "\n", " ") + "'"
+		}
+	}
+	return strings.Join(shown, " ")
+}
+
+func ips(s ...string) []net.IP {
+	out := make([]net.IP, len(s))
+	for i, a := range s {
+		out[i] = net.ParseIP(a)
+	}
+	return out
+}
+
+func randText() string { return rand.Text() }
