@@ -7,8 +7,13 @@ package controllers
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // Options tune the controllers SetupWithManager wires; the zero value is
@@ -25,4 +30,19 @@ type Options struct {
 // ConfigMap's data (and reading a stale copy right after a change).
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
+}
+
+// CacheOptions configure the manager's cache: the only DaemonSet the
+// controllers read is the MCO's daemon (the rollout stands down while it
+// exists, mcoguard), so the cache lists and watches that one by name and
+// namespace. ndp-controller's role may then read no other DaemonSet, and
+// a cluster's DaemonSets are not cached for nothing. Every manager that
+// runs SetupWithManager must use it.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.DaemonSet{}: {
+			Namespaces: map[string]cache.Config{mcoguard.DaemonSetNamespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", mcoguard.DaemonSetName),
+		},
+	}}
 }

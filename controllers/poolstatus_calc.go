@@ -39,9 +39,10 @@ type poolStatus struct {
 // conditions other controllers reported for it (PoolConditions): the
 // machine counts, and the conditions Updated, Updating, NodeDegraded and
 // Degraded (which sums up NodeDegraded, RenderDegraded, RegistriesDegraded,
-// UnmanagedNodes and an unreconcilable target). The pool's other conditions are kept as
-// its status has them, but for those reported; now is the
-// lastTransitionTime of a condition whose status changes.
+// UnmanagedNodes, MCOPresent and an unreconcilable target). The pool's
+// other conditions are kept as its status has them, but for those
+// reported; now is the lastTransitionTime of a condition whose status
+// changes.
 func calculatePoolStatus(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig,
 	reported map[mcfgv1.MachineConfigPoolConditionType]mcfgv1.MachineConfigPoolCondition, now metav1.Time) poolStatus {
 	s := summarize(pool, nodes, target)
@@ -82,7 +83,7 @@ func calculatePoolStatus(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, t
 		conds[ConditionPoolNodeDegraded] = c
 	}
 	var why []string
-	for _, typ := range []mcfgv1.MachineConfigPoolConditionType{ConditionPoolNodeDegraded, mcfgv1.MachineConfigPoolRenderDegraded, ndpmcv1.ConditionRegistriesDegraded, ndpmcv1.ConditionUnmanagedNodes} {
+	for _, typ := range []mcfgv1.MachineConfigPoolConditionType{ConditionPoolNodeDegraded, mcfgv1.MachineConfigPoolRenderDegraded, ndpmcv1.ConditionRegistriesDegraded, ndpmcv1.ConditionUnmanagedNodes, ndpmcv1.ConditionMCOPresent} {
 		if c, ok := conds[typ]; ok && c.Status == corev1.ConditionTrue {
 			why = append(why, fmt.Sprintf("%s: %s", typ, c.Message))
 		}

@@ -238,6 +238,28 @@ func TestCalculatePoolStatus(t *testing.T) {
 			configuration: "new",
 		},
 		{
+			name:     "the Machine Config Operator's presence degrades the pool",
+			pool:     pool{target: "new"},
+			nodes:    []testNode{done("a", "new"), done("b", "new")},
+			reported: conditionMap{ndpmcv1.ConditionMCOPresent: poolCond(ndpmcv1.ConditionMCOPresent, corev1.ConditionTrue, "MachineConfigOperatorPresent", "the MCO manages this cluster")},
+			counts:   poolCounts{Total: 2, Updated: 2, Ready: 2},
+			conds: with(idle, condStrings{ndpmcv1.ConditionMCOPresent: "True MachineConfigOperatorPresent: the MCO manages this cluster",
+				ConditionPoolDegraded: "True Degraded: MCOPresent: the MCO manages this cluster"}),
+			configuration: "new",
+		},
+		{
+			name: "the Machine Config Operator gone, Degraded recovers",
+			pool: pool{target: "new", conditions: []mcfgv1.MachineConfigPoolCondition{
+				poolCond(ndpmcv1.ConditionMCOPresent, corev1.ConditionTrue, "MachineConfigOperatorPresent", "the MCO manages this cluster"),
+				poolCond(ConditionPoolDegraded, corev1.ConditionTrue, "Degraded", "MCOPresent: the MCO manages this cluster"),
+			}},
+			nodes:         []testNode{done("a", "new"), done("b", "new")},
+			reported:      conditionMap{ndpmcv1.ConditionMCOPresent: poolCond(ndpmcv1.ConditionMCOPresent, corev1.ConditionFalse, "AsExpected", "")},
+			counts:        poolCounts{Total: 2, Updated: 2, Ready: 2},
+			conds:         with(idle, condStrings{ndpmcv1.ConditionMCOPresent: "False AsExpected: "}),
+			configuration: "new",
+		},
+		{
 			name: "RegistriesDegraded in the status, reported by no one since the start, still degrades the pool",
 			pool: pool{target: "new", conditions: []mcfgv1.MachineConfigPoolCondition{
 				poolCond(ndpmcv1.ConditionRegistriesDegraded, corev1.ConditionTrue, "Invalid", "mirror x"),

@@ -38,7 +38,7 @@ import (
 const PoolStatusFieldManager = "ndp-pool-status"
 
 // PoolConditions holds the conditions other controllers report for pools
-// (RenderDegraded, RegistriesDegraded) until the pool status controller
+// (RenderDegraded, RegistriesDegraded, MCOPresent) until the pool status controller
 // writes them. A condition no controller has reported since the process
 // started keeps the value the pool's status has.
 type PoolConditions struct {
@@ -113,8 +113,8 @@ const (
 type PoolStatusReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// Conditions gets UnmanagedNodes here, and RenderDegraded and
-	// RegistriesDegraded from the other controllers.
+	// Conditions gets UnmanagedNodes here, and RenderDegraded,
+	// RegistriesDegraded and MCOPresent from the other controllers.
 	Conditions *PoolConditions
 
 	// warned holds "node\x00message" of the NoPrimaryPool events sent, so

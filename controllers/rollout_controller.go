@@ -4,26 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/render"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
+// The MCO's daemon, the one DaemonSet the cache holds (CacheOptions): its
+// list and watch select it by name, which resourceNames authorizes.
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch,resourceNames=machine-config-daemon
 
 // RolloutReconciler moves each pool's nodes to the pool's target, a slice
 // at a time: it sets a node's desiredConfig annotation, and the node's
@@ -33,17 +42,38 @@ import (
 // only to a target whose plan from that node's config is ready, and keeps
 // the MCO's UpdateInProgress:PreferNoSchedule taint on the nodes not sent
 // to the target yet. decideRollout makes these choices; the reconciler
-// reads and patches, one write per node.
+// reads and patches, one write per node. Where the Machine Config Operator
+// manages the nodes (mcoguard), it writes no node at all and says so on
+// every pool (MCOPresent).
 type RolloutReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Conditions gets each pool's MCOPresent.
+	Conditions *PoolConditions
 	// Recheck is how often a pool waiting for a slot or a plan is looked
 	// at again besides the events that wake it.
 	Recheck time.Duration
+
+	// warned holds, by pool, the MCO message last sent as an event, so
+	// that a pool warns once per change, not at every reconcile.
+	warned sync.Map
 }
 
+// mcoObjects passes the events of the MCO's objects that mcoguard looks
+// for, and no other ClusterOperator's or DaemonSet's.
+var mcoObjects = builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+	switch o.(type) {
+	case *configv1.ClusterOperator:
+		return o.GetName() == mcoguard.ClusterOperatorName
+	case *appsv1.DaemonSet:
+		return o.GetNamespace() == mcoguard.DaemonSetNamespace && o.GetName() == mcoguard.DaemonSetName
+	}
+	return false
+}))
+
 // SetupWithManager reconciles every pool when nodes or MachineConfigs
-// (their plans) change.
+// (their plans) change, or the MCO's ClusterOperator or daemon comes or
+// goes.
 func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -52,6 +82,8 @@ func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
+		Watches(&configv1.ClusterOperator{}, allPools, mcoObjects).
+		Watches(&appsv1.DaemonSet{}, allPools, mcoObjects).
 		// Pools are independent (the queue never hands one pool to two
 		// workers): one slow pool must not hold the others back.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -64,6 +96,10 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	var pool mcfgv1.MachineConfigPool
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// First, so that a paused pool reports it too.
+	if down, err := r.standDown(ctx, &pool); down || err != nil {
+		return reconcile.Result{}, err
 	}
 	if rolloutBlocked(&pool) != "" {
 		return reconcile.Result{}, nil
@@ -147,6 +183,29 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{RequeueAfter: r.recheck()}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// standDown reports on the pool whether the Machine Config Operator manages
+// the nodes (MCOPresent, with a Warning event when that changes), and
+// tells the rollout to write nothing if it does: both would set the
+// nodes' desiredConfig. Read from the cache at every reconcile; a failed
+// read is retried, never taken for an absence.
+func (r *RolloutReconciler) standDown(ctx context.Context, pool *mcfgv1.MachineConfigPool) (bool, error) {
+	o, err := mcoguard.Observe(ctx, r.Client, nil)
+	if err != nil {
+		return true, err
+	}
+	v := mcoguard.Decide(o)
+	if !v.StandDown {
+		r.Conditions.Set(pool.Name, ndpmcv1.ConditionMCOPresent, corev1.ConditionFalse, "AsExpected", "")
+		r.warned.Delete(pool.Name)
+		return false, nil
+	}
+	r.Conditions.Set(pool.Name, ndpmcv1.ConditionMCOPresent, corev1.ConditionTrue, mcoguard.Reason, v.Message)
+	if prev, _ := r.warned.Swap(pool.Name, v.Message); prev != v.Message {
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, mcoguard.Reason, "Rollout", "%s", v.Message)
+	}
+	return true, nil
 }
 
 func (r *RolloutReconciler) recheck() time.Duration {

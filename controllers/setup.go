@@ -24,7 +24,7 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
 		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
 		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},
-		"rollout":    &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller")},
+		"rollout":    &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds},
 		"poolstatus": &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":   &OperatorReconciler{Client: mgr.GetClient()},
 	} {

@@ -16,7 +16,8 @@ import (
 
 // The daemon's RBAC: its own Node (read, annotate, cordon), pods on it
 // (drain: list, evict, wait for them to go), DaemonSets (the drain checks
-// DaemonSet pods' owners), MachineConfigs (read plans) and its
+// DaemonSet pods' owners; the MCO's daemon, mcoguard), the ClusterOperator
+// machine-config (mcoguard), MachineConfigs (read plans) and its
 // MachineConfigNode (server-side apply creates it). No update of nodes
 // (cordon is a patch) and no delete of pods (the drain deletes only where
 // the API server has no eviction subresource, which no supported
@@ -27,6 +28,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get,resourceNames=machine-config
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;create;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes/status,verbs=patch

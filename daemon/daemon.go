@@ -23,6 +23,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // DefaultBootIDPath is where Linux tells the current boot's ID.
@@ -104,6 +105,15 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	if err := d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err != nil {
 		return 0, fmt.Errorf("reading node %s: %w", d.NodeName, err)
 	}
+	// Before anything else, a journaled update included: no step runs
+	// while the MCO manages the node.
+	down, err := d.standDown(ctx, &node)
+	if err != nil {
+		return 0, err
+	}
+	if down {
+		return mcoRecheck, nil
+	}
 	d.Status.load(ctx)
 	boot, err := d.bootID()
 	if err != nil {
@@ -136,6 +146,31 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 		return 0, d.settled(ctx, &node, cur, prev)
 	}
 	return d.start(ctx, &node, cur, desired, prev, boot)
+}
+
+// mcoRecheck is how often a daemon that stands down for the Machine Config
+// Operator looks again: nothing it watches (its own Node) tells when the
+// MCO goes.
+const mcoRecheck = time.Minute
+
+// standDown tells whether the Machine Config Operator manages this node
+// (mcoguard). Then the daemon does nothing: no plan step, no write to the
+// host, and no write to the node's annotations or MachineConfigNode, which
+// the MCO's daemon writes too. It says so in a Warning event on the Node
+// (once per message) and the log. A failed lookup is an error, retried:
+// the daemon does not act on a guess.
+func (d *Daemon) standDown(ctx context.Context, node *corev1.Node) (bool, error) {
+	o, err := mcoguard.Observe(ctx, d.Reader, node)
+	if err != nil {
+		return true, transient(fmt.Errorf("looking for the Machine Config Operator: %w", err))
+	}
+	v := mcoguard.Decide(o)
+	if !v.StandDown {
+		return false, nil
+	}
+	d.Log.Info("standing down", "reason", v.Message)
+	d.Status.event(node, corev1.EventTypeWarning, mcoguard.Reason, "StandDown", v.Message)
+	return true, nil
 }
 
 // currentConfig reads the config the host runs. A host without one (a new

@@ -120,6 +120,7 @@ func main() {
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retryPeriod,
 		Client:                        controllers.ClientOptions(),
+		Cache:                         controllers.CacheOptions(),
 		// The server reloads the files on change (certwatcher).
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: webhookPort, CertDir: certDir}),
 	})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,6 +92,11 @@ func run(info func(string, ...any), c config) error {
 		return err
 	}
 	if err := ndpmcv1.AddToScheme(s); err != nil {
+		return err
+	}
+	// The ClusterOperator machine-config tells the MCO manages the node
+	// (mcoguard).
+	if err := configv1.AddToScheme(s); err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

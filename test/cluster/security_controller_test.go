@@ -38,6 +38,7 @@ import (
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // ownerRefPlane is a second control plane whose API server, as
@@ -211,6 +212,30 @@ func TestSecurityBoundariesOfTheController(t *testing.T) {
 		{"changes the ndp-daemon DaemonSet", func(context.Context) error {
 			return rawPatch(ctl, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ndp-system", Name: "ndp-daemon"}}, merge, `{"spec":{"template":{"spec":{"containers":[{"name":"ndp-daemon","image":"evil"}]}}}}`)
 		}, byRBAC(`patch resource "daemonsets"`)},
+
+		// DaemonSets: only the MCO's daemon, which the rollout watches by
+		// name (mcoguard, controllers.CacheOptions).
+		{"lists and watches the MCO's DaemonSet by name", func(ctx context.Context) error {
+			sel := client.MatchingFields{"metadata.name": mcoguard.DaemonSetName}
+			if err := ctl.List(ctx, &appsv1.DaemonSetList{}, client.InNamespace(mcoguard.DaemonSetNamespace), sel); err != nil {
+				return err
+			}
+			w, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+			if err != nil {
+				return err
+			}
+			watch, err := w.Watch(ctx, &appsv1.DaemonSetList{}, client.InNamespace(mcoguard.DaemonSetNamespace), sel)
+			if err == nil {
+				watch.Stop()
+			}
+			return err
+		}, allowed},
+		{"reads the ndp-daemon DaemonSet", func(ctx context.Context) error {
+			return ctl.Get(ctx, client.ObjectKey{Namespace: "ndp-system", Name: "ndp-daemon"}, &appsv1.DaemonSet{})
+		}, byRBAC(`get resource "daemonsets"`)},
+		{"lists every DaemonSet", func(ctx context.Context) error {
+			return ctl.List(ctx, &appsv1.DaemonSetList{})
+		}, byRBAC(`list resource "daemonsets"`)},
 
 		// Leases beyond its own election.
 		{"writes a node's heartbeat Lease in kube-node-lease", func(ctx context.Context) error {

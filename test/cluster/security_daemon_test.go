@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,6 +20,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // The daemon's admission policies (manifests/admission/daemon-own-node.yaml).
@@ -245,6 +247,13 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		{"reads its DaemonSet (the drain checks DaemonSet pods' owners)", func(ctx context.Context) error {
 			return d.Get(ctx, client.ObjectKey{Namespace: "ndp-system", Name: "ndp-daemon"}, &appsv1.DaemonSet{})
 		}, allowed},
+		{"looks for the Machine Config Operator (its ClusterOperator and DaemonSet)", func(ctx context.Context) error {
+			_, err := mcoguard.Observe(ctx, d, nil)
+			return err
+		}, allowed},
+		{"reads another ClusterOperator", func(ctx context.Context) error {
+			return d.Get(ctx, client.ObjectKey{Name: "ndp"}, &configv1.ClusterOperator{})
+		}, byRBAC(`get resource "clusteroperators"`)},
 		{"evicts a pod on its node", func(ctx context.Context) error { return evict(ctx, d, webA) }, allowed},
 		{"evicts a pod on another node (residual: an Eviction names no node)", func(ctx context.Context) error { return evict(ctx, d, webB) }, allowed},
 		{"deletes a pod on its node", func(ctx context.Context) error { return d.Delete(ctx, victimA) }, byRBAC(`delete resource "pods"`)},

@@ -73,6 +73,7 @@ func startReplica() error {
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme.New(),
 		Client:                        controllers.ClientOptions(),
+		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		LeaderElection:                true,
 		LeaderElectionID:              controllers.LeaderElectionID,

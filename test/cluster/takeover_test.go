@@ -30,6 +30,7 @@ func takeoverReplica(t *testing.T) (manager.Manager, *policyset.ActivePolicies, 
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme.New(),
 		Client:                  controllers.ClientOptions(),
+		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		LeaderElection:          true,
 		LeaderElectionID:        "ndp-takeover-test",

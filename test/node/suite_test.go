@@ -113,6 +113,7 @@ func run(m *testing.M) int {
 	// rollout tests need the render, plan, rollout and status controllers.
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
+		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: fmt.Sprintf("127.0.0.1:%d", controllerMetricsPort)},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},

@@ -72,6 +72,12 @@ const (
 	// of some pool: nodepool.ConflictError). They get no update until an
 	// administrator fixes their labels or the selector.
 	ConditionUnmanagedNodes = "UnmanagedNodes"
+	// ConditionMCOPresent: the Machine Config Operator manages the
+	// cluster's nodes (its ClusterOperator machine-config or its daemon's
+	// DaemonSet exists). Both write the same node annotations, so ndp's
+	// rollout sends no node anywhere and its daemons execute nothing until
+	// one of the two is removed; the pool is Degraded meanwhile.
+	ConditionMCOPresent = "MCOPresent"
 )
 
 // PlanPendingReason is the reason of the MachineConfigNode condition
