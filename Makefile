@@ -173,6 +173,12 @@ OPENSHIFT_CRDS := \
 	operator/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigurations-Default.crd.yaml \
 	operator/v1alpha1/zz_generated.crd-manifests/0000_10_config-operator_01_imagecontentsourcepolicies.crd.yaml
 
+# CRDs the install manifests' overlays use but ndp neither owns nor ships: for the server-side dry-run of
+# the openshift overlay (test/cluster/install_test.go). SCCs from the pinned openshift/api; PrometheusRule from
+# the Prometheus Operator's module at PROMETHEUS_OPERATOR_VERSION (downloaded, not a dependency).
+PROMETHEUS_OPERATOR_VERSION ?= v0.85.0
+TEST_CRDS := test/cluster/testdata/crds
+
 ## generate: deepcopy functions and CRDs (manifests/crds/) for apis/ with controller-gen, and
 ## openshift/api's CRDs for the types ndp uses, copied from the pinned module
 generate: $(CONTROLLER_GEN)
@@ -182,6 +188,10 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) rbac:roleName=ndp-daemon paths=./daemon/... output:rbac:dir=manifests/rbac/daemon
 	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do install -m 0644 "$$dir/$$f" manifests/crds/openshift/$$(basename $$f); done
+	@mkdir -p $(TEST_CRDS); dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
+	install -m 0644 "$$dir/security/v1/zz_generated.crd-manifests/0000_03_config-operator_01_securitycontextconstraints.crd.yaml" $(TEST_CRDS)/
+	@dir=$$($(GO) mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	install -m 0644 "$$dir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" $(TEST_CRDS)/
 
 ## lint: gofmt and go vet
 lint: fmt vet
@@ -199,5 +209,5 @@ clean:
 
 ## verify: generated code and CRDs are what `make generate` writes
 verify: generate
-	@git diff --exit-code -- apis manifests/crds manifests/rbac || { echo "generated files are stale: run make generate"; exit 1; }
-	@test -z "$$(git status --porcelain -- apis manifests/crds manifests/rbac)" || { echo "make generate wrote files that are not committed"; git status --short; exit 1; }
+	@git diff --exit-code -- apis manifests/crds manifests/rbac $(TEST_CRDS) || { echo "generated files are stale: run make generate"; exit 1; }
+	@test -z "$$(git status --porcelain -- apis manifests/crds manifests/rbac $(TEST_CRDS))" || { echo "make generate wrote files that are not committed"; git status --short; exit 1; }

@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The install manifests, as kustomize renders them (kubectl's built-in),
+// pass a server-side dry-run: the base on any cluster, the openshift
+// overlay with the CRDs OpenShift has (SecurityContextConstraints from
+// openshift/api, PrometheusRule from the Prometheus Operator; copied by
+// make generate into testdata/crds).
+func TestInstallManifestsDryRun(t *testing.T) {
+	ensureNamespace(t, "ndp-system") // a dry-run does not create the namespace its objects go in
+	if out, err := kubectl(t, "apply", "-f", "testdata/crds"); err != nil {
+		t.Fatalf("installing the overlay's CRDs: %v\n%s", err, out)
+	}
+	if out, err := kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/securitycontextconstraints.security.openshift.io", "crd/prometheusrules.monitoring.coreos.com"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		dir string
+		// Objects the rendering must hold, and strings it must (not) contain.
+		want, wantText, notText []string
+	}{{
+		dir: "../../manifests",
+		want: []string{"deployment.apps/ndp-controller", "daemonset.apps/ndp-daemon", "validatingwebhookconfiguration.admissionregistration.k8s.io/ndp-webhook-shipped",
+			"validatingadmissionpolicy.admissionregistration.k8s.io/ndp-daemon-own-node", "customresourcedefinition.apiextensions.k8s.io/nodedisruptionpolicies.ndp.dev",
+			"clusterrole.rbac.authorization.k8s.io/ndp-daemon", "service/ndp-webhook", "namespace/ndp-system"},
+		wantText: []string{"image: ghcr.io/ndp-dev/ndp:latest", "command:\n        - /ndp-controller", "command:\n        - /ndp-daemon"},
+		notText:  []string{"PrometheusRule", "security.openshift.io", "service.beta.openshift.io"},
+	}, {
+		dir: "../../overlays/openshift",
+		want: []string{"prometheusrule.monitoring.coreos.com/ndp", "clusterrole.rbac.authorization.k8s.io/ndp-daemon-scc", "rolebinding.rbac.authorization.k8s.io/ndp-daemon-scc",
+			"deployment.apps/ndp-controller", "daemonset.apps/ndp-daemon", "validatingwebhookconfiguration.admissionregistration.k8s.io/ndp-webhook-shipped"},
+		wantText: []string{"openshift.io/required-scc: privileged", "openshift.io/required-scc: restricted-v2",
+			"service.beta.openshift.io/serving-cert-secret-name: ndp-webhook-cert", `service.beta.openshift.io/inject-cabundle: "true"`,
+			"resourceNames:\n  - privileged"},
+	}} {
+		t.Run(strings.TrimPrefix(tc.dir, "../../"), func(t *testing.T) {
+			rendered, err := kubectl(t, "kustomize", tc.dir)
+			if err != nil {
+				t.Fatalf("kubectl kustomize %s: %v\n%s", tc.dir, err, rendered)
+			}
+			for _, s := range tc.wantText {
+				if !strings.Contains(rendered, s) {
+					t.Errorf("kubectl kustomize %s: no %q", tc.dir, s)
+				}
+			}
+			for _, s := range tc.notText {
+				if strings.Contains(rendered, s) {
+					t.Errorf("kubectl kustomize %s: %q, which only the openshift overlay may add", tc.dir, s)
+				}
+			}
+			// The webhook configuration is installed already (by envtest,
+			// pointed at this process): check the shipped one under another name.
+			renamed := strings.Replace(rendered, "  name: ndp-webhook\nwebhooks:", "  name: ndp-webhook-shipped\nwebhooks:", 1)
+			if renamed == rendered {
+				t.Fatalf("kubectl kustomize %s: no ValidatingWebhookConfiguration ndp-webhook", tc.dir)
+			}
+			rendered = renamed
+			var out string
+			// The CRDs just installed may take a moment to be served.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				out, err = kubectlFile(t, rendered, "apply", "--dry-run=server")
+				if err == nil || time.Now().After(deadline) || !strings.Contains(out, "no matches for kind") {
+					break
+				}
+				time.Sleep(time.Second)
+			}
+			if err != nil {
+				t.Fatalf("kubectl apply --dry-run=server of %s: %v\n%s", tc.dir, err, out)
+			}
+			for _, obj := range tc.want {
+				if !strings.Contains(out, obj+" ") {
+					t.Errorf("the dry-run of %s does not show %s:\n%s", tc.dir, obj, out)
+				}
+			}
+			if n := strings.Count(out, "(server dry run)"); n != strings.Count(rendered, "\nkind: ")+boolInt(strings.HasPrefix(rendered, "kind: ")) {
+				t.Errorf("the dry-run of %s answered for %d objects, the rendering has %d:\n%s", tc.dir, n, strings.Count(rendered, "\nkind: "), out)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
