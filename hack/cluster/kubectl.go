@@ -24,6 +24,9 @@ func (c *cluster) kubectlMust(args ...string) (string, error) {
 	fmt.Printf("$ kubectl %s\n", shellQuote(args))
 	out, err := c.kubectlQuiet(args...)
 	fmt.Print(out)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		fmt.Println()
+	}
 	if err != nil {
 		return out, fmt.Errorf("kubectl %s: %w", shellQuote(args), err)
 	}
@@ -37,13 +40,17 @@ func (c *cluster) kubectlQuiet(args ...string) (string, error) {
 // kubectlAs runs kubectl as the admin, or with a bearer token if token is
 // set (the admin kubeconfig then only gives the server and its CA).
 func (c *cluster) kubectlAs(token string, args ...string) (string, error) {
-	argv := append(c.s.nsenter(false), c.bin("kubectl"), "--kubeconfig", c.s.admin)
+	// The admin kubeconfig comes from KUBECONFIG: kubectl takes no flag
+	// before a plugin's name (kubectl ndp ...).
+	argv := append(c.s.nsenter(false), c.bin("kubectl"))
 	if token != "" {
 		argv = append(argv, "--token", token)
 	}
 	argv = append(argv, args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=" + c.bin("") + ":/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + c.s.work}
+	// bin/ on PATH for the ndp plugin (kubectl ndp), which reads KUBECONFIG:
+	// kubectl passes plugins none of its flags.
+	cmd.Env = []string{"PATH=" + c.bin("") + ":/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + c.s.work, "KUBECONFIG=" + c.s.admin}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

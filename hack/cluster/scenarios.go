@@ -99,6 +99,17 @@ func (c *cluster) scenarios(ctx context.Context) error {
 // Deployment whose PodDisruptionBudget the real disruption controller
 // maintains.
 func (c *cluster) drainScenario(ctx context.Context, current string) error {
+	step("A second Node object (no kubelet): ndp, like the MCO, never drains a single-node cluster")
+	fmt.Println("# absent-node stays NotReady and outside every pool; it only makes this a cluster of two nodes,")
+	fmt.Println("# where a node's drain has somewhere to send pods to (here: nowhere Ready, so they wait for the uncordon).")
+	other := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"absent-node"}}`
+	if err := os.WriteFile(c.s.path("absent-node.json"), []byte(other), 0o644); err != nil {
+		return err
+	}
+	if _, err := c.kubectlMust("create", "-f", c.s.path("absent-node.json")); err != nil {
+		return err
+	}
+
 	step("A workload: a Deployment of 2 (the pause image, by digest) and a PodDisruptionBudget (minAvailable 1)")
 	workload := fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -224,35 +235,28 @@ func (c *cluster) tokenScenario(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pattern := c.s.path("kubelet", "root", "pods", uid, "volumes", "kubernetes.io~projected", "*", "token")
-	argv := append(c.s.nsenter(true), "sh", "-c", "cat "+pattern)
-	raw, err := exec.Command(argv[0], argv[1:]...).Output()
+	// The token the kubelet projected into the pod (a tmpfs the kubelet
+	// mounted in the node's mount namespace).
+	dir := c.s.path("kubelet", "root", "pods", uid, "volumes", "kubernetes.io~projected")
+	argv := append(c.s.nsenter(true), "sh", "-c", "cat "+dir+"/*/token")
+	raw, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	out := string(raw)
 	if err != nil || len(out) < 100 {
-		return fmt.Errorf("reading the daemon pod's token (%s): %v", pattern, err)
+		ls, _ := exec.Command(argv[0], append(argv[1:3], "ls", "-laR", filepath.Dir(dir))...).CombinedOutput()
+		return fmt.Errorf("reading the daemon pod's token in %s: %v %s\n%s", dir, err, out, ls)
 	}
 	token := strings.TrimSpace(out)
 	who, _ := c.kubectlAs(token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/node-name}")
 	fmt.Printf("the token is %s\n", who)
-	other := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"other-node"}}`
-	if err := os.WriteFile(c.s.path("other-node.json"), []byte(other), 0o644); err != nil {
-		return err
-	}
-	if _, err := c.kubectlMust("create", "-f", c.s.path("other-node.json")); err != nil {
-		return err
-	}
 	patch := `{"metadata":{"annotations":{"machineconfiguration.openshift.io/reason":""}}}`
 	own, ownErr := c.kubectlAs(token, "patch", "node", nodeName, "--dry-run=server", "--type=merge", "-p", patch)
 	fmt.Printf("$ kubectl --token <daemon pod's> patch node %s --dry-run=server ...\n%s", nodeName, own)
-	theirs, theirErr := c.kubectlAs(token, "patch", "node", "other-node", "--dry-run=server", "--type=merge", "-p", patch)
-	fmt.Printf("$ kubectl --token <daemon pod's> patch node other-node --dry-run=server ...\n%s", theirs)
-	if _, err := c.kubectlMust("delete", "node", "other-node"); err != nil {
-		return err
-	}
+	theirs, theirErr := c.kubectlAs(token, "patch", "node", "absent-node", "--dry-run=server", "--type=merge", "-p", patch)
+	fmt.Printf("$ kubectl --token <daemon pod's> patch node absent-node --dry-run=server ...\n%s", theirs)
 	if ownErr != nil || theirErr == nil || !strings.Contains(theirs, "may only change its own Node") {
 		return fmt.Errorf("the daemon's token: own node (%v) must be allowed and another refused by the policy (%v)", ownErr, theirErr)
 	}
-	c.summary = append(c.summary, "admission: the daemon pod's own token may patch "+nodeName+" and not other-node")
+	c.summary = append(c.summary, "admission: the daemon pod's own token may patch "+nodeName+" and not absent-node")
 	return nil
 }
 
@@ -279,14 +283,13 @@ func (c *cluster) leader(ctx context.Context, not string) (string, error) {
 func (c *cluster) waitTargetSources(ctx context.Context, old string, n int) (string, error) {
 	var target string
 	err := poll(ctx, 2*time.Minute, fmt.Sprintf("a rendering of %d MachineConfigs", n), func() (bool, error) {
-		out, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", `jsonpath={.spec.configuration.name} {len(.spec.configuration.source)}`)
+		out, err := c.kubectlQuiet("get", "mcp", "worker", "-o", `jsonpath={.spec.configuration.name} {range .spec.configuration.source[*]}{.name} {end}`)
 		f := strings.Fields(out)
-		if len(f) == 0 || f[0] == old {
+		if err != nil || len(f) == 0 || f[0] == old {
 			return false, nil
 		}
-		srcs, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", `jsonpath={range .spec.configuration.source[*]}{.name} {end}`)
 		target = f[0]
-		return len(strings.Fields(srcs)) == n, nil
+		return len(f)-1 == n, nil
 	})
 	return target, err
 }
