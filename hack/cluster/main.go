@@ -153,7 +153,7 @@ func (c *cluster) run(ctx context.Context) error {
 	for _, l := range c.summary {
 		fmt.Println(l)
 	}
-	fmt.Printf("\nwhole run %s (up and down included)\n", time.Since(c.start).Round(time.Second))
+	fmt.Printf("\nfrom nothing to here: %s\n", time.Since(c.start).Round(time.Second))
 	if c.keep {
 		fmt.Printf("\nkept running: kubectl with\n  %s %s --kubeconfig %s ...\nstop it by killing this run's processes (work directory %s)\n",
 			strings.Join(s.nsenter(false), " "), c.bin("kubectl"), s.admin, work)

@@ -102,6 +102,7 @@ func (c *cluster) drainScenario(ctx context.Context, current string) error {
 	step("A second Node object (no kubelet): ndp, like the MCO, never drains a single-node cluster")
 	fmt.Println("# absent-node stays NotReady and outside every pool; it only makes this a cluster of two nodes,")
 	fmt.Println("# where a node's drain has somewhere to send pods to (here: nowhere Ready, so they wait for the uncordon).")
+	fmt.Println("# The DaemonSet's pod for it stays Pending: no kubelet runs it.")
 	other := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"absent-node"}}`
 	if err := os.WriteFile(c.s.path("absent-node.json"), []byte(other), 0o644); err != nil {
 		return err
@@ -189,7 +190,7 @@ spec:
 	}
 	c.kubectl("get", "pods", "-o", "wide")
 	step("The reboot, played: a new boot ID, and the daemon's pod killed (a reboot would); its new pod resumes from the journal")
-	oldPod, err := c.kubectlMust("-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "-o", "jsonpath={.items[0].metadata.name}")
+	oldPod, err := c.kubectlMust("-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "--field-selector", "spec.nodeName="+nodeName, "-o", "jsonpath={.items[0].metadata.name}")
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ spec:
 // projected token, read from the volume the kubelet mounted.
 func (c *cluster) tokenScenario(ctx context.Context) error {
 	step("The daemon's admission policies, with the daemon pod's own projected token")
-	uid, err := c.kubectlMust("-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "-o", "jsonpath={.items[0].metadata.uid}")
+	uid, err := c.kubectlMust("-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "--field-selector", "spec.nodeName="+nodeName, "-o", "jsonpath={.items[0].metadata.uid}")
 	if err != nil {
 		return err
 	}
