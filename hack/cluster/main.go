@@ -80,7 +80,7 @@ func (c *cluster) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.s = &stack{work: work, bin: filepath.Join(c.root, "bin"), node: nodeName, cgroup: filepath.Base(work)}
+	c.s = &stack{work: work, cgroup: filepath.Base(work)}
 	s := c.s
 
 	step("Namespaces: the node's network (%s on a veth, pods %s) and a private mount namespace", nodeIP, podCIDR)

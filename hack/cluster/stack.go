@@ -33,7 +33,7 @@ const (
 // /var/log and ip_forward stay untouched, and nothing it starts can send a
 // packet anywhere but to itself.
 type stack struct {
-	work, bin, node string
+	work string
 	// cgroup is the name of the cgroup, in every hierarchy, that the
 	// kubelet puts pods under (its cgroupRoot).
 	cgroup string

@@ -293,19 +293,24 @@ func TestPolicyWebhookValidatesSpecChangesOnly(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil {
 		t.Fatal(err)
 	}
+	// Merge patches, without the resourceVersion: the policy controller
+	// writes the status meanwhile, and an Update would race it.
+	base := bad.DeepCopy()
 	bad.Labels = map[string]string{"team": "infra"}
-	if err := k8s.Update(ctx, bad); err != nil {
+	if err := k8s.Patch(ctx, bad, client.MergeFrom(base)); err != nil {
 		t.Errorf("a label change was refused: %v", err)
 	}
+	base = bad.DeepCopy()
 	bad.Spec.Rego = "package ndp.policy.wh_unchecked\n\ny := := 2\n"
-	if err := k8s.Update(ctx, bad); err == nil || !strings.Contains(err.Error(), `NodeDisruptionPolicy "wh-unchecked" spec.rego:3:`) {
+	if err := k8s.Patch(ctx, bad, client.MergeFrom(base)); err == nil || !strings.Contains(err.Error(), `NodeDisruptionPolicy "wh-unchecked" spec.rego:3:`) {
 		t.Errorf("a broken spec edit: %v", err)
 	}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil {
 		t.Fatal(err)
 	}
+	base = bad.DeepCopy()
 	bad.Spec.Rego = "package ndp.policy.wh_unchecked\n\nclaims := set()\n"
-	if err := k8s.Update(ctx, bad); err != nil {
+	if err := k8s.Patch(ctx, bad, client.MergeFrom(base)); err != nil {
 		t.Errorf("the fix was refused: %v", err)
 	}
 	waitCondition(t, "wh-unchecked", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
