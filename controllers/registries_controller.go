@@ -8,6 +8,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +58,8 @@ func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.ImageDigestMirrorSet{}, allPools).
 		Watches(&configv1.ImageTagMirrorSet{}, allPools).
 		Watches(&operatorv1alpha1.ImageContentSourcePolicy{}, allPools).
+		Watches(&configv1.ClusterOperator{}, allPools, mcoObjects).
+		Watches(&appsv1.DaemonSet{}, allPools, mcoObjects).
 		Complete(r)
 }
 
@@ -65,6 +68,12 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	var pool mcfgv1.MachineConfigPool
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// The MCO's container runtime config controller writes the same
+	// 99-<pool>-generated-registries: where it manages the nodes, write
+	// nothing (the rollout reports MCOPresent).
+	if v, err := mcoVerdict(ctx, r.Client); err != nil || v.StandDown {
+		return reconcile.Result{}, err
 	}
 	var idms configv1.ImageDigestMirrorSetList
 	var itms configv1.ImageTagMirrorSetList

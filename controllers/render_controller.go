@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,6 +60,8 @@ func (r *RenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("render").
 		For(&mcfgv1.MachineConfigPool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&ndpmcv1.MachineConfig{}, allPools, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&configv1.ClusterOperator{}, allPools, mcoObjects).
+		Watches(&appsv1.DaemonSet{}, allPools, mcoObjects).
 		Complete(r)
 }
 
@@ -66,6 +70,11 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	var pool mcfgv1.MachineConfigPool
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// Where the MCO manages the nodes, its render controller owns the
+	// pool's target: write nothing (the rollout reports MCOPresent).
+	if v, err := mcoVerdict(ctx, r.Client); err != nil || v.StandDown {
+		return reconcile.Result{}, err
 	}
 	mcs, err := render.NewPoolView(r.Client, &pool).Sources(ctx)
 	var selErr *render.SelectorError

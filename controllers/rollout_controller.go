@@ -71,6 +71,18 @@ var mcoObjects = builder.WithPredicates(predicate.NewPredicateFuncs(func(o clien
 	return false
 }))
 
+// mcoVerdict tells whether the Machine Config Operator manages the
+// cluster's nodes. The render, registries and rollout controllers all
+// stand down on it: the MCO writes the same rendered configs, the same
+// 99-<pool>-generated-registries and the same pool and node fields.
+func mcoVerdict(ctx context.Context, r client.Reader) (mcoguard.Verdict, error) {
+	o, err := mcoguard.Observe(ctx, r, nil)
+	if err != nil {
+		return mcoguard.Verdict{}, err
+	}
+	return mcoguard.Decide(o), nil
+}
+
 // SetupWithManager reconciles every pool when nodes or MachineConfigs
 // (their plans) change, or the MCO's ClusterOperator or daemon comes or
 // goes.
@@ -191,11 +203,10 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 // nodes' desiredConfig. Read from the cache at every reconcile; a failed
 // read is retried, never taken for an absence.
 func (r *RolloutReconciler) standDown(ctx context.Context, pool *mcfgv1.MachineConfigPool) (bool, error) {
-	o, err := mcoguard.Observe(ctx, r.Client, nil)
+	v, err := mcoVerdict(ctx, r.Client)
 	if err != nil {
 		return true, err
 	}
-	v := mcoguard.Decide(o)
 	if !v.StandDown {
 		r.Conditions.Set(pool.Name, ndpmcv1.ConditionMCOPresent, corev1.ConditionFalse, "AsExpected", "")
 		r.warned.Delete(pool.Name)

@@ -1,9 +1,11 @@
 // Package mcoguard tells whether the Machine Config Operator manages the
 // cluster's nodes. ndp replaces the MCO's render, node and daemon roles,
-// and both write the same node annotations (currentConfig, desiredConfig,
-// state): where the MCO is present, ndp's rollout and daemon must stand
-// down. Decide is the decision, from what Observe found; what standing
-// down means is the rollout controller's and the daemon's.
+// and both write the same objects (rendered configs, the pools' targets,
+// 99-<pool>-generated-registries, the node annotations currentConfig,
+// desiredConfig and state): where the MCO is present, ndp's render,
+// registries and rollout controllers and its daemon must stand down.
+// Decide is the decision, from what Observe found; what standing down
+// means is each of theirs.
 package mcoguard
 
 import (
@@ -73,7 +75,7 @@ func Decide(o Observed) Verdict {
 	}
 	v.StandDown = o.ClusterOperator || (o.DaemonSet && !o.DaemonSetSkipsNode)
 	if v.StandDown {
-		v.Message = fmt.Sprintf("the Machine Config Operator manages this cluster (%s): ndp's rollout and daemon stand down; remove one of the two",
+		v.Message = fmt.Sprintf("the Machine Config Operator manages this cluster (%s): ndp stands down (it renders no configuration and writes no node); remove one of the two",
 			strings.Join(v.Found, ", "))
 	}
 	return v

@@ -52,7 +52,7 @@ func TestDecide(t *testing.T) {
 			case !tc.standDown && v.Message != "":
 				t.Errorf("Message = %q, want none", v.Message)
 			case tc.standDown:
-				want := "the Machine Config Operator manages this cluster (" + strings.Join(tc.found, ", ") + "): ndp's rollout and daemon stand down; remove one of the two"
+				want := "the Machine Config Operator manages this cluster (" + strings.Join(tc.found, ", ") + "): ndp stands down (it renders no configuration and writes no node); remove one of the two"
 				if v.Message != want {
 					t.Errorf("Message = %q, want %q", v.Message, want)
 				}

@@ -11,6 +11,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,24 +35,38 @@ func mcoDaemonSet() *appsv1.DaemonSet {
 }
 
 // While the Machine Config Operator is present — its ClusterOperator, its
-// daemon's DaemonSet, or both — the rollout sends no node to a new target
-// and taints none, and the pool says MCOPresent, naming what is there, and
-// is Degraded; once both are gone, the rollout proceeds.
-func TestRolloutStandsDownWhileTheMCOIsPresent(t *testing.T) {
+// daemon's DaemonSet, or both — ndp writes what the MCO writes nowhere:
+// the rollout sends no node to a new target and taints none, the render
+// controller makes no new target, the registries controller does not
+// recreate its MachineConfig; the pool says MCOPresent, naming what is
+// there, and is Degraded. Once both are gone, all three proceed.
+func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 	ctx := context.Background()
 	const pool = "mcoguard"
 	from := previewPool(t, pool, 2)
 	nodes := []string{pool + "-a", pool + "-b"}
-	for _, n := range nodes {
-		var nd corev1.Node
-		if err := k8s.Get(ctx, client.ObjectKey{Name: n}, &nd); err != nil {
-			t.Fatal(err)
-		}
-		base := nd.DeepCopy()
-		nd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if err := k8s.Status().Patch(ctx, &nd, client.MergeFrom(base)); err != nil {
-			t.Fatal(err)
+
+	// A new target, planned, while the nodes are not Ready yet (so that
+	// the rollout, with both unavailable, sends none before the MCO is
+	// there).
+	create(t, sourceMC("50-"+pool+"-chrony", pool).WithFile("/etc/chrony.conf", "pool ntp.example.com").Build())
+	to := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
+	waitMachineConfig(t, to, func(mc *ndpmcv1.MachineConfig) bool {
+		return meta.IsStatusConditionTrue(mc.Status.Conditions, ndpmcv1.ConditionPlanReady) && mc.Status.PlanFrom(from) != nil
+	})
+	markReady := func() {
+		t.Helper()
+		for _, n := range nodes {
+			var nd corev1.Node
+			if err := k8s.Get(ctx, client.ObjectKey{Name: n}, &nd); err != nil {
+				t.Fatal(err)
+			}
+			base := nd.DeepCopy()
+			nd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			if err := k8s.Status().Patch(ctx, &nd, client.MergeFrom(base)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	mcoPresent := func(status corev1.ConditionStatus, names ...string) {
@@ -76,7 +91,7 @@ func TestRolloutStandsDownWhileTheMCOIsPresent(t *testing.T) {
 			if status == corev1.ConditionFalse {
 				return !strings.Contains(degraded.Message, "MCOPresent"), fmt.Sprintf("%+v", p.Status.Conditions)
 			}
-			want := "the Machine Config Operator manages this cluster (" + strings.Join(names, ", ") + "): ndp's rollout and daemon stand down; remove one of the two"
+			want := "the Machine Config Operator manages this cluster (" + strings.Join(names, ", ") + "): ndp stands down (it renders no configuration and writes no node); remove one of the two"
 			return c.Reason == mcoguard.Reason && c.Message == want && degraded.Status == corev1.ConditionTrue && strings.Contains(degraded.Message, "MCOPresent: "+want),
 				fmt.Sprintf("%+v", p.Status.Conditions)
 		})
@@ -98,14 +113,32 @@ func TestRolloutStandsDownWhileTheMCOIsPresent(t *testing.T) {
 		}
 		return out
 	}
-	// holds checks for a while that the rollout leaves the nodes alone: it
-	// acts within a reconcile of a plan being ready, which came first.
-	holds := func(target string, d time.Duration) {
+	// target is the pool's target, and registries whether its generated
+	// registries MachineConfig exists.
+	target := func() (string, bool) {
 		t.Helper()
-		want := fmt.Sprintf("[%s-a sent false, tainted false %s-b sent false, tainted false]", pool, pool)
+		var p mcfgv1.MachineConfigPool
+		if err := k8s.Get(ctx, client.ObjectKey{Name: pool}, &p); err != nil {
+			t.Fatal(err)
+		}
+		err := k8s.Get(ctx, client.ObjectKey{Name: "99-" + pool + "-generated-registries"}, &ndpmcv1.MachineConfig{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return p.Spec.Configuration.Name, err == nil
+	}
+	// holds checks for a while that ndp leaves the pool and its nodes
+	// alone: each controller acts within a reconcile of what woke it,
+	// which came first.
+	var want string // the nodes as the MCO's arrival found them, none sent
+	holds := func(d time.Duration) {
+		t.Helper()
 		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got := fmt.Sprint(sent(target)); got != want {
+			if got := fmt.Sprint(sent(to)); got != want {
 				t.Fatalf("the MCO is present, yet the rollout wrote the nodes: %s", got)
+			}
+			if got, reg := target(); got != to || reg {
+				t.Fatalf("the MCO is present, yet ndp rendered: target %s (want %s), registries MachineConfig recreated %t", got, to, reg)
 			}
 		}
 	}
@@ -114,32 +147,43 @@ func TestRolloutStandsDownWhileTheMCOIsPresent(t *testing.T) {
 	create(t, co)
 	mcoPresent(corev1.ConditionTrue, "ClusterOperator machine-config")
 	waitEvent(t, pool, mcoguard.Reason)
+	// The rollout may have tainted the nodes waiting for the new target
+	// before the MCO came; it then neither adds nor removes a taint.
+	want = fmt.Sprint(sent(to))
+	if strings.Contains(want, "sent true") {
+		t.Fatalf("a node was sent while none was ready: %s", want)
+	}
 	ensureNamespace(t, mcoguard.DaemonSetNamespace)
 	ds := mcoDaemonSet()
 	create(t, ds)
 	mcoPresent(corev1.ConditionTrue, "ClusterOperator machine-config", "DaemonSet openshift-machine-config-operator/machine-config-daemon")
 
-	// A new target, planned: the rollout would send one node and taint
-	// the other.
-	create(t, sourceMC("50-"+pool+"-chrony", pool).WithFile("/etc/chrony.conf", "pool ntp.example.com").Build())
-	to := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
-	waitMachineConfig(t, to, func(mc *ndpmcv1.MachineConfig) bool {
-		return meta.IsStatusConditionTrue(mc.Status.Conditions, ndpmcv1.ConditionPlanReady) && mc.Status.PlanFrom(from) != nil
-	})
-	holds(to, 5*time.Second)
+	// The nodes Ready: the rollout would send one and taint the other. A
+	// new MachineConfig: the render controller would make a new target.
+	// The registries MachineConfig deleted: its controller would
+	// recreate it.
+	markReady()
+	create(t, sourceMC("60-"+pool+"-app", pool).WithFile("/etc/app.conf", "v1").Build())
+	if err := k8s.Delete(ctx, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-" + pool + "-generated-registries"}}); err != nil {
+		t.Fatal(err)
+	}
+	holds(5 * time.Second)
 
-	// The DaemonSet alone still stands the rollout down.
+	// The DaemonSet alone still stands ndp down.
 	if err := k8s.Delete(ctx, co); err != nil {
 		t.Fatal(err)
 	}
 	mcoPresent(corev1.ConditionTrue, "DaemonSet openshift-machine-config-operator/machine-config-daemon")
-	holds(to, 3*time.Second)
+	holds(3 * time.Second)
 
-	// Both gone: one node is sent (maxUnavailable 1), the other tainted.
+	// Both gone: the registries MachineConfig is back, a target of all
+	// four MachineConfigs rendered and planned, one node sent to it
+	// (maxUnavailable 1), the other tainted.
 	if err := k8s.Delete(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
 	mcoPresent(corev1.ConditionFalse)
+	to = waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 4 }).Spec.Configuration.Name
 	testkit.Eventually(t, "the rollout proceeds", func() (bool, string) {
 		got := sent(to)
 		return strings.Count(fmt.Sprint(got), "sent true, tainted false") == 1 && strings.Count(fmt.Sprint(got), "sent false, tainted true") == 1, fmt.Sprint(got)
