@@ -42,6 +42,8 @@ type cluster struct {
 	keep                       bool
 	start                      time.Time
 	summary                    []string
+	// seenEvents holds the uids of the events waitEvent returned.
+	seenEvents map[string]bool
 }
 
 func main() {

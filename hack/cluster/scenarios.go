@@ -181,6 +181,26 @@ spec:
 	}
 	blockedFor = time.Since(held)
 
+	step("The daemon's pod deleted mid-drain: the DaemonSet's new pod resumes from the journal at the drain")
+	if err := c.deleteDaemonPod(ctx); err != nil {
+		return err
+	}
+	resumed, err := c.waitEvent(ctx, "Resumed", "at step drain")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("event: %s\n", resumed)
+	if err := poll(ctx, 2*time.Minute, "the new pod's drain to be refused by the budget again", func() (bool, error) {
+		logs, _ := c.kubectlQuiet("-n", "ndp-system", "logs", "-l", "app.kubernetes.io/name=ndp-daemon", "--tail=200")
+		return strings.Contains(logs, "disruption budget"), nil
+	}); err != nil {
+		return err
+	}
+	if cordoned, _ := c.kubectlQuiet("get", "node", nodeName, "-o", "jsonpath={.spec.unschedulable}"); cordoned != "true" || c.count("reboots", "") != 0 {
+		return fmt.Errorf("after the daemon's pod was replaced mid-drain: cordoned %q (want true), %d reboots (want 0)", cordoned, c.count("reboots", ""))
+	}
+	c.summary = append(c.summary, "daemon pod deleted mid-drain: "+resumed)
+
 	step("The budget allows it (minAvailable 0): the drain completes, the reboot is recorded")
 	if _, err := c.kubectlMust("patch", "pdb", "web", "--type=merge", "-p", `{"spec":{"minAvailable":0}}`); err != nil {
 		return err
@@ -190,16 +210,15 @@ spec:
 	}
 	c.kubectl("get", "pods", "-o", "wide")
 	step("The reboot, played: a new boot ID, and the daemon's pod killed (a reboot would); its new pod resumes from the journal")
-	oldPod, err := c.kubectlMust("-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "--field-selector", "spec.nodeName="+nodeName, "-o", "jsonpath={.items[0].metadata.name}")
-	if err != nil {
-		return err
-	}
 	oldBoot, _ := os.ReadFile(filepath.Join(c.host, "boot_id"))
 	newBoot := newBootID()
 	if err := os.WriteFile(filepath.Join(c.host, "boot_id"), []byte(newBoot+"\n"), 0o644); err != nil {
 		return err
 	}
-	if _, err := c.kubectlMust("-n", "ndp-system", "delete", "pod", oldPod, "--grace-period=0", "--force", "--wait=false"); err != nil {
+	if err := c.deleteDaemonPod(ctx); err != nil {
+		return err
+	}
+	if _, err := c.waitEvent(ctx, "Resumed", "after a reboot"); err != nil {
 		return err
 	}
 	if err := c.waitNodeDone(ctx, target, 4*time.Minute); err != nil {
@@ -259,6 +278,50 @@ func (c *cluster) tokenScenario(ctx context.Context) error {
 	}
 	c.summary = append(c.summary, "admission: the daemon pod's own token may patch "+nodeName+" and not absent-node")
 	return nil
+}
+
+// deleteDaemonPod deletes the daemon's pod on the node at once (as a crash
+// or a reboot would end it) and waits for the DaemonSet's next pod there.
+func (c *cluster) deleteDaemonPod(ctx context.Context) error {
+	get := []string{"-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "--field-selector", "spec.nodeName=" + nodeName}
+	old, err := c.kubectlMust(append(get, "-o", "jsonpath={.items[0].metadata.name}")...)
+	if err != nil {
+		return err
+	}
+	if _, err := c.kubectlMust("-n", "ndp-system", "delete", "pod", old, "--grace-period=0", "--force", "--wait=false"); err != nil {
+		return err
+	}
+	return poll(ctx, 2*time.Minute, "the DaemonSet's new pod on "+nodeName, func() (bool, error) {
+		out, _ := c.kubectlQuiet(append(get, "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}`)...)
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] != old && f[1] == "Running" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// waitEvent waits for an event of the node with reason whose message holds
+// substr and was not seen by an earlier call, and returns its message.
+func (c *cluster) waitEvent(ctx context.Context, reason, substr string) (string, error) {
+	var msg string
+	err := poll(ctx, 2*time.Minute, fmt.Sprintf("a %s event (%q) on %s", reason, substr, nodeName), func() (bool, error) {
+		out, _ := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+nodeName+",reason="+reason,
+			"-o", `jsonpath={range .items[*]}{.metadata.uid} {.message}{"\n"}{end}`)
+		for _, l := range strings.Split(out, "\n") {
+			uid, m, _ := strings.Cut(l, " ")
+			if strings.Contains(m, substr) && !c.seenEvents[uid] {
+				if c.seenEvents == nil {
+					c.seenEvents = map[string]bool{}
+				}
+				c.seenEvents[uid], msg = true, m
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return msg, err
 }
 
 // leader waits for the controller's leader election lease to be held by a
