@@ -74,9 +74,10 @@ const (
 	ConditionUnmanagedNodes = "UnmanagedNodes"
 	// ConditionMCOPresent: the Machine Config Operator manages the
 	// cluster's nodes (its ClusterOperator machine-config or its daemon's
-	// DaemonSet exists). Both write the same node annotations, so ndp's
-	// rollout sends no node anywhere and its daemons execute nothing until
-	// one of the two is removed; the pool is Degraded meanwhile.
+	// DaemonSet exists). Both write the same rendered configs, pool targets
+	// and node annotations, so ndp renders nothing, its rollout sends no
+	// node anywhere and its daemons execute nothing until one of the two is
+	// removed; the pool is Degraded meanwhile.
 	ConditionMCOPresent = "MCOPresent"
 )
 
