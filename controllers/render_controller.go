@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -84,6 +86,13 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if !generatedReady(pool.Name, mcNames(mcs), r.registriesWithheld(&pool)) {
+		// The registries controller writes this pool's generated config
+		// within moments (its creation wakes this controller); a target
+		// rendered without it would move every node adopted meanwhile
+		// through one more update, a reboot under the default policies.
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
 	sources := make([]render.Source, 0, len(mcs))
 	refs := make([]corev1.ObjectReference, 0, len(mcs)) // sorted by name, as the sources
 	for _, mc := range mcs {
@@ -142,6 +151,39 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "Rendered", "Render", "target configuration %s (was %q) from %d MachineConfigs", rendered.Name, old, len(refs))
 	}
 	return reconcile.Result{}, r.setRenderCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", "rendered "+rendered.Name)
+}
+
+// generatedReady tells whether a pool's MachineConfigs (names) can be
+// rendered: they hold the pool's generated registries config, or the
+// registries controller withholds it (invalid image-mirror objects and no
+// earlier config to keep: RegistriesDegraded says so).
+func generatedReady(pool string, names []string, registriesWithheld bool) bool {
+	return registriesWithheld || slices.Contains(names, render.GeneratedRegistriesName(pool))
+}
+
+// registriesWithheld: the pool's RegistriesDegraded is True, as the
+// registries controller reported it since this process started or, before
+// that, as the pool's status has it.
+func (r *RenderReconciler) registriesWithheld(pool *mcfgv1.MachineConfigPool) bool {
+	if r.Conditions != nil {
+		if c, ok := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRegistriesDegraded]; ok {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, c := range pool.Status.Conditions {
+		if c.Type == ndpmcv1.ConditionRegistriesDegraded {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func mcNames(mcs []*ndpmcv1.MachineConfig) []string {
+	names := make([]string, 0, len(mcs))
+	for _, mc := range mcs {
+		names = append(names, mc.Name)
+	}
+	return names
 }
 
 // restore puts back a rendered config that was edited by hand: its spec

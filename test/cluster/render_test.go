@@ -67,3 +67,30 @@ func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 		}
 	}
 }
+
+// A pool created after its MachineConfigs gets one first target, with its
+// generated registries config: a target rendered without it would move the
+// pool's nodes, adopted at it, through one more update (a reboot under the
+// default policies) moments later.
+func TestRenderWaitsForTheGeneratedRegistriesConfig(t *testing.T) {
+	ctx := context.Background()
+	const pool = "firstrender"
+	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
+	create(t, sourceMC("50-"+pool+"-chrony", pool).WithFile("/etc/chrony.conf", "pool x").Build())
+	create(t, machineConfigPool(pool))
+	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration
+	var names []string
+	for _, s := range target.Source {
+		names = append(names, s.Name)
+	}
+	if want := []string{"00-" + pool + "-base", "50-" + pool + "-chrony", render.GeneratedRegistriesName(pool)}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("the first target %s has sources %v, want %v", target.Name, names, want)
+	}
+	var all ndpmcv1.MachineConfigList
+	if err := k8s.List(ctx, &all, client.MatchingLabels{ndpmcv1.RenderedForLabel: pool}); err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Items) != 1 {
+		t.Errorf("%d rendered configs for the pool, want 1", len(all.Items))
+	}
+}
