@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -86,7 +87,8 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !generatedReady(pool.Name, mcNames(mcs), r.registriesWithheld(&pool)) {
+	sel, _ := render.NewPoolView(r.Client, &pool).MachineConfigSelector() // valid: Sources read it
+	if !generatedReady(pool.Name, sel, mcNames(mcs), r.registriesWithheld(&pool)) {
 		// The registries controller writes this pool's generated config
 		// within moments (its creation wakes this controller); a target
 		// rendered without it would move every node adopted meanwhile
@@ -153,12 +155,14 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return reconcile.Result{}, r.setRenderCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", "rendered "+rendered.Name)
 }
 
-// generatedReady tells whether a pool's MachineConfigs (names) can be
-// rendered: they hold the pool's generated registries config, or the
-// registries controller withholds it (invalid image-mirror objects and no
-// earlier config to keep: RegistriesDegraded says so).
-func generatedReady(pool string, names []string, registriesWithheld bool) bool {
-	return registriesWithheld || slices.Contains(names, render.GeneratedRegistriesName(pool))
+// generatedReady tells whether a pool's MachineConfigs (names, selected by
+// sel) can be rendered: they hold the pool's generated registries config,
+// or sel would not select it (a selector without the pool's role label),
+// or the registries controller withholds it (invalid image-mirror objects
+// and no earlier config to keep: RegistriesDegraded says so).
+func generatedReady(pool string, sel labels.Selector, names []string, registriesWithheld bool) bool {
+	return registriesWithheld || !sel.Matches(labels.Set{ndpmcv1.RoleLabel: pool}) ||
+		slices.Contains(names, render.GeneratedRegistriesName(pool))
 }
 
 // registriesWithheld: the pool's RegistriesDegraded is True, as the

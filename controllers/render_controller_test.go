@@ -5,6 +5,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 )
@@ -23,6 +24,7 @@ func TestRenderWaitsForTheGeneratedRegistriesConfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		sel    string // the pool's machineConfigSelector; "" = its role
 		names  []string
 		board  corev1.ConditionStatus // "" = not reported since start
 		status corev1.ConditionStatus // "" = not in the pool's status
@@ -35,13 +37,23 @@ func TestRenderWaitsForTheGeneratedRegistriesConfig(t *testing.T) {
 		{name: "withheld (in the status, before a report)", names: []string{"50-worker-chrony"}, status: corev1.ConditionTrue, ready: true},
 		{name: "the report wins over a stale status", names: []string{"50-worker-chrony"}, board: corev1.ConditionFalse, status: corev1.ConditionTrue},
 		{name: "not withheld", names: []string{"50-worker-chrony"}, board: corev1.ConditionFalse, status: corev1.ConditionFalse},
+		{name: "a selector that would not select it: no wait", sel: "example.com/pool=edge", names: []string{"50-edge"}, ready: true},
+		{name: "a selector of several roles selects it: wait", sel: "machineconfiguration.openshift.io/role in (worker,infra)", names: []string{"50-worker-chrony"}},
+		{name: "an empty selection waits too", names: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &RenderReconciler{Conditions: NewPoolConditions()}
 			if tc.board != "" {
 				r.Conditions.Set("worker", ndpmcv1.ConditionRegistriesDegraded, tc.board, "R", "")
 			}
-			if got := generatedReady("worker", tc.names, r.registriesWithheld(withStatus(tc.status))); got != tc.ready {
+			if tc.sel == "" {
+				tc.sel = ndpmcv1.RoleLabel + "=worker"
+			}
+			sel, err := labels.Parse(tc.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := generatedReady("worker", sel, tc.names, r.registriesWithheld(withStatus(tc.status))); got != tc.ready {
 				t.Errorf("generatedReady = %v, want %v", got, tc.ready)
 			}
 		})

@@ -115,7 +115,7 @@ func TestDaemonStandsDownWhileTheMCOManagesTheNode(t *testing.T) {
 			}
 			select {
 			case e := <-rec.Events:
-				if !strings.HasPrefix(e, "Warning "+mcoguard.Reason+" ") || !strings.Contains(e, tc.found) || !strings.Contains(e, "stand down") {
+				if !strings.HasPrefix(e, "Warning "+mcoguard.Reason+" ") || !strings.Contains(e, tc.found) || !strings.Contains(e, "stands down") {
 					t.Errorf("event %q, want a Warning %s naming %s", e, mcoguard.Reason, tc.found)
 				}
 			default:
