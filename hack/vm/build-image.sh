@@ -125,6 +125,8 @@ in_root systemctl mask --quiet apt-daily.timer apt-daily-upgrade.timer fstrim.ti
 	systemd-networkd-wait-online.service
 in_root systemctl enable --quiet systemd-networkd.service containerd.service serial-getty@ttyS0.service \
 	node-share.service kubelet.service kube-proxy.service
+# The small initrd of rootfs/etc/initramfs-tools.
+in_root update-initramfs -u -k all >"$TMP/update-initramfs.log" 2>&1 || { cat "$TMP/update-initramfs.log" >&2; exit 1; }
 # What a node does not need, and the image does not need to carry.
 rm -rf "$R"/var/cache/apt/archives/*.deb "$R"/var/lib/apt/lists/* "$R"/var/log/*.log "$R"/var/log/apt/*
 step customise
