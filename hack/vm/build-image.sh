@@ -89,6 +89,7 @@ cleanup() {
 	rm -rf --one-file-system "$TMP"
 }
 trap cleanup EXIT
+trap 'echo "vm image: interrupted" >&2; exit 130' INT TERM # the EXIT trap then cleans up
 R="$TMP/rootfs"
 
 now() { date +%s.%N; }
@@ -100,11 +101,12 @@ step() { # step NAME: prints the time since the previous step
 	ts="$(now)"
 }
 
-echo "vm image: building $SUITE from $MIRROR into $OUT (inputs ${stamp:0:12}; debootstrap log $TMP/debootstrap.log)"
+LOG="$BIN/vm-image.debootstrap.log"
+echo "vm image: building $SUITE from $MIRROR into $OUT (inputs ${stamp:0:12}; debootstrap's log: $LOG)"
 if ! DEBIAN_FRONTEND=noninteractive debootstrap --variant=minbase --cache-dir="$CACHE" --include="$PKGS" \
-	"$SUITE" "$R" "$MIRROR" >"$TMP/debootstrap.log" 2>&1; then
+	"$SUITE" "$R" "$MIRROR" >"$LOG" 2>&1; then
 	echo "vm image: debootstrap failed; its log ends:" >&2
-	tail -n 30 "$TMP/debootstrap.log" >&2
+	tail -n 30 "$LOG" >&2
 	[[ -f "$R/debootstrap/debootstrap.log" ]] && tail -n 30 "$R/debootstrap/debootstrap.log" >&2
 	exit 1
 fi

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -175,6 +177,36 @@ func TestNetdevIsRestricted(t *testing.T) {
 	} {
 		if _, err := netdevArg(c); err == nil {
 			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// A qemu that dies is reported with its exit status and its last words.
+func TestStartReportsQemuDying(t *testing.T) {
+	if _, err := exec.LookPath(qemuBinary); err != nil {
+		t.Skipf("no %s: %v", qemuBinary, err)
+	}
+	img := t.TempDir()
+	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", filepath.Join(img, BaseImage), "16M").CombinedOutput(); err != nil {
+		t.Skipf("qemu-img: %v: %s", err, out)
+	}
+	// Not a kernel: qemu refuses it at once.
+	for _, f := range []string{Kernel, Initrd} {
+		if err := os.WriteFile(filepath.Join(img, f), []byte("not a kernel"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := Start(ctx, Config{Name: "dying", Dir: t.TempDir(), Image: img, Accel: "tcg"})
+	if err == nil {
+		_ = v.Stop(ctx, StopOptions{})
+		t.Fatal("qemu started on a file that is not a kernel")
+	}
+	t.Log(err)
+	for _, want := range []string{"vm dying", "qemu exited (exit status 1)", "qemu's output ends"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
 }

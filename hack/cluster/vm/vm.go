@@ -234,10 +234,17 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 		close(v.done)
 	}()
 
-	// qemu is up once its monitor listens; a bad argument ends it sooner.
+	// qemu is up once its monitor answers: the socket listens early, the
+	// monitor runs once the machine is built (kernel and disks opened). A
+	// bad argument or file ends qemu first.
 	for {
 		if _, err := os.Stat(v.path(qmpSocket)); err == nil {
-			return v, nil
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := qmp(qctx, v.path(qmpSocket), "query-status", nil)
+			cancel()
+			if err == nil {
+				return v, nil
+			}
 		}
 		select {
 		case <-v.done:
@@ -346,7 +353,9 @@ func splitIPPort(s string) (net.IP, int, error) {
 // kernels: a stock kernel crawls there, then dies with an emulation
 // failure); otherwise qemu's JIT, multi-threaded, with a small code cache.
 func accelArgs(accel string) ([]string, error) {
-	tcg := []string{"-accel", "tcg,thread=multi,tb-size=64", "-cpu", "max"}
+	// svm=off: TCG's max CPU offers AMD-V, and the guest would load KVM
+	// for nothing.
+	tcg := []string{"-accel", "tcg,thread=multi,tb-size=64", "-cpu", "max,svm=off"}
 	kvm := []string{"-accel", "kvm", "-cpu", "host"}
 	switch accel {
 	case "tcg":
@@ -426,6 +435,8 @@ func (v *VM) exitError(what string) error {
 	return errors.New(msg)
 }
 
+var ansi = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+
 // tail is the last n lines of a file (read from its last 64 KiB).
 func tail(path string, n int) string {
 	f, err := os.Open(path)
@@ -442,7 +453,12 @@ func tail(path string, n int) string {
 	if _, err := f.ReadAt(b, off); err != nil {
 		return ""
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	// The console's colours and carriage returns would garble an error.
+	text := strings.ReplaceAll(ansi.ReplaceAllString(string(b), ""), "\r", "")
+	if strings.TrimSpace(text) == "" {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	lines = lines[max(len(lines)-n, 0):]
 	return "  " + strings.Join(lines, "\n  ")
 }
@@ -591,7 +607,8 @@ func (v *VM) ReadFile(ctx context.Context, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer func() {
-		cctx, cancel := rpcContext(context.WithoutCancel(ctx))
+		// Briefly: a guest that stopped answering keeps no handle open.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = v.agentCall(cctx, what, "guest-file-close", map[string]int{"handle": h}, nil)
 	}()
@@ -668,10 +685,18 @@ const killGrace = 10 * time.Second
 func (v *VM) Stop(ctx context.Context, o StopOptions) error {
 	var errs []error
 	if o.Graceful && !v.exited() {
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_ = v.agent.send(sctx, "guest-shutdown", map[string]string{"mode": "powerdown"})
-		_ = v.Powerdown(sctx)
-		cancel()
+		// Both: the power button works without the agent (early in a
+		// boot), the agent without ACPI; each has its own few seconds.
+		for _, press := range []func(context.Context) error{
+			v.Powerdown,
+			func(ctx context.Context) error {
+				return v.agent.send(ctx, "guest-shutdown", map[string]string{"mode": "powerdown"})
+			},
+		} {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_ = press(sctx)
+			cancel()
+		}
 		select {
 		case <-v.done:
 		case <-ctx.Done():
@@ -680,8 +705,14 @@ func (v *VM) Stop(ctx context.Context, o StopOptions) error {
 	}
 	pgid := v.cmd.Process.Pid
 	if !v.exited() {
-		// qemu ends cleanly on SIGTERM (its disk overlay consistent).
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		// qemu ends cleanly on QMP quit or SIGTERM (its disk overlay
+		// consistent); the monitor first, which reaches qemu whatever
+		// wraps it.
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if _, err := qmp(qctx, v.path(qmpSocket), "quit", nil); err != nil {
+			_ = syscall.Kill(pgid, syscall.SIGTERM)
+		}
+		cancel()
 		select {
 		case <-v.done:
 		case <-time.After(killGrace):
