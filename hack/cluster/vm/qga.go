@@ -32,6 +32,11 @@ type agent struct {
 	rd     *bufio.Reader
 	synced bool
 	nextID uint64
+	// syncs are the ids of sync requests sent on this connection and not
+	// answered yet: any of their answers resynchronises (the agent answers
+	// queued requests in order), so a sync that timed out still counts
+	// when a booting agent gets to it.
+	syncs map[uint64]bool
 }
 
 func newAgent(path string) *agent {
@@ -68,9 +73,7 @@ func (a *agent) call(ctx context.Context, cmd string, args, out any) error {
 		}
 	}
 	id := a.id()
-	ret, err := a.roundTrip(ctx, request{Execute: cmd, Arguments: args, ID: id}, func(r *response) bool {
-		return string(r.ID) == fmt.Sprint(id)
-	})
+	ret, err := a.roundTrip(ctx, request{Execute: cmd, Arguments: args, ID: id}, func(r *response) bool { return idOf(r) == id })
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -120,7 +123,7 @@ func (a *agent) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connecting to the guest agent's socket: %w", err)
 	}
-	a.conn, a.rd, a.synced = c, bufio.NewReader(c), false
+	a.conn, a.rd, a.synced, a.syncs = c, bufio.NewReader(c), false, map[uint64]bool{}
 	return nil
 }
 
@@ -135,7 +138,7 @@ func (a *agent) drop() {
 	if a.conn != nil {
 		_ = a.conn.Close()
 	}
-	a.conn, a.rd, a.synced = nil, nil, false
+	a.conn, a.rd, a.synced, a.syncs = nil, nil, false, nil
 }
 
 // sync resynchronises the stream: a 0xFF byte makes the agent drop any
@@ -143,13 +146,27 @@ func (a *agent) drop() {
 // sent) marks where our responses start.
 func (a *agent) sync(ctx context.Context) error {
 	id := a.id()
+	a.syncs[id] = true
 	_, err := a.roundTrip(ctx, request{Execute: "guest-sync-delimited", Arguments: map[string]uint64{"id": id}, ID: id},
-		func(r *response) bool { return string(r.Return) == fmt.Sprint(id) || string(r.ID) == fmt.Sprint(id) }, 0xFF)
+		func(r *response) bool {
+			var n uint64
+			return json.Unmarshal(r.Return, &n) == nil && a.syncs[n] || a.syncs[idOf(r)] && r.Error != nil
+		}, 0xFF)
 	if err != nil {
 		return fmt.Errorf("guest-sync-delimited: %w", err)
 	}
+	// Whatever comes before our next answer is stale: answers to the
+	// other syncs, or to requests that timed out.
+	clear(a.syncs)
 	a.synced = true
 	return nil
+}
+
+// idOf is a response's id, 0 if none.
+func idOf(r *response) uint64 {
+	var n uint64
+	_ = json.Unmarshal(r.ID, &n)
+	return n
 }
 
 // roundTrip writes req (after prefix) and reads until a response matches;

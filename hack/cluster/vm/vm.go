@@ -33,6 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -224,15 +225,29 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 		v.cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	v.cmd.SysProcAttr.Setpgid = true // Stop signals qemu and its socat helpers together
-	if err := v.cmd.Start(); err != nil {
-		v.log.Close()
-		return fail("starting qemu: %v", err)
+	// If this process dies without Stop, qemu gets SIGTERM (it then exits
+	// cleanly) instead of running on, orphaned. The signal comes when the
+	// thread that started qemu ends: a goroutine locked to its thread
+	// starts it and stays until qemu has exited.
+	if v.cmd.SysProcAttr.Pdeathsig == 0 {
+		v.cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	}
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, after qemu
+		if err := v.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		v.err = v.cmd.Wait()
 		v.log.Close()
 		close(v.done)
 	}()
+	if err := <-started; err != nil {
+		v.log.Close()
+		return fail("starting qemu: %v", err)
+	}
 
 	// qemu is up once its monitor answers: the socket listens early, the
 	// monitor runs once the machine is built (kernel and disks opened). A
@@ -353,9 +368,10 @@ func splitIPPort(s string) (net.IP, int, error) {
 // kernels: a stock kernel crawls there, then dies with an emulation
 // failure); otherwise qemu's JIT, multi-threaded, with a small code cache.
 func accelArgs(accel string) ([]string, error) {
-	// svm=off: TCG's max CPU offers AMD-V, and the guest would load KVM
-	// for nothing.
-	tcg := []string{"-accel", "tcg,thread=multi,tb-size=64", "-cpu", "max,svm=off"}
+	// -cpu max, as is: TCG's max CPU offers AMD-V (the guest loads
+	// kvm_amd for nothing), but max,svm=off broke the guest's boot here
+	// (mounts, udevd and machine-id writes failed).
+	tcg := []string{"-accel", "tcg,thread=multi,tb-size=64", "-cpu", "max"}
 	kvm := []string{"-accel", "kvm", "-cpu", "host"}
 	switch accel {
 	case "tcg":
@@ -500,6 +516,9 @@ func rpcContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (v *VM) WaitAgent(ctx context.Context) error {
 	var last error
 	for {
+		// While an attempt waits, the agent may come up and answer its
+		// sync, or an earlier one's: no time is lost between attempts.
+		start := time.Now()
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := v.agentCall(actx, "waiting for the guest agent", "guest-ping", nil, nil)
 		cancel()
@@ -515,7 +534,7 @@ func (v *VM) WaitAgent(ctx context.Context) error {
 			return fmt.Errorf("vm %s: the guest agent did not answer: %v (last: %v)", v.cfg.Name, context.Cause(ctx), last)
 		case <-v.done:
 			return v.exitError("waiting for the guest agent")
-		case <-time.After(time.Second):
+		case <-time.After(time.Second - time.Since(start)): // no busy loop when it fails at once
 		}
 	}
 }
