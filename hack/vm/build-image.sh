@@ -125,8 +125,12 @@ sed -i 's/^pool /#pool /' "$R/etc/chrony/chrony.conf"
 in_root() { chroot "$R" "$@"; }
 in_root systemctl mask --quiet apt-daily.timer apt-daily-upgrade.timer fstrim.timer e2scrub_all.timer dpkg-db-backup.timer \
 	systemd-networkd-wait-online.service
+# Boot work a worker VM does not need (no display, no LVM or loop devices,
+# no EFI, no console login but the serial one): time under an emulated CPU.
+in_root systemctl mask --quiet modprobe@drm.service modprobe@dm_mod.service modprobe@loop.service modprobe@efi_pstore.service
+in_root systemctl disable --quiet getty@tty1.service e2scrub_reap.service
 in_root systemctl enable --quiet systemd-networkd.service containerd.service serial-getty@ttyS0.service \
-	node-share.service kubelet.service kube-proxy.service
+	node-share.service qemu-guest-agent.service kubelet.service kube-proxy.service
 # The small initrd of rootfs/etc/initramfs-tools.
 in_root update-initramfs -u -k all >"$TMP/update-initramfs.log" 2>&1 || { cat "$TMP/update-initramfs.log" >&2; exit 1; }
 # What a node does not need, and the image does not need to carry.

@@ -139,8 +139,8 @@ type Result struct {
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Start creates the VM's overlay if needed and starts qemu. It returns once
-// qemu runs (its monitor socket is there), not when the guest has booted:
-// see WaitAgent. The caller owns the process: Stop it.
+// qemu runs (its monitor answers), not when the guest has booted: see
+// WaitAgent. The caller owns the process: Stop it.
 func Start(ctx context.Context, cfg Config) (*VM, error) {
 	if cfg.MemoryMB == 0 {
 		cfg.MemoryMB = 768

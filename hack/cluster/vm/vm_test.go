@@ -97,6 +97,7 @@ func TestVM(t *testing.T) {
 	}
 	state := strings.TrimSpace(r.Stdout)
 	t.Logf("boot: systemctl is-system-running --wait: %s, %s after qemu started", state, since(t0))
+	logBoot(t, within(time.Minute), v, "boot", t0)
 	switch state {
 	case "running":
 	case "degraded":
@@ -104,6 +105,14 @@ func TestVM(t *testing.T) {
 		t.Logf("degraded: failed units:\n%s", failed)
 	default:
 		t.Fatalf("system state %q (exit %d, stderr %q)", state, r.ExitCode, r.Stderr)
+	}
+
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") {
+				t.Logf("boot: qemu's %s", strings.Join(strings.Fields(l), " "))
+			}
+		}
 	}
 
 	run := func(argv ...string) string {
@@ -166,6 +175,7 @@ func TestVM(t *testing.T) {
 	}
 	boot2 := newBoot(t, within(5*time.Minute), v, boot1)
 	t.Logf("reboot (systemctl reboot): a new boot id after %s", since(t1))
+	logBoot(t, within(5*time.Minute), v, "reboot", t1)
 	if got := run("cat", "/root/marker"); got != "written before the reboot" {
 		t.Errorf("/root/marker after the reboot: %q", got)
 	}
@@ -183,6 +193,7 @@ func TestVM(t *testing.T) {
 	}
 	newBoot(t, within(5*time.Minute), v, boot2)
 	t.Logf("reset (QMP system_reset): a new boot id after %s", since(t2))
+	logBoot(t, within(5*time.Minute), v, "reset", t2)
 	if got := run("cat", "/etc/ndp-share-test"); got != "after the reset" {
 		t.Errorf("/etc/ndp-share-test after the reset: %q, want the share's new content", got)
 	}
@@ -202,12 +213,29 @@ func TestVM(t *testing.T) {
 	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("a process of qemu's group %d is still there after Stop: kill -0: %v", pid, err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Dir, diskFile)); err != nil {
+	if fi, err := os.Stat(filepath.Join(cfg.Dir, diskFile)); err != nil {
 		t.Errorf("Stop removed the disk it was not asked to: %v", err)
+	} else {
+		t.Logf("the disk overlay after three boots: %.1f MB", float64(fi.Size())/1e6)
 	}
 	if _, err := v.Exec(within(time.Minute), "true"); err == nil || !strings.Contains(err.Error(), "qemu exited") {
 		t.Errorf("Exec on a stopped VM: %v, want an error saying qemu exited", err)
 	}
+}
+
+// logBoot logs how the guest's boot went by its own clock: the time to
+// each milestone, the slowest units, when the agent started.
+func logBoot(t *testing.T, ctx context.Context, v *VM, what string, start time.Time) {
+	t.Helper()
+	r, err := v.Exec(ctx, "sh", "-c", `systemctl is-system-running --wait >/dev/null
+systemd-analyze | head -n1
+echo "qemu-guest-agent started at $(( $(systemctl show -P ActiveEnterTimestampMonotonic qemu-guest-agent) / 1000 )) ms"
+systemd-analyze blame --no-pager | head -n4`)
+	if err != nil {
+		t.Logf("%s: systemd-analyze: %v", what, err)
+		return
+	}
+	t.Logf("%s: the system is up %s after it began; by the guest's clock:\n%s", what, since(start), strings.TrimSpace(r.Stdout+r.Stderr))
 }
 
 // newBoot waits until the guest runs a boot other than old; it returns its
