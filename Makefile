@@ -133,6 +133,9 @@ node-binaries:
 ## kube-scheduler in namespaces of their own), used through kubectl, then everything stopped. Needs root, and
 ## containerd, runc, containernetworking-plugins and iptables from Debian (.ci/run installs them)
 cluster: build image control-plane node-binaries
+	@# The worker VMs' image, where this machine can build and boot it (else the cluster runs without them).
+	@if command -v debootstrap >/dev/null && command -v qemu-system-x86_64 >/dev/null; then hack/vm/build-image.sh --bin $(BIN); \
+	else echo "no worker VMs: apt-get install qemu-system-x86 qemu-utils debootstrap socat to add them"; fi
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pause ./hack/pause
 	$(GO) build -o $(BIN)/image-tool ./hack/image
 	$(GO) run ./hack/cluster

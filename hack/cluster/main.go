@@ -42,6 +42,8 @@ type cluster struct {
 	keep                       bool
 	start                      time.Time
 	summary                    []string
+	// workers are the worker VMs, when this machine can run them.
+	workers []*worker
 	// seenEvents holds the uids of the events waitEvent returned.
 	seenEvents map[string]bool
 }
@@ -84,6 +86,13 @@ func (c *cluster) run(ctx context.Context) error {
 	}
 	c.s = &stack{work: work, cgroup: filepath.Base(work)}
 	s := c.s
+	if ok, why := c.vmsPossible(); ok {
+		for i := 1; i <= workerCount(); i++ {
+			c.workers = append(c.workers, &worker{name: fmt.Sprintf("ndp-worker-%d", i), ip: workerIP(i), index: i})
+		}
+	} else {
+		fmt.Printf("No worker VMs (%s): the scenarios run on the namespace's own node, without systemd as PID 1.\n", why)
+	}
 
 	step("Namespaces: the node's network (%s on a veth, pods %s) and a private mount namespace", nodeIP, podCIDR)
 	if err := s.namespaces(); err != nil {
@@ -138,6 +147,16 @@ func (c *cluster) run(ctx context.Context) error {
 		return err
 	}
 
+	if len(c.workers) > 0 {
+		step("Worker VMs: Debian, systemd as PID 1, containerd and a real kubelet each, booted by qemu in the namespace")
+		for _, w := range c.workers {
+			w.token = s.pki.nodeTokens[w.name]
+		}
+		if err := c.startWorkers(ctx); err != nil {
+			return err
+		}
+	}
+
 	step("ndp installed from dist/install.yaml (the image by digest), through kubectl")
 	if err := c.install(ctx); err != nil {
 		return err
@@ -148,7 +167,18 @@ func (c *cluster) run(ctx context.Context) error {
 		return err
 	}
 
-	if err := c.scenarios(ctx); err != nil {
+	if len(c.workers) > 0 {
+		step("The worker VMs join")
+		if err := c.joinWorkers(ctx); err != nil {
+			return err
+		}
+		if err := c.waitNDPReady(ctx); err != nil {
+			return err
+		}
+		if err := c.vmScenarios(ctx); err != nil {
+			return err
+		}
+	} else if err := c.scenarios(ctx); err != nil {
 		return err
 	}
 	step("Summary")
@@ -215,14 +245,18 @@ func (c *cluster) push(layout, to string) (string, error) {
 func (c *cluster) controlPlane(ctx context.Context) error {
 	s := c.s
 	var err error
-	if s.pki, err = newPKI(s.path("pki"), nodeName, ips("127.0.0.1", nodeIP, kubernetesIP)); err != nil {
+	nodes := []string{nodeName}
+	for _, w := range c.workers {
+		nodes = append(nodes, w.name)
+	}
+	if s.pki, err = newPKI(s.path("pki"), nodes, ips("127.0.0.1", nodeIP, kubernetesIP)); err != nil {
 		return err
 	}
 	server := "https://127.0.0.1:" + apiPort
 	if s.admin, err = s.pki.kubeconfig("admin", server, s.pki.adminToken); err != nil {
 		return err
 	}
-	if _, err = s.pki.kubeconfig("kubelet", server, s.pki.nodeToken); err != nil {
+	if _, err = s.pki.kubeconfig("kubelet", server, s.pki.nodeTokens[nodeName]); err != nil {
 		return err
 	}
 	p := s.pki.path
@@ -290,6 +324,16 @@ func (c *cluster) install(ctx context.Context) error {
 	} else {
 		fmt.Printf("$ kubectl apply -f install.yaml\n%d objects applied\n", strings.Count(out, "\n"))
 	}
+	if len(c.workers) > 0 {
+		// The worker VMs run the DaemonSet as shipped. The namespace's
+		// node is this machine itself (its root is the host's, its PID 1
+		// no systemd): no daemon there.
+		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":`+
+			`{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"NotIn","values":[%q]}]}]}}}}}}}`, nodeName)
+		fmt.Printf("# %s is this machine's own namespace (its root the host's, no systemd as PID 1): ndp-daemon runs on the worker VMs only.\n", nodeName)
+		_, err := c.kubectlMust("-n", "ndp-system", "patch", "daemonset", "ndp-daemon", "--type=strategic", "-p", patch)
+		return err
+	}
 	// The host root and the systemd manager the daemon's pod mounts.
 	c.host = s.path("node", "root")
 	if err := writeFiles(map[string]string{
@@ -338,9 +382,15 @@ func (c *cluster) install(ctx context.Context) error {
 func (c *cluster) joinNode(ctx context.Context) error {
 	s := c.s
 	t := time.Now()
-	if err := s.start("kubelet", true, c.bin("kubelet"), "--config", s.path("kubelet", "config.yaml"),
+	args := []string{"--config", s.path("kubelet", "config.yaml"),
 		"--kubeconfig", s.pki.path("kubelet.kubeconfig"), "--root-dir", s.path("kubelet", "root"),
-		"--cert-dir", s.path("kubelet", "pki"), "--node-ip", nodeIP, "--hostname-override", nodeName); err != nil {
+		"--cert-dir", s.path("kubelet", "pki"), "--node-ip", nodeIP, "--hostname-override", nodeName}
+	if len(c.workers) > 0 {
+		// The control-plane node: ndp-controller (which tolerates this
+		// taint and prefers such nodes) runs here, workloads on the VMs.
+		args = append(args, "--register-with-taints", "node-role.kubernetes.io/control-plane=:NoSchedule")
+	}
+	if err := s.start("kubelet", true, append([]string{c.bin("kubelet")}, args...)...); err != nil {
 		return err
 	}
 	if err := c.waitFor(ctx, 2*time.Minute, "the node to be Ready", "True",
@@ -348,14 +398,30 @@ func (c *cluster) joinNode(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("kubelet started → node Ready in %s\n", time.Since(t).Round(10*time.Millisecond))
+	if len(c.workers) > 0 {
+		if _, err := c.kubectlMust("label", "node", nodeName, "node-role.kubernetes.io/control-plane="); err != nil {
+			return err
+		}
+		c.kubectl("get", "nodes", "-o", "wide")
+		return nil
+	}
 	c.kubectl("get", "nodes", "-o", "wide")
 	t = time.Now()
-	// Two controller replicas and one daemon.
-	if err := c.waitFor(ctx, 5*time.Minute, "every ndp pod to be Ready", "True True True",
-		"-n", "ndp-system", "get", "pods", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}`); err != nil {
+	if err := c.waitNDPReady(ctx); err != nil {
 		return err
 	}
 	fmt.Printf("every ndp pod Ready %s after the node\n", time.Since(t).Round(10*time.Millisecond))
+	return nil
+}
+
+// waitNDPReady waits for ndp's pods to be Ready: the controller's two
+// replicas and one daemon per node that runs one.
+func (c *cluster) waitNDPReady(ctx context.Context) error {
+	want := strings.TrimSpace(strings.Repeat("True ", 2+max(1, len(c.workers))))
+	if err := c.waitFor(ctx, 5*time.Minute, "every ndp pod to be Ready", want,
+		"-n", "ndp-system", "get", "pods", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}`); err != nil {
+		return err
+	}
 	c.kubectl("-n", "ndp-system", "get", "pods", "-o", "wide")
 	return nil
 }
@@ -369,13 +435,15 @@ func (c *cluster) down() []string {
 	}
 	step("Stopping everything")
 	if s.running("kubelet") && s.running("kube-apiserver") {
+		// (The worker VMs' kubelets too, while the VMs run.)
 		// The kubelet tears the pods down (volumes, CNI) while it can.
 		out, _ := c.kubectlQuiet("delete", "namespace", "ndp-system", "--wait=true", "--timeout=60s")
 		fmt.Print(out)
 		out, _ = c.kubectlQuiet("delete", "deployment,pod", "--all", "-n", "default", "--wait=true", "--timeout=60s")
 		fmt.Print(out)
 	}
-	left := s.down(20 * time.Second)
+	left := c.stopWorkers()
+	left = append(left, s.down(20*time.Second)...)
 	if c.sd != nil {
 		c.sd.Stop()
 	}

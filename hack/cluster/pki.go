@@ -17,19 +17,28 @@ import (
 )
 
 // pki is the cluster's: a CA, the API server's serving certificate, the
-// service-account signing key, and static tokens for the admin and the
-// kubelet (the node's credentials; kubeadm would bootstrap a client
-// certificate, which adds nothing to what ndp is checked for here).
+// service-account signing key, and static tokens for the admin, each
+// kubelet (system:node:<name> in system:nodes: the Node authorizer and
+// NodeRestriction apply; kubeadm would bootstrap a client certificate,
+// which adds nothing to what ndp is checked for here) and the worker VMs'
+// kube-proxy (system:kube-proxy, bound to system:node-proxier by default).
 type pki struct {
-	dir                   string
-	adminToken, nodeToken string
+	dir                    string
+	adminToken, proxyToken string
+	// nodeTokens holds each node's token, by node name.
+	nodeTokens map[string]string
 }
 
-func newPKI(dir, nodeName string, ips []net.IP) (*pki, error) {
+func newPKI(dir string, nodes []string, ips []net.IP) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	p := &pki{dir: dir, adminToken: rand.Text(), nodeToken: rand.Text()}
+	p := &pki{dir: dir, adminToken: rand.Text(), proxyToken: rand.Text(), nodeTokens: map[string]string{}}
+	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,system:kube-proxy,system:kube-proxy\n", p.adminToken, p.proxyToken)
+	for _, n := range nodes {
+		p.nodeTokens[n] = rand.Text()
+		tokens += fmt.Sprintf("%s,system:node:%s,%s,\"system:nodes\"\n", p.nodeTokens[n], n, n)
+	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -57,7 +66,7 @@ func newPKI(dir, nodeName string, ips []net.IP) (*pki, error) {
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: ips,
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", nodeName},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
 	if err != nil {
@@ -82,8 +91,7 @@ func newPKI(dir, nodeName string, ips []net.IP) (*pki, error) {
 		"apiserver.key": pemBlock("EC PRIVATE KEY", srvKeyDER),
 		"sa.key":        pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)),
 		"sa.pub":        pemBlock("PUBLIC KEY", saPub),
-		"tokens.csv": []byte(fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,system:node:%s,%s,\"system:nodes\"\n",
-			p.adminToken, p.nodeToken, nodeName, nodeName)),
+		"tokens.csv":    []byte(tokens),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {

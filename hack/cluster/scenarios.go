@@ -34,40 +34,12 @@ func (c *cluster) scenarios(ctx context.Context) error {
 	}
 	c.kubectl("ndp", "status")
 
-	step("Leader election: two ndp-controller replicas, one leads; its pod is killed")
-	leader, err := c.leader(ctx, "")
-	if err != nil {
+	if err := c.leaderScenario(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("leader: %s\n", leader)
-	if _, err := c.kubectlMust("-n", "ndp-system", "delete", "pod", leader, "--grace-period=0", "--force", "--wait=false"); err != nil {
+	if err := c.previewScenario(ctx); err != nil {
 		return err
 	}
-	t := time.Now()
-	next, err := c.leader(ctx, leader)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("new leader: %s, %s after the kill\n", next, time.Since(t).Round(100*time.Millisecond))
-	c.summary = append(c.summary, fmt.Sprintf("leader election: %s killed, %s took over in %s", leader, next, time.Since(t).Round(100*time.Millisecond)))
-
-	step("A policy (chrony changes restart chronyd); a dry-run previews the change through the webhook's Service")
-	if _, err := c.kubectlMust("apply", "-f", "examples/policies/chrony.yaml"); err != nil {
-		return err
-	}
-	if err := c.waitFor(ctx, 2*time.Minute, "the chrony policy to be accepted", "True",
-		"get", "ndp", "chrony", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`); err != nil {
-		return err
-	}
-	preview, err := c.kubectlMust("apply", "--dry-run=server", "-f", "examples/cluster/50-worker-chrony-v2.yaml")
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(preview, "Warning:") || !strings.Contains(preview, "Restart") {
-		return fmt.Errorf("the dry-run showed no preview warning with the plan:\n%s", preview)
-	}
-	c.summary = append(c.summary, "preview: "+firstLine(preview, "Warning:"))
-
 	step("The change: rendered, planned, executed by the daemon's pod (chronyd restarted, no drain, no reboot)")
 	before := c.count("chronyd.service.trace", "start")
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/50-worker-chrony-v2.yaml"); err != nil {
@@ -93,6 +65,50 @@ func (c *cluster) scenarios(ctx context.Context) error {
 		return err
 	}
 	return c.tokenScenario(ctx)
+}
+
+// leaderScenario kills the leading controller's pod and waits for the
+// other replica to take over.
+func (c *cluster) leaderScenario(ctx context.Context) error {
+	step("Leader election: two ndp-controller replicas, one leads; its pod is killed")
+	leader, err := c.leader(ctx, "")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("leader: %s\n", leader)
+	if _, err := c.kubectlMust("-n", "ndp-system", "delete", "pod", leader, "--grace-period=0", "--force", "--wait=false"); err != nil {
+		return err
+	}
+	t := time.Now()
+	next, err := c.leader(ctx, leader)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("new leader: %s, %s after the kill\n", next, time.Since(t).Round(100*time.Millisecond))
+	c.summary = append(c.summary, fmt.Sprintf("leader election: %s killed, %s took over in %s", leader, next, time.Since(t).Round(100*time.Millisecond)))
+	return nil
+}
+
+// previewScenario applies the chrony policy and previews the chrony change
+// with a server-side dry-run, through the webhook's Service.
+func (c *cluster) previewScenario(ctx context.Context) error {
+	step("A policy (chrony changes restart chronyd); a dry-run previews the change through the webhook's Service")
+	if _, err := c.kubectlMust("apply", "-f", "examples/policies/chrony.yaml"); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, 2*time.Minute, "the chrony policy to be accepted", "True",
+		"get", "ndp", "chrony", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`); err != nil {
+		return err
+	}
+	preview, err := c.kubectlMust("apply", "--dry-run=server", "-f", "examples/cluster/50-worker-chrony-v2.yaml")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(preview, "Warning:") || !strings.Contains(preview, "Restart") {
+		return fmt.Errorf("the dry-run showed no preview warning with the plan:\n%s", preview)
+	}
+	c.summary = append(c.summary, "preview: "+firstLine(preview, "Warning:"))
+	return nil
 }
 
 // drainScenario: a change that needs a drain and a reboot, with a
@@ -185,7 +201,7 @@ spec:
 	if err := c.deleteDaemonPod(ctx); err != nil {
 		return err
 	}
-	resumed, err := c.waitEvent(ctx, "Resumed", "at step drain")
+	resumed, err := c.waitEvent(ctx, nodeName, "Resumed", "at step drain")
 	if err != nil {
 		return err
 	}
@@ -218,7 +234,7 @@ spec:
 	if err := c.deleteDaemonPod(ctx); err != nil {
 		return err
 	}
-	if _, err := c.waitEvent(ctx, "Resumed", "after a reboot"); err != nil {
+	if _, err := c.waitEvent(ctx, nodeName, "Resumed", "after a reboot"); err != nil {
 		return err
 	}
 	if err := c.waitNodeDone(ctx, target, 4*time.Minute); err != nil {
@@ -302,12 +318,12 @@ func (c *cluster) deleteDaemonPod(ctx context.Context) error {
 	})
 }
 
-// waitEvent waits for an event of the node with reason whose message holds
+// waitEvent waits for an event of node with reason whose message holds
 // substr and was not seen by an earlier call, and returns its message.
-func (c *cluster) waitEvent(ctx context.Context, reason, substr string) (string, error) {
+func (c *cluster) waitEvent(ctx context.Context, node, reason, substr string) (string, error) {
 	var msg string
-	err := poll(ctx, 2*time.Minute, fmt.Sprintf("a %s event (%q) on %s", reason, substr, nodeName), func() (bool, error) {
-		out, _ := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+nodeName+",reason="+reason,
+	err := poll(ctx, 2*time.Minute, fmt.Sprintf("a %s event (%q) on %s", reason, substr, node), func() (bool, error) {
+		out, _ := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+node+",reason="+reason,
 			"-o", `jsonpath={range .items[*]}{.metadata.uid} {.message}{"\n"}{end}`)
 		for _, l := range strings.Split(out, "\n") {
 			uid, m, _ := strings.Cut(l, " ")

@@ -122,6 +122,13 @@ cp -a "$HERE/rootfs/." "$R/"
 rm -f "$R/etc/hostname"
 # A guest contacts nothing: no NTP pool, no apt or maintenance timers.
 sed -i 's/^pool /#pool /' "$R/etc/chrony/chrony.conf"
+# chronyd reads /etc/chrony.conf, as on RHEL CoreOS, where MachineConfigs
+# write it: Debian's file moved there.
+mv "$R/etc/chrony/chrony.conf" "$R/etc/chrony.conf"
+sed -i 's|^DAEMON_OPTS=.*|DAEMON_OPTS="-F 1 -f /etc/chrony.conf"|' "$R/etc/default/chrony"
+grep -q 'DAEMON_OPTS="-F 1 -f /etc/chrony.conf"' "$R/etc/default/chrony"
+# The journal survives reboots (journalctl --list-boots tells each boot).
+mkdir -p "$R/var/log/journal"
 in_root() { chroot "$R" "$@"; }
 in_root systemctl mask --quiet apt-daily.timer apt-daily-upgrade.timer fstrim.timer e2scrub_all.timer dpkg-db-backup.timer \
 	systemd-networkd-wait-online.service

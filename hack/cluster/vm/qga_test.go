@@ -170,7 +170,20 @@ func TestNetdevIsRestricted(t *testing.T) {
 	if got != want {
 		t.Errorf("netdev\n got %s\nwant %s", got, want)
 	}
+	// A network of its own: the forwards' guest side in it.
+	own := Network{CIDR: "10.99.0.0/24", Host: "10.99.0.2", DNS: "10.99.0.3", GuestIP: "10.99.0.11"}
+	got, err = netdevArg(Config{Network: own, GuestForwards: []Forward{{Guest: "10.99.0.1:6443", Host: "127.0.0.1:6443"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "user,id=net0,restrict=on,net=10.99.0.0/24,host=10.99.0.2,dns=10.99.0.3,dhcpstart=10.99.0.11,guestfwd=tcp:10.99.0.1:6443-cmd:socat STDIO TCP:127.0.0.1:6443"
+	if got != want {
+		t.Errorf("netdev\n got %s\nwant %s", got, want)
+	}
 	for _, c := range []Config{
+		{Network: own, GuestForwards: []Forward{{Guest: "10.0.2.100:80", Host: "127.0.0.1:80"}}},
+		{Network: Network{CIDR: "10.99.0.0/24", Host: "10.99.0.2", DNS: "10.99.0.3", GuestIP: "10.98.0.11"}},
+		{Network: Network{CIDR: "10.99.0.0/33"}},
 		{GuestForwards: []Forward{{Guest: "192.168.1.1:80", Host: "127.0.0.1:80"}}},
 		{GuestForwards: []Forward{{Guest: "10.0.2.100:80", Host: "localhost:80"}}},
 		{HostForwards: []HostForward{{Host: "127.0.0.1:80"}}},

@@ -79,6 +79,16 @@ type HostForward struct {
 	GuestPort int
 }
 
+// Network is a user network other than qemu's default, e.g. so that a
+// guest forward can have the address a service has elsewhere: the guest
+// then reaches it under the same name as everyone else.
+type Network struct {
+	CIDR    string // e.g. 10.99.0.0/24
+	Host    string // qemu's side (the gateway; nothing answers with restrict=on)
+	DNS     string // the resolver's address (nothing answers with restrict=on)
+	GuestIP string // the address qemu's DHCP gives the guest
+}
+
 // Config describes one VM.
 type Config struct {
 	// Name is the VM's and the guest's host name (systemd.hostname=).
@@ -100,6 +110,9 @@ type Config struct {
 	// the NIC's MAC address.
 	UUID  string
 	Index int
+	// Network is the guest's user network (default qemu's: 10.0.2.0/24,
+	// the guest at 10.0.2.15).
+	Network Network
 	// GuestForwards and HostForwards are the only network paths between
 	// guest and host (user networking with restrict=on).
 	GuestForwards []Forward
@@ -328,11 +341,25 @@ func esc(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 // netdevArg is user networking that reaches nothing but the forwards.
 func netdevArg(c Config) (string, error) {
 	s := "user,id=net0,restrict=on"
-	_, slirp, _ := net.ParseCIDR("10.0.2.0/24")
+	cidr := "10.0.2.0/24"
+	if n := c.Network; n != (Network{}) {
+		_, ipn, err := net.ParseCIDR(n.CIDR)
+		if err != nil {
+			return "", fmt.Errorf("network %q: %v", n.CIDR, err)
+		}
+		for _, a := range []string{n.Host, n.DNS, n.GuestIP} {
+			if ip := net.ParseIP(a); ip == nil || !ipn.Contains(ip) {
+				return "", fmt.Errorf("network %s: host, DNS and guest addresses must be in it, got %q", n.CIDR, a)
+			}
+		}
+		cidr = n.CIDR
+		s += fmt.Sprintf(",net=%s,host=%s,dns=%s,dhcpstart=%s", n.CIDR, n.Host, n.DNS, n.GuestIP)
+	}
+	_, slirp, _ := net.ParseCIDR(cidr)
 	for _, f := range c.GuestForwards {
 		gh, gp, err := splitIPPort(f.Guest)
 		if err != nil || !slirp.Contains(gh) {
-			return "", fmt.Errorf("guest forward %q: the guest side must be IP:PORT in 10.0.2.0/24", f.Guest)
+			return "", fmt.Errorf("guest forward %q: the guest side must be IP:PORT in %s", f.Guest, cidr)
 		}
 		hh, hp, err := splitIPPort(f.Host)
 		if err != nil || hh.To4() == nil {

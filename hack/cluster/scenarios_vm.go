@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// unitStarted is systemd's catalog message "A start job for unit … has
+// finished successfully" (SD_MESSAGE_UNIT_STARTED): systemd's own record of
+// each start of a unit, in the node's journal.
+const unitStarted = "39f53479d3a045ac8e11786248231fbf"
+
+// rebootTimeout is how long a worker VM may take from its drain to its
+// node back and done: a reboot to Ready under TCG takes 35–75 s on a loaded
+// machine of this kind, the drain and the daemon's new pod come on top.
+const rebootTimeout = 5 * time.Minute
+
+// vmScenarios: what an administrator would do and watch, through kubectl
+// only, each outcome checked on the worker VMs themselves (their systemd,
+// journal, files and boot IDs, through the guest agent).
+func (c *cluster) vmScenarios(ctx context.Context) error {
+	step("The worker pool and its chrony MachineConfig; the worker VMs labelled workers")
+	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/worker-pool.yaml", "-f", "examples/cluster/50-worker-chrony.yaml"); err != nil {
+		return err
+	}
+	for _, w := range c.workers {
+		if _, err := c.kubectlMust("label", "node", w.name, "node-role.kubernetes.io/worker="); err != nil {
+			return err
+		}
+	}
+	first, err := c.waitTargetSources(ctx, "", 2)
+	if err != nil {
+		return err
+	}
+	if err := c.waitWorkersDone(ctx, first, 3*time.Minute, nil); err != nil {
+		return err
+	}
+	c.kubectl("ndp", "status")
+
+	if err := c.leaderScenario(ctx); err != nil {
+		return err
+	}
+	if err := c.previewScenario(ctx); err != nil {
+		return err
+	}
+	if err := c.chronyOnVMs(ctx, first); err != nil {
+		return err
+	}
+	return c.rebootOnVMs(ctx)
+}
+
+// chronyOnVMs: the chrony change under the restart policy: chronyd
+// restarted exactly once per node (systemd's journal), the file written
+// with its mode and owner, no reboot (same boot ID), no node cordoned.
+func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
+	step("The chrony change on the worker VMs: chronyd restarted once per node, no cordon, no reboot")
+	before := map[string]int{}
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, "chrony.service")
+		if err != nil {
+			return err
+		}
+		before[w.name] = n
+	}
+	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/50-worker-chrony-v2.yaml"); err != nil {
+		return err
+	}
+	target, err := c.waitTargetSources(ctx, current, 2)
+	if err != nil {
+		return err
+	}
+	watch := c.watchWorkers(ctx)
+	err = c.waitWorkersDone(ctx, target, 4*time.Minute, nil)
+	seen := watch()
+	if err != nil {
+		return err
+	}
+	if seen.maxCordoned != 0 {
+		return fmt.Errorf("a restart-only change cordoned %d node(s)", seen.maxCordoned)
+	}
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, "chrony.service")
+		if err != nil {
+			return err
+		}
+		stat, err := w.vm.Run(ctx, "stat", "-c", "%a %U:%G", "/etc/chrony.conf")
+		if err != nil {
+			return err
+		}
+		conf, err := w.vm.ReadFile(ctx, "/etc/chrony.conf")
+		if err != nil {
+			return err
+		}
+		boot, err := w.vm.BootID(ctx)
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s: chronyd started %d time(s) by the change; /etc/chrony.conf %s %q; boot %s (unchanged: %t)",
+			w.name, n-before[w.name], strings.TrimSpace(stat), firstLine(string(conf), ""), boot[:8], boot == w.bootNow)
+		fmt.Println(line)
+		c.summary = append(c.summary, line)
+		if n-before[w.name] != 1 || strings.TrimSpace(stat) != "644 root:root" || !strings.Contains(string(conf), "time1.example.com") || boot != w.bootNow {
+			return fmt.Errorf("%s: want chronyd started once, /etc/chrony.conf 644 root:root with the new servers, the same boot", w.name)
+		}
+	}
+	return nil
+}
+
+// rebootOnVMs: a change that needs a drain and a reboot, with a workload
+// spread over the workers and a PodDisruptionBudget: one node at a time
+// cordoned, drained, rebooted for real, back, uncordoned; the workload
+// never below its budget.
+func (c *cluster) rebootOnVMs(ctx context.Context) error {
+	n := len(c.workers)
+	step("A workload spread over the workers: a Deployment of %d (one pod per node) and a PodDisruptionBudget (minAvailable %d)", n, n-1)
+	workload := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: %[1]d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      nodeSelector: {node-role.kubernetes.io/worker: ""}
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector: {matchLabels: {app: web}}
+      containers:
+      - {name: web, image: %[2]q}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec:
+  minAvailable: %[3]d
+  selector: {matchLabels: {app: web}}
+`, n, c.pauseImage, n-1)
+	f := c.s.path("web.yaml")
+	if err := os.WriteFile(f, []byte(workload), 0o644); err != nil {
+		return err
+	}
+	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, 4*time.Minute, fmt.Sprintf("%d web pods ready and the budget computed", n), fmt.Sprintf("%d 1", n),
+		"get", "deploy,pdb", "web", "-o", `jsonpath={.items[0].status.readyReplicas} {.items[1].status.disruptionsAllowed}`); err != nil {
+		return err
+	}
+	c.kubectl("get", "pods", "-o", "wide")
+	boots := map[string]int{}
+	for _, w := range c.workers {
+		b, err := c.bootCount(ctx, w)
+		if err != nil {
+			return err
+		}
+		boots[w.name] = b
+	}
+
+	step("A change the default policies answer with drain and reboot: each worker in turn cordoned, drained, rebooted, back")
+	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
+	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml"); err != nil {
+		return err
+	}
+	target, err := c.waitTargetSources(ctx, current, 3)
+	if err != nil {
+		return err
+	}
+	watch := c.watchWorkers(ctx)
+	t := time.Now()
+	err = c.waitWorkersDone(ctx, target, time.Duration(n)*rebootTimeout, func(w *worker) error {
+		if err := c.waitFor(ctx, 2*time.Minute, w.name+" uncordoned", "", "get", "node", w.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
+			return err
+		}
+		_, err := c.waitEvent(ctx, w.name, "Resumed", "after a reboot")
+		return err
+	})
+	seen := watch()
+	if err != nil {
+		return err
+	}
+	took := time.Since(t)
+	if err := c.waitFor(ctx, 4*time.Minute, "the scheduler to place every web pod again", strconv.Itoa(n),
+		"get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}"); err != nil {
+		return err
+	}
+	c.kubectl("get", "pods", "-o", "wide")
+	c.kubectl("ndp", "status")
+	for _, w := range c.workers {
+		b, err := c.bootCount(ctx, w)
+		if err != nil {
+			return err
+		}
+		boot, err := w.vm.BootID(ctx)
+		if err != nil {
+			return err
+		}
+		nodeBoot, _ := c.kubectlQuiet("get", "node", w.name, "-o", "jsonpath={.status.nodeInfo.bootID}")
+		file, err := w.vm.ReadFile(ctx, "/etc/ndp-example/app.conf")
+		if err != nil {
+			return fmt.Errorf("%s: the new file: %w", w.name, err)
+		}
+		line := fmt.Sprintf("%s: boot %s -> %s (%d boot(s) since the change; the Node says %s); app.conf %q",
+			w.name, w.bootNow[:8], boot[:8], b-boots[w.name], shortID(nodeBoot), strings.TrimSpace(string(file)))
+		fmt.Println(line)
+		c.summary = append(c.summary, line)
+		if b-boots[w.name] != 1 || boot == w.bootNow || nodeBoot != boot {
+			return fmt.Errorf("%s: want exactly one reboot, seen by the node and its Node object", w.name)
+		}
+		w.bootNow = boot
+	}
+	line := fmt.Sprintf("reboots: %d nodes in %s, at most %d cordoned at once, web pods ready never below %d (lowest %d)",
+		n, took.Round(time.Second), seen.maxCordoned, n-1, seen.minReady)
+	c.summary = append(c.summary, line)
+	if seen.maxCordoned != 1 || seen.minReady < n-1 {
+		return fmt.Errorf("%s: want one node at a time, the budget kept", line)
+	}
+	return nil
+}
+
+// seen is what watchWorkers saw during a rollout.
+type seen struct {
+	maxCordoned int // workers unschedulable at the same time, at most
+	minReady    int // ready web pods, at least (-1: no Deployment)
+}
+
+// watchWorkers watches the workers and the web Deployment until the
+// returned function is called, which returns what it saw.
+func (c *cluster) watchWorkers(ctx context.Context) func() seen {
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	s := seen{minReady: -1}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			out, err := c.kubectlQuiet("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", `jsonpath={range .items[*]}{.spec.unschedulable}{" "}{end}`)
+			ready, rerr := c.kubectlQuiet("get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}")
+			mu.Lock()
+			if err == nil {
+				s.maxCordoned = max(s.maxCordoned, strings.Count(out, "true"))
+			}
+			if rerr == nil {
+				r, _ := strconv.Atoi(strings.TrimSpace(ready))
+				if s.minReady < 0 || r < s.minReady {
+					s.minReady = r
+				}
+			}
+			mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	return func() seen {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return s
+	}
+}
+
+// waitWorkersDone waits for every worker to run target, Done, printing the
+// states they pass through; then calls each (if set) for each worker in the
+// order they finished.
+func (c *cluster) waitWorkersDone(ctx context.Context, target string, timeout time.Duration, each func(*worker) error) error {
+	last := map[string]string{}
+	var order []*worker
+	err := poll(ctx, timeout, "the worker nodes on "+target, func() (bool, error) {
+		done := 0
+		for _, w := range c.workers {
+			out, _ := c.kubectlQuiet("get", "node", w.name, "-o", jsonNodeState+` {.spec.unschedulable}`)
+			if out != last[w.name] {
+				last[w.name] = out
+				fmt.Printf("  %s %s: %s\n", time.Now().Format("15:04:05"), w.name, out)
+			}
+			if strings.HasPrefix(out, target+" Done") {
+				done++
+				if !containsWorker(order, w) {
+					order = append(order, w)
+				}
+			}
+		}
+		return done == len(c.workers), nil
+	})
+	if err != nil || each == nil {
+		return err
+	}
+	for _, w := range order {
+		if err := each(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containsWorker(ws []*worker, w *worker) bool {
+	for _, x := range ws {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// starts counts the starts of unit in the node's journal, over every boot
+// of the node (the journal is persistent).
+func (c *cluster) starts(ctx context.Context, w *worker, unit string) (int, error) {
+	out, err := w.vm.Run(ctx, "journalctl", "--no-pager", "-o", "cat", "MESSAGE_ID="+unitStarted, "UNIT="+unit)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", w.name, err)
+	}
+	return strings.Count(out, "\n"), nil
+}
+
+// bootCount counts the node's boots in its persistent journal.
+func (c *cluster) bootCount(ctx context.Context, w *worker) (int, error) {
+	out, err := w.vm.Run(ctx, "journalctl", "--no-pager", "-q", "--list-boots")
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", w.name, err)
+	}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func shortID(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ndp-dev/ndp/hack/cluster/vm"
+)
+
+// Worker VMs: Debian with systemd as PID 1, containerd and a real kubelet,
+// booted by qemu inside the cluster's network namespace. Each VM's user
+// network is the node network's own addresses (10.99.0.0/24) and reaches
+// exactly two things, through forwards to the namespace's loopback: the
+// API server and the registry, both at 10.99.0.1, the address the API
+// server advertises (so the kubernetes Service works from the VMs too).
+// The API server reaches each kubelet at the VM's address, which the
+// namespace holds on its loopback and qemu forwards to the guest.
+const (
+	workerNet     = "10.99.0.0/24"
+	workerGateway = "10.99.0.2" // qemu's user-network host: nothing answers there (restrict=on)
+	workerDNS     = "10.99.0.3"
+	kubeletPort   = 10250
+	workerMemory  = 768
+)
+
+// workerCount is how many worker VMs make cluster boots (NDP_CLUSTER_VMS
+// sets it; 0: none): two show one node at a time and a budget spread over
+// nodes, at a TCG boot's cost each.
+func workerCount() int {
+	if n, err := strconv.Atoi(os.Getenv("NDP_CLUSTER_VMS")); err == nil && n >= 0 {
+		return n
+	}
+	return 2
+}
+
+// worker is one worker VM.
+type worker struct {
+	name, ip string
+	index    int
+	token    string
+	vm       *vm.VM
+	// boot is the boot ID the node started with; bootNow the last seen.
+	boot, bootNow string
+}
+
+func workerIP(i int) string { return fmt.Sprintf("10.99.0.%d", 10+i) }
+
+// vmsPossible tells whether this machine can run the worker VMs, and if
+// not, why.
+func (c *cluster) vmsPossible() (bool, string) {
+	if workerCount() == 0 {
+		return false, "NDP_CLUSTER_VMS=0"
+	}
+	for _, f := range []string{vm.BaseImage, vm.Kernel, vm.Initrd} {
+		if !exists(filepath.Join(c.bin("vm-image"), f)) {
+			return false, "no worker VM image in bin/vm-image (make vm-image)"
+		}
+	}
+	for _, t := range []string{"qemu-system-x86_64", "qemu-img", "socat"} {
+		if _, err := exec.LookPath(t); err != nil {
+			return false, t + " is not installed (apt-get install qemu-system-x86 qemu-utils socat)"
+		}
+	}
+	return true, ""
+}
+
+// startWorkers writes each worker's share (the kubelet and kube-proxy, their
+// configuration and credentials, containerd's and the CNI's) and boots the
+// VMs. They join on their own; joinWorkers waits for them.
+func (c *cluster) startWorkers(ctx context.Context) error {
+	s := c.s
+	binDir := s.path("vms", "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return err
+	}
+	for _, b := range []string{"kubelet", "kube-proxy"} {
+		if err := copyFile(c.bin(b), filepath.Join(binDir, b), 0o755); err != nil {
+			return err
+		}
+	}
+	ca, err := os.ReadFile(s.pki.path("ca.crt"))
+	if err != nil {
+		return err
+	}
+	for _, w := range c.workers {
+		share := s.path("vms", w.name, "share", "rootfs")
+		for _, b := range []string{"kubelet", "kube-proxy"} {
+			dst := filepath.Join(share, "usr", "local", "bin", b)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			if err := os.Link(filepath.Join(binDir, b), dst); err != nil {
+				return err
+			}
+		}
+		server := "https://" + nodeIP + ":" + apiPort
+		if err := writeFiles(map[string]string{
+			filepath.Join(share, "etc", "kubernetes", "ca.crt"):                    string(ca),
+			filepath.Join(share, "etc", "kubernetes", "kubelet.kubeconfig"):        guestKubeconfig(server, "kubelet", w.token),
+			filepath.Join(share, "etc", "kubernetes", "kubelet-config.yaml"):       guestKubeletConfig(),
+			filepath.Join(share, "etc", "kubernetes", "kube-proxy.kubeconfig"):     guestKubeconfig(server, "kube-proxy", s.pki.proxyToken),
+			filepath.Join(share, "etc", "kubernetes", "kube-proxy-config.yaml"):    guestProxyConfig(),
+			filepath.Join(share, "etc", "containerd", "config.toml"):               guestContainerdConfig(c.pauseImage),
+			filepath.Join(share, "etc", "cni", "net.d", "10-ndp-cluster.conflist"): guestCNIConfig(w.index),
+		}); err != nil {
+			return err
+		}
+	}
+	// The kubelets' addresses, on the namespace's loopback: qemu listens
+	// there for the API server's calls (logs, exec) and forwards them.
+	for _, w := range c.workers {
+		if err := sh(append(s.nsenter(false), "ip", "addr", "add", w.ip+"/32", "dev", "lo")...); err != nil {
+			return err
+		}
+	}
+	for _, w := range c.workers {
+		cfg := vm.Config{
+			Name: w.name, Index: w.index, Dir: s.path("vms", w.name), Image: c.bin("vm-image"),
+			Share: s.path("vms", w.name, "share"), MemoryMB: workerMemory,
+			Network: vm.Network{CIDR: workerNet, Host: workerGateway, DNS: workerDNS, GuestIP: w.ip},
+			GuestForwards: []vm.Forward{
+				{Guest: nodeIP + ":" + apiPort, Host: "127.0.0.1:" + apiPort},
+				{Guest: nodeIP + ":5000", Host: registry},
+			},
+			HostForwards: []vm.HostForward{{Host: fmt.Sprintf("%s:%d", w.ip, kubeletPort), GuestPort: kubeletPort}},
+			// qemu in the cluster's network namespace, below the
+			// control plane in priority: TCG takes what it is given.
+			Command: func(name string, args ...string) *exec.Cmd {
+				argv := append(append(s.nsenter(false), "nice", "-n", "5", name), args...)
+				return exec.Command(argv[0], argv[1:]...)
+			},
+		}
+		if w.vm, err = vm.Start(ctx, cfg); err != nil {
+			return err
+		}
+		fmt.Printf("%s: qemu %d (%s), address %s, console %s\n", w.name, w.vm.PID(), accelName(), w.ip, w.vm.SerialLog())
+	}
+	return nil
+}
+
+// joinWorkers waits for each worker VM's agent and kubelet, and records the
+// boot IDs the nodes started with.
+func (c *cluster) joinWorkers(ctx context.Context) error {
+	t := time.Now()
+	for _, w := range c.workers {
+		actx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+		err := w.vm.WaitAgent(actx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.name, err)
+		}
+		if w.boot, err = w.vm.BootID(ctx); err != nil {
+			return err
+		}
+		w.bootNow = w.boot
+		fmt.Printf("%s: booted (%s), boot %s\n", w.name, time.Since(t).Round(time.Second), w.boot[:8])
+	}
+	for _, w := range c.workers {
+		if err := c.waitFor(ctx, 4*time.Minute, w.name+" to be Ready", "True",
+			"get", "node", w.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("every worker VM Ready %s after qemu started\n", time.Since(t).Round(time.Second))
+	return nil
+}
+
+// stopWorkers stops the VMs (qemu and its forwards' socat) and reports
+// what it could not stop.
+func (c *cluster) stopWorkers() []string {
+	var left []string
+	for _, w := range c.workers {
+		if w.vm == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := w.vm.Stop(ctx, vm.StopOptions{}); err != nil {
+			left = append(left, err.Error())
+		}
+		cancel()
+	}
+	return left
+}
+
+func accelName() string {
+	if vm.KVMUsable() {
+		return "KVM"
+	}
+	return "TCG: no hardware virtualization here"
+}
+
+func guestKubeconfig(server, user, token string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: ndp-cluster
+  cluster: {server: %q, certificate-authority: /etc/kubernetes/ca.crt}
+users:
+- name: %s
+  user: {token: %q}
+contexts:
+- name: %s
+  context: {cluster: ndp-cluster, user: %s}
+current-context: %s
+`, server, user, token, user, user, user)
+}
+
+// guestKubeletConfig: the kubelet of a worker VM, with systemd's cgroups as
+// containerd's (SystemdCgroup: containerd 1.6 cannot tell the kubelet).
+func guestKubeletConfig() string {
+	return `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+failSwapOn: false
+readOnlyPort: 0
+# Only the API server reaches this port (qemu's one forward to it), and it
+# calls without a client certificate (logs, exec).
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization:
+  mode: AlwaysAllow
+clusterDomain: cluster.local
+clusterDNS: []
+resolvConf: /etc/resolv.conf
+evictionHard:
+  memory.available: 50Mi
+  nodefs.available: 1%
+  nodefs.inodesFree: 1%
+  imagefs.available: 1%
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+`
+}
+
+func guestProxyConfig() string {
+	return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: /etc/kubernetes/kube-proxy.kubeconfig}
+mode: iptables
+clusterCIDR: 10.88.0.0/16
+`
+}
+
+// guestContainerdConfig: the registry is reached at the API server's
+// address, through the VM's forward, under the name the images have.
+func guestContainerdConfig(sandboxImage string) string {
+	return fmt.Sprintf(`version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%q]
+    endpoint = ["http://%s:5000"]
+`, sandboxImage, registry, nodeIP)
+}
+
+// guestCNIConfig: pods of worker i on a bridge of their own subnet (pods on
+// different VMs cannot reach each other: qemu's user network joins nothing).
+func guestCNIConfig(i int) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "ndp-cluster",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.%d.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, i)
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
