@@ -108,6 +108,10 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 			filepath.Join(share, "etc", "kubernetes", "kube-proxy-config.yaml"):    guestProxyConfig(),
 			filepath.Join(share, "etc", "containerd", "config.toml"):               guestContainerdConfig(c.pauseImage),
 			filepath.Join(share, "etc", "cni", "net.d", "10-ndp-cluster.conflist"): guestCNIConfig(w.index),
+			// The node's address, static (no wait for DHCP), and the
+			// kubelet told it: it finds none by its host name here.
+			filepath.Join(share, "etc", "systemd", "network", "10-node.network"):                     guestNetwork(w.ip),
+			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "10-node-ip.conf"): guestKubeletDropIn(w.ip),
 		}); err != nil {
 			return err
 		}
@@ -193,6 +197,25 @@ func accelName() string {
 		return "KVM"
 	}
 	return "TCG: no hardware virtualization here"
+}
+
+func guestNetwork(ip string) string {
+	return fmt.Sprintf(`[Match]
+Name=en* eth*
+
+[Network]
+Address=%s/24
+Gateway=%s
+LinkLocalAddressing=no
+IPv6AcceptRA=no
+`, ip, workerGateway)
+}
+
+func guestKubeletDropIn(ip string) string {
+	return fmt.Sprintf(`[Service]
+ExecStart=
+ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet-config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --node-ip=%s
+`, ip)
 }
 
 func guestKubeconfig(server, user, token string) string {
