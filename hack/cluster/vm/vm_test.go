@@ -235,7 +235,7 @@ systemd-analyze blame --no-pager | head -n4`)
 		t.Logf("%s: systemd-analyze: %v", what, err)
 		return
 	}
-	t.Logf("%s: the system is up %s after it began; by the guest's clock:\n%s", what, since(start), strings.TrimSpace(r.Stdout+r.Stderr))
+	t.Logf("%s: the system is up within %s of its start; by the guest's clock:\n%s", what, since(start), strings.TrimSpace(r.Stdout+r.Stderr))
 }
 
 // newBoot waits until the guest runs a boot other than old; it returns its
