@@ -311,18 +311,8 @@ func (c *cluster) controlPlane(ctx context.Context) error {
 // daemon at what this node has instead of systemd as PID 1.
 func (c *cluster) install(ctx context.Context) error {
 	s := c.s
-	repo, digest, _ := strings.Cut(c.ndpImage, "@")
-	cmd := exec.Command(filepath.Join(c.root, "hack", "install-manifests.sh"), repo, digest, c.bin("kubectl"))
-	cmd.Env = append(os.Environ(), "DIST="+s.path("dist"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("install-manifests: %w\n%s", err, out)
-	}
-	install := s.path("dist", "install.yaml")
-	fmt.Printf("$ make install-manifests IMAGE=%s  # → %s\n", repo, install)
-	if out, err := c.kubectlQuiet("apply", "-f", install); err != nil {
-		return fmt.Errorf("kubectl apply -f %s: %w\n%s", install, err, out)
-	} else {
-		fmt.Printf("$ kubectl apply -f install.yaml\n%d objects applied\n", strings.Count(out, "\n"))
+	if err := c.installImage(c.ndpImage); err != nil {
+		return err
 	}
 	if len(c.workers) > 0 {
 		// The worker VMs run the DaemonSet as shipped. The namespace's
@@ -376,6 +366,26 @@ func (c *cluster) install(ctx context.Context) error {
 	if _, err := c.kubectlMust("-n", "ndp-system", "patch", "daemonset", "ndp-daemon", "--type=json", "-p", patch); err != nil {
 		return err
 	}
+	return nil
+}
+
+// installImage renders the install manifests for image (REPO@DIGEST) and
+// applies them, as an administrator installs or upgrades ndp.
+func (c *cluster) installImage(image string) error {
+	s := c.s
+	repo, digest, _ := strings.Cut(image, "@")
+	cmd := exec.Command(filepath.Join(c.root, "hack", "install-manifests.sh"), repo, digest, c.bin("kubectl"))
+	cmd.Env = append(os.Environ(), "DIST="+s.path("dist"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("install-manifests: %w\n%s", err, out)
+	}
+	install := s.path("dist", "install.yaml")
+	fmt.Printf("$ make install-manifests IMAGE=%s  # %s → %s\n", repo, digest, install)
+	out, err := c.kubectlQuiet("apply", "-f", install)
+	if err != nil {
+		return fmt.Errorf("kubectl apply -f %s: %w\n%s", install, err, out)
+	}
+	fmt.Printf("$ kubectl apply -f install.yaml\n%d objects applied (%d configured)\n", strings.Count(out, "\n"), strings.Count(out, " configured"))
 	return nil
 }
 

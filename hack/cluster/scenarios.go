@@ -299,6 +299,12 @@ func (c *cluster) tokenScenario(ctx context.Context) error {
 // deleteDaemonPod deletes the daemon's pod on the node at once (as a crash
 // or a reboot would end it) and waits for the DaemonSet's next pod there.
 func (c *cluster) deleteDaemonPod(ctx context.Context) error {
+	return c.deleteDaemonPodOn(ctx, nodeName)
+}
+
+// deleteDaemonPodOn deletes the daemon's pod on node and waits for the
+// DaemonSet's next one there.
+func (c *cluster) deleteDaemonPodOn(ctx context.Context, nodeName string) error {
 	get := []string{"-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-daemon", "--field-selector", "spec.nodeName=" + nodeName}
 	old, err := c.kubectlMust(append(get, "-o", "jsonpath={.items[0].metadata.name}")...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,13 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 	if err := c.chronyOnVMs(ctx, first); err != nil {
 		return err
 	}
-	return c.rebootOnVMs(ctx)
+	if err := c.rebootOnVMs(ctx); err != nil {
+		return err
+	}
+	if err := c.crashesOnVMs(ctx); err != nil {
+		return err
+	}
+	return c.upgradeOnVMs(ctx)
 }
 
 // chronyOnVMs: the chrony change under the restart policy: chronyd
@@ -345,3 +352,206 @@ func shortID(s string) string {
 	}
 	return s
 }
+
+// crashesOnVMs: a change that needs a drain and a reboot, during which the
+// first worker's daemon pod is deleted (as a crash would end it) and the
+// second worker's VM is reset (a power cut) while its drain waits for the
+// budget. Each node finishes its plan; the first reboots once, the second
+// boots twice (the power cut, then its one planned reboot).
+func (c *cluster) crashesOnVMs(ctx context.Context) error {
+	if len(c.workers) < 2 {
+		return nil
+	}
+	step("Crashes mid-update: the first worker's daemon pod deleted, the second worker's VM reset (a power cut) during its drain")
+	boots := map[string]int{}
+	for _, w := range c.workers {
+		b, err := c.bootCount(ctx, w)
+		if err != nil {
+			return err
+		}
+		boots[w.name] = b
+	}
+	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
+	mc := strings.ReplaceAll(appMC, "MODE", "staging")
+	f := c.s.path("60-worker-app-staging.yaml")
+	if err := os.WriteFile(f, []byte(mc), 0o644); err != nil {
+		return err
+	}
+	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
+		return err
+	}
+	target, err := c.waitTargetSources(ctx, current, 3)
+	if err != nil {
+		return err
+	}
+	killed, reset := c.workers[0], c.workers[1]
+	// The first worker sent to the target gets the pod deletion, whichever
+	// it is; the other the reset.
+	if err := poll(ctx, 3*time.Minute, "a worker's update to start", func() (bool, error) {
+		for i, w := range c.workers {
+			out, _ := c.kubectlQuiet("get", "node", w.name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig} {.spec.unschedulable}`)
+			if out == target+" true" {
+				killed, reset = c.workers[i], c.workers[1-i]
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	if err := c.deleteDaemonPodOn(ctx, killed.name); err != nil {
+		return err
+	}
+	fmt.Printf("%s: its daemon pod deleted mid-update\n", killed.name)
+	if err := poll(ctx, 2*rebootTimeout, reset.name+"'s drain to wait for the budget", func() (bool, error) {
+		out, _ := c.kubectlQuiet("get", "node", reset.name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig} {.spec.unschedulable}`)
+		return out == target+" true", nil
+	}); err != nil {
+		return err
+	}
+	if err := reset.vm.Reset(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("%s: reset (a power cut) during its update\n", reset.name)
+	if err := c.waitWorkersDone(ctx, target, 2*time.Duration(len(c.workers))*rebootTimeout, nil); err != nil {
+		return err
+	}
+	for _, w := range c.workers {
+		if err := c.waitFor(ctx, 2*time.Minute, w.name+" uncordoned", "", "get", "node", w.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
+			return err
+		}
+		b, err := c.bootCount(ctx, w)
+		if err != nil {
+			return err
+		}
+		boot, err := w.vm.BootID(ctx)
+		if err != nil {
+			return err
+		}
+		file, err := w.vm.ReadFile(ctx, "/etc/ndp-example/app.conf")
+		if err != nil {
+			return err
+		}
+		want, what := 1, "daemon pod deleted mid-update"
+		if w == reset {
+			want, what = 2, "power cut mid-update"
+		}
+		line := fmt.Sprintf("%s (%s): boot %s -> %s, %d boot(s) (want %d); app.conf %q", w.name, what, w.bootNow[:8], boot[:8], b-boots[w.name], want, strings.TrimSpace(string(file)))
+		fmt.Println(line)
+		c.summary = append(c.summary, line)
+		if b-boots[w.name] != want || strings.TrimSpace(string(file)) != "mode=staging" {
+			return fmt.Errorf("%s: want %d boot(s) and the new file", w.name, want)
+		}
+		w.bootNow = boot
+	}
+	return nil
+}
+
+// appMC is 60-worker-app with its mode as MODE.
+const appMC = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 60-worker-app
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/ndp-example/app.conf
+        mode: 420
+        overwrite: true
+        contents: {source: "data:,mode%3DMODE%0A"}
+`
+
+// upgradeOnVMs: ndp upgraded (a new image digest, applied as an
+// administrator would: make install-manifests, kubectl apply) in the
+// middle of a rollout of a chrony change: the DaemonSet's rolling update
+// replaces the daemons between steps, the Deployment the controllers; the
+// rollout completes with chronyd restarted exactly once per node.
+func (c *cluster) upgradeOnVMs(ctx context.Context) error {
+	step("ndp upgraded (a new image digest) in the middle of a rollout")
+	root := filepath.Join(c.root, "bin", "image-root")
+	if _, err := c.imageTool("build", "--out", c.s.path("ndp-image-2"), "--name", "ndp:upgrade", "--user", "65532:65532", "--entrypoint", "/ndp",
+		"--label", "org.opencontainers.image.version=upgrade",
+		"--file", "/ndp="+filepath.Join(root, "ndp"), "--file", "/ndp-controller="+filepath.Join(root, "ndp-controller"),
+		"--file", "/ndp-daemon="+filepath.Join(root, "ndp-daemon")); err != nil {
+		return err
+	}
+	upgraded, err := c.push(c.s.path("ndp-image-2"), registry+"/ndp:upgrade")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ndp %s -> %s\n", c.ndpImage, upgraded)
+	before := map[string]int{}
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, "chrony.service")
+		if err != nil {
+			return err
+		}
+		before[w.name] = n
+	}
+	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
+	f := c.s.path("50-worker-chrony-v3.yaml")
+	if err := os.WriteFile(f, []byte(chronyV3), 0o644); err != nil {
+		return err
+	}
+	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
+		return err
+	}
+	target, err := c.waitTargetSources(ctx, current, 3)
+	if err != nil {
+		return err
+	}
+	if err := poll(ctx, 3*time.Minute, "a worker's update to start", func() (bool, error) {
+		for _, w := range c.workers {
+			out, _ := c.kubectlQuiet("get", "node", w.name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig}`)
+			if out == target {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		return err
+	}
+	if err := c.installImage(upgraded); err != nil {
+		return err
+	}
+	if err := c.waitWorkersDone(ctx, target, 2*time.Duration(len(c.workers))*rebootTimeout, nil); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, 5*time.Minute, "every ndp pod on the new image", strings.TrimSpace(strings.Repeat(upgraded+" ", 2+len(c.workers))),
+		"-n", "ndp-system", "get", "pods", "--field-selector", "status.phase=Running", "-o", `jsonpath={.items[*].spec.containers[0].image}`); err != nil {
+		return err
+	}
+	c.kubectl("-n", "ndp-system", "get", "pods", "-o", "wide")
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, "chrony.service")
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s (ndp upgraded mid-rollout): chronyd started %d time(s) by the change", w.name, n-before[w.name])
+		fmt.Println(line)
+		c.summary = append(c.summary, line)
+		if n-before[w.name] != 1 {
+			return fmt.Errorf("%s: want chronyd started once", w.name)
+		}
+	}
+	return nil
+}
+
+const chronyV3 = `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 50-worker-chrony
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/chrony.conf
+        mode: 420
+        overwrite: true
+        contents: {source: "data:,server%20time3.example.com%20iburst%0Adriftfile%20%2Fvar%2Flib%2Fchrony%2Fdrift%0A"}
+`
