@@ -55,9 +55,6 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 	if err := c.rebootOnVMs(ctx); err != nil {
 		return err
 	}
-	if err := c.crashesOnVMs(ctx); err != nil {
-		return err
-	}
 	return c.upgradeOnVMs(ctx)
 }
 
@@ -172,7 +169,7 @@ spec:
 		boots[w.name] = b
 	}
 
-	step("A change the default policies answer with drain and reboot: each worker in turn cordoned, drained, rebooted, back")
+	step("A change the default policies answer with drain and reboot; the pool paused once its first worker is sent")
 	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml"); err != nil {
 		return err
@@ -183,6 +180,72 @@ spec:
 	}
 	watch := c.watchWorkers(ctx)
 	t := time.Now()
+	first := c.waitSent(ctx, target)
+	if first == nil {
+		watch()
+		return fmt.Errorf("no worker was sent to %s", target)
+	}
+	if _, err := c.kubectlMust("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":true}}`); err != nil {
+		watch()
+		return err
+	}
+
+	step("%s: its daemon's pod deleted mid-update (as a crash would end it); the DaemonSet's next pod resumes", first.name)
+	// Once cordoned: the update has started (the cordon is a journaled step).
+	if err := c.waitFor(ctx, 2*time.Minute, first.name+" cordoned", "true", "get", "node", first.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
+		watch()
+		return err
+	}
+	if err := c.deleteDaemonPodOn(ctx, first.name); err != nil {
+		watch()
+		return err
+	}
+	err = c.waitNodesDone(ctx, target, rebootTimeout, first)
+	if err == nil {
+		_, err = c.waitEvent(ctx, first.name, "Resumed", "after a restart of the daemon")
+	}
+	if err != nil {
+		watch()
+		return err
+	}
+
+	second := c.workers[0]
+	if second == first {
+		second = c.workers[1]
+	}
+	step("%s: sent with the budget at minAvailable %d (its drain held), then reset (a power cut) while held", second.name, n)
+	if _, err := c.kubectlMust("patch", "pdb", "web", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"minAvailable":%d}}`, n)); err != nil {
+		watch()
+		return err
+	}
+	if _, err := c.kubectlMust("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":false}}`); err != nil {
+		watch()
+		return err
+	}
+	if err := poll(ctx, rebootTimeout, second.name+"'s drain to be held by the budget", func() (bool, error) {
+		logs, _ := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+second.name, "-o", "jsonpath={.items[*].reason}")
+		cordoned, _ := c.kubectlQuiet("get", "node", second.name, "-o", "jsonpath={.spec.unschedulable}")
+		pod, _ := c.kubectlQuiet("get", "pods", "-l", "app=web", "--field-selector", "spec.nodeName="+second.name, "-o", "jsonpath={.items[*].metadata.name}")
+		return cordoned == "true" && pod != "" && strings.Contains(logs, "DrainWaiting"), nil
+	}); err != nil {
+		watch()
+		return err
+	}
+	time.Sleep(5 * time.Second) // the daemon asks, the budget refuses
+	if err := second.vm.Reset(ctx); err != nil {
+		watch()
+		return err
+	}
+	fmt.Printf("%s: reset\n", second.name)
+	if _, err := c.waitEvent(ctx, second.name, "Resumed", "at step drain after a reboot"); err != nil {
+		watch()
+		return err
+	}
+	step("The budget allows it again (minAvailable %d): %s drained, rebooted once, back", n-1, second.name)
+	if _, err := c.kubectlMust("patch", "pdb", "web", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"minAvailable":%d}}`, n-1)); err != nil {
+		watch()
+		return err
+	}
 	err = c.waitWorkersDone(ctx, target, time.Duration(n)*rebootTimeout, func(w *worker) error {
 		if err := c.waitFor(ctx, 2*time.Minute, w.name+" uncordoned", "", "get", "node", w.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
 			return err
@@ -215,12 +278,16 @@ spec:
 		if err != nil {
 			return fmt.Errorf("%s: the new file: %w", w.name, err)
 		}
-		line := fmt.Sprintf("%s: boot %s -> %s (%d boot(s) since the change; the Node says %s); app.conf %q",
-			w.name, w.bootNow[:8], boot[:8], b-boots[w.name], shortID(nodeBoot), strings.TrimSpace(string(file)))
+		want, what := 1, "daemon pod deleted mid-update"
+		if w == second {
+			want, what = 2, "power cut during its drain, then its one planned reboot"
+		}
+		line := fmt.Sprintf("%s: boot %s -> %s (%d boots since the change, want %d: %s; the Node says %s); app.conf %q",
+			w.name, w.bootNow[:8], boot[:8], b-boots[w.name], want, what, shortID(nodeBoot), strings.TrimSpace(string(file)))
 		fmt.Println(line)
 		c.summary = append(c.summary, line)
-		if b-boots[w.name] != 1 || boot == w.bootNow || nodeBoot != boot {
-			return fmt.Errorf("%s: want exactly one reboot, seen by the node and its Node object", w.name)
+		if b-boots[w.name] != want || boot == w.bootNow || nodeBoot != boot {
+			return fmt.Errorf("%s: want %d boot(s), the last seen by the node and its Node object", w.name, want)
 		}
 		w.bootNow = boot
 	}
@@ -353,100 +420,6 @@ func shortID(s string) string {
 	return s
 }
 
-// crashesOnVMs: a change that needs a drain and a reboot, during which the
-// first worker's daemon pod is deleted (as a crash would end it) and the
-// second worker's VM is reset (a power cut) while its drain waits for the
-// budget. Each node finishes its plan; the first reboots once, the second
-// boots twice (the power cut, then its one planned reboot).
-func (c *cluster) crashesOnVMs(ctx context.Context) error {
-	if len(c.workers) < 2 {
-		return nil
-	}
-	step("Crashes mid-update: the first worker's daemon pod deleted, the second worker's VM reset (a power cut) during its drain")
-	boots := map[string]int{}
-	for _, w := range c.workers {
-		b, err := c.bootCount(ctx, w)
-		if err != nil {
-			return err
-		}
-		boots[w.name] = b
-	}
-	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
-	mc := strings.ReplaceAll(appMC, "MODE", "staging")
-	f := c.s.path("60-worker-app-staging.yaml")
-	if err := os.WriteFile(f, []byte(mc), 0o644); err != nil {
-		return err
-	}
-	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
-		return err
-	}
-	target, err := c.waitTargetSources(ctx, current, 3)
-	if err != nil {
-		return err
-	}
-	killed, reset := c.workers[0], c.workers[1]
-	// The first worker sent to the target gets the pod deletion, whichever
-	// it is; the other the reset.
-	if err := poll(ctx, 3*time.Minute, "a worker's update to start", func() (bool, error) {
-		for i, w := range c.workers {
-			out, _ := c.kubectlQuiet("get", "node", w.name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig} {.spec.unschedulable}`)
-			if out == target+" true" {
-				killed, reset = c.workers[i], c.workers[1-i]
-				return true, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
-		return err
-	}
-	if err := c.deleteDaemonPodOn(ctx, killed.name); err != nil {
-		return err
-	}
-	fmt.Printf("%s: its daemon pod deleted mid-update\n", killed.name)
-	if err := poll(ctx, 2*rebootTimeout, reset.name+"'s drain to wait for the budget", func() (bool, error) {
-		out, _ := c.kubectlQuiet("get", "node", reset.name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig} {.spec.unschedulable}`)
-		return out == target+" true", nil
-	}); err != nil {
-		return err
-	}
-	if err := reset.vm.Reset(ctx); err != nil {
-		return err
-	}
-	fmt.Printf("%s: reset (a power cut) during its update\n", reset.name)
-	if err := c.waitWorkersDone(ctx, target, 2*time.Duration(len(c.workers))*rebootTimeout, nil); err != nil {
-		return err
-	}
-	for _, w := range c.workers {
-		if err := c.waitFor(ctx, 2*time.Minute, w.name+" uncordoned", "", "get", "node", w.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
-			return err
-		}
-		b, err := c.bootCount(ctx, w)
-		if err != nil {
-			return err
-		}
-		boot, err := w.vm.BootID(ctx)
-		if err != nil {
-			return err
-		}
-		file, err := w.vm.ReadFile(ctx, "/etc/ndp-example/app.conf")
-		if err != nil {
-			return err
-		}
-		want, what := 1, "daemon pod deleted mid-update"
-		if w == reset {
-			want, what = 2, "power cut mid-update"
-		}
-		line := fmt.Sprintf("%s (%s): boot %s -> %s, %d boot(s) (want %d); app.conf %q", w.name, what, w.bootNow[:8], boot[:8], b-boots[w.name], want, strings.TrimSpace(string(file)))
-		fmt.Println(line)
-		c.summary = append(c.summary, line)
-		if b-boots[w.name] != want || strings.TrimSpace(string(file)) != "mode=staging" {
-			return fmt.Errorf("%s: want %d boot(s) and the new file", w.name, want)
-		}
-		w.bootNow = boot
-	}
-	return nil
-}
-
 // appMC is 60-worker-app with its mode as MODE.
 const appMC = `apiVersion: machineconfiguration.openshift.io/v1
 kind: MachineConfig
@@ -555,3 +528,28 @@ spec:
         overwrite: true
         contents: {source: "data:,server%20time3.example.com%20iburst%0Adriftfile%20%2Fvar%2Flib%2Fchrony%2Fdrift%0A"}
 `
+
+// waitSent waits for a worker to be sent to target (its desiredConfig) and
+// returns it.
+func (c *cluster) waitSent(ctx context.Context, target string) *worker {
+	var sent *worker
+	_ = poll(ctx, 3*time.Minute, "a worker sent to "+target, func() (bool, error) {
+		for _, w := range c.workers {
+			out, _ := c.kubectlQuiet("get", "node", w.name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/desiredConfig}`)
+			if out == target {
+				sent = w
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return sent
+}
+
+// waitNodesDone waits for the given workers only to run target, Done.
+func (c *cluster) waitNodesDone(ctx context.Context, target string, timeout time.Duration, ws ...*worker) error {
+	all := c.workers
+	c.workers = ws
+	defer func() { c.workers = all }()
+	return c.waitWorkersDone(ctx, target, timeout, nil)
+}
