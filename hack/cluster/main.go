@@ -470,7 +470,7 @@ func (c *cluster) down() []string {
 		if err := os.RemoveAll(s.work); err != nil {
 			left = append(left, err.Error())
 		}
-		fmt.Printf("stopped %d processes and the systemd manager; no process, mount, namespace or cgroup left; %s removed\n", len(s.procs), s.work)
+		fmt.Printf("stopped %d processes, %d worker VMs and the systemd manager; no process, mount, namespace or cgroup left; %s removed\n", len(s.procs), len(c.workers), s.work)
 	}
 	return left
 }
