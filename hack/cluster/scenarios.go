@@ -325,10 +325,12 @@ func (c *cluster) deleteDaemonPodOn(ctx context.Context, nodeName string) error 
 }
 
 // waitEvent waits for an event of node with reason whose message holds
-// substr and was not seen by an earlier call, and returns its message.
+// substr and was not seen by an earlier call, and returns its message. The
+// wait allows for a worker VM's reboot: the event comes from the daemon's
+// next pod, after the boot, the kubelet and the pod's start under TCG.
 func (c *cluster) waitEvent(ctx context.Context, node, reason, substr string) (string, error) {
 	var msg string
-	err := poll(ctx, 2*time.Minute, fmt.Sprintf("a %s event (%q) on %s", reason, substr, node), func() (bool, error) {
+	err := poll(ctx, rebootTimeout, fmt.Sprintf("a %s event (%q) on %s", reason, substr, node), func() (bool, error) {
 		out, _ := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+node+",reason="+reason,
 			"-o", `jsonpath={range .items[*]}{.metadata.uid} {.message}{"\n"}{end}`)
 		for _, l := range strings.Split(out, "\n") {
