@@ -420,23 +420,6 @@ func shortID(s string) string {
 	return s
 }
 
-// appMC is 60-worker-app with its mode as MODE.
-const appMC = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 60-worker-app
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    storage:
-      files:
-      - path: /etc/ndp-example/app.conf
-        mode: 420
-        overwrite: true
-        contents: {source: "data:,mode%3DMODE%0A"}
-`
-
 // upgradeOnVMs: ndp upgraded (a new image digest, applied as an
 // administrator would: make install-manifests, kubectl apply) in the
 // middle of a rollout of a chrony change: the DaemonSet's rolling update
