@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -52,13 +53,17 @@ func TestRenderedConfigsAreProtected(t *testing.T) {
 	name := waitPool(t, "guard", func(p *mcfgv1.MachineConfigPool) bool {
 		return strings.HasPrefix(p.Spec.Configuration.Name, "rendered-guard-") && len(p.Spec.Configuration.Source) == 2
 	}).Spec.Configuration.Name
+	// Retried on conflict: the plan controller writes the config's status
+	// meanwhile (a new resourceVersion), which says nothing about the edit.
 	edit := func(f func(*ndpmcv1.MachineConfig), opts ...client.UpdateOption) error {
-		var mc ndpmcv1.MachineConfig
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
-			return err
-		}
-		f(&mc)
-		return k8s.Update(ctx, &mc, opts...)
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var mc ndpmcv1.MachineConfig
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
+				return err
+			}
+			f(&mc)
+			return k8s.Update(ctx, &mc, opts...)
+		})
 	}
 	breakIt := func(mc *ndpmcv1.MachineConfig) { mc.Spec.OSImageURL = "why-did-you-change-it" }
 	restored := func(mc *ndpmcv1.MachineConfig) bool {
