@@ -106,7 +106,13 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 // kubeconfig writes a kubeconfig for server with a token, and returns its path.
 func (p *pki) kubeconfig(name, server, token string) (string, error) {
 	path := filepath.Join(p.dir, name+".kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
+	return path, os.WriteFile(path, []byte(kubeconfigText(server, p.path("ca.crt"), name, token)), 0o600)
+}
+
+// kubeconfigText is a kubeconfig for server (its CA at caPath) as user,
+// with a bearer token.
+func kubeconfigText(server, caPath, user, token string) string {
+	return fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: ndp-cluster
@@ -118,8 +124,7 @@ contexts:
 - name: %s
   context: {cluster: ndp-cluster, user: %s}
 current-context: %s
-`, server, p.path("ca.crt"), name, token, name, name, name)
-	return path, os.WriteFile(path, []byte(cfg), 0o600)
+`, server, caPath, user, token, user, user, user)
 }
 
 func pemBlock(typ string, der []byte) []byte {

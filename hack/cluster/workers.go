@@ -102,9 +102,9 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 		server := "https://" + nodeIP + ":" + apiPort
 		if err := writeFiles(map[string]string{
 			filepath.Join(share, "etc", "kubernetes", "ca.crt"):                    string(ca),
-			filepath.Join(share, "etc", "kubernetes", "kubelet.kubeconfig"):        guestKubeconfig(server, "kubelet", w.token),
+			filepath.Join(share, "etc", "kubernetes", "kubelet.kubeconfig"):        kubeconfigText(server, "/etc/kubernetes/ca.crt", "kubelet", w.token),
 			filepath.Join(share, "etc", "kubernetes", "kubelet-config.yaml"):       guestKubeletConfig(),
-			filepath.Join(share, "etc", "kubernetes", "kube-proxy.kubeconfig"):     guestKubeconfig(server, "kube-proxy", s.pki.proxyToken),
+			filepath.Join(share, "etc", "kubernetes", "kube-proxy.kubeconfig"):     kubeconfigText(server, "/etc/kubernetes/ca.crt", "kube-proxy", s.pki.proxyToken),
 			filepath.Join(share, "etc", "kubernetes", "kube-proxy-config.yaml"):    guestProxyConfig(),
 			filepath.Join(share, "etc", "containerd", "config.toml"):               guestContainerdConfig(c.pauseImage),
 			filepath.Join(share, "etc", "cni", "net.d", "10-ndp-cluster.conflist"): guestCNIConfig(w.index),
@@ -216,22 +216,6 @@ func guestKubeletDropIn(ip string) string {
 ExecStart=
 ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet-config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --node-ip=%s
 `, ip)
-}
-
-func guestKubeconfig(server, user, token string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: ndp-cluster
-  cluster: {server: %q, certificate-authority: /etc/kubernetes/ca.crt}
-users:
-- name: %s
-  user: {token: %q}
-contexts:
-- name: %s
-  context: {cluster: ndp-cluster, user: %s}
-current-context: %s
-`, server, user, token, user, user, user)
 }
 
 // guestKubeletConfig: the kubelet of a worker VM, with systemd's cgroups as
