@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,7 +201,7 @@ spec:
 		watch()
 		return err
 	}
-	err = c.waitNodesDone(ctx, target, rebootTimeout, first)
+	err = c.waitNodesDone(ctx, []*worker{first}, target, rebootTimeout, nil)
 	if err == nil {
 		_, err = c.waitEvent(ctx, first.name, "Resumed", "after a restart of the daemon")
 	}
@@ -348,11 +349,16 @@ func (c *cluster) watchWorkers(ctx context.Context) func() seen {
 // states they pass through; then calls each (if set) for each worker in the
 // order they finished.
 func (c *cluster) waitWorkersDone(ctx context.Context, target string, timeout time.Duration, each func(*worker) error) error {
+	return c.waitNodesDone(ctx, c.workers, target, timeout, each)
+}
+
+// waitNodesDone is waitWorkersDone for the workers ws.
+func (c *cluster) waitNodesDone(ctx context.Context, ws []*worker, target string, timeout time.Duration, each func(*worker) error) error {
 	last := map[string]string{}
 	var order []*worker
 	err := poll(ctx, timeout, "the worker nodes on "+target, func() (bool, error) {
 		done := 0
-		for _, w := range c.workers {
+		for _, w := range ws {
 			out, _ := c.kubectlQuiet("get", "node", w.name, "-o", jsonNodeState+` {.spec.unschedulable}`)
 			if out != last[w.name] {
 				last[w.name] = out
@@ -360,12 +366,12 @@ func (c *cluster) waitWorkersDone(ctx context.Context, target string, timeout ti
 			}
 			if strings.HasPrefix(out, target+" Done") {
 				done++
-				if !containsWorker(order, w) {
+				if !slices.Contains(order, w) {
 					order = append(order, w)
 				}
 			}
 		}
-		return done == len(c.workers), nil
+		return done == len(ws), nil
 	})
 	if err != nil || each == nil {
 		return err
@@ -376,15 +382,6 @@ func (c *cluster) waitWorkersDone(ctx context.Context, target string, timeout ti
 		}
 	}
 	return nil
-}
-
-func containsWorker(ws []*worker, w *worker) bool {
-	for _, x := range ws {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }
 
 // starts counts the starts of unit in the node's journal, over every boot
@@ -527,12 +524,4 @@ func (c *cluster) waitSent(ctx context.Context, target string) *worker {
 		return false, nil
 	})
 	return sent
-}
-
-// waitNodesDone waits for the given workers only to run target, Done.
-func (c *cluster) waitNodesDone(ctx context.Context, target string, timeout time.Duration, ws ...*worker) error {
-	all := c.workers
-	c.workers = ws
-	defer func() { c.workers = all }()
-	return c.waitWorkersDone(ctx, target, timeout, nil)
 }

@@ -64,13 +64,8 @@ type response struct {
 func (a *agent) call(ctx context.Context, cmd string, args, out any) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.connect(ctx); err != nil {
+	if err := a.ready(ctx); err != nil {
 		return err
-	}
-	if !a.synced {
-		if err := a.sync(ctx); err != nil {
-			return err
-		}
 	}
 	id := a.id()
 	ret, err := a.roundTrip(ctx, request{Execute: cmd, Arguments: args, ID: id}, func(r *response) bool { return idOf(r) == id })
@@ -85,18 +80,25 @@ func (a *agent) call(ctx context.Context, cmd string, args, out any) error {
 	return nil
 }
 
+// ready connects and, if the stream may hold stale data, resynchronises.
+// a.mu is held.
+func (a *agent) ready(ctx context.Context) error {
+	if err := a.connect(ctx); err != nil {
+		return err
+	}
+	if !a.synced {
+		return a.sync(ctx)
+	}
+	return nil
+}
+
 // send sends a command that does not answer when it succeeds
 // (guest-shutdown).
 func (a *agent) send(ctx context.Context, cmd string, args any) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.connect(ctx); err != nil {
+	if err := a.ready(ctx); err != nil {
 		return err
-	}
-	if !a.synced {
-		if err := a.sync(ctx); err != nil {
-			return err
-		}
 	}
 	a.synced = false // an error answer may come later
 	defer a.arm(ctx)()
