@@ -185,6 +185,10 @@ func (c *cluster) run(ctx context.Context) error {
 	for _, l := range c.summary {
 		fmt.Println(l)
 	}
+	fmt.Println("\neach step's time:")
+	for _, l := range steps.took {
+		fmt.Println(l)
+	}
 	fmt.Printf("\nfrom nothing to here: %s\n", time.Since(c.start).Round(time.Second))
 	if c.keep {
 		fmt.Printf("\nkept running: kubectl with\n  %s %s --kubeconfig %s ...\nstop it by killing this run's processes (work directory %s)\n",
@@ -495,8 +499,30 @@ func (c *cluster) dumpLogs() {
 	}
 }
 
+// steps times each step, so a slow scenario shows in the log and the summary.
+var steps stepClock
+
+type stepClock struct {
+	title string
+	start time.Time
+	took  []string
+}
+
+// end closes the current step, printing and recording its time.
+func (s *stepClock) end() {
+	if s.title == "" {
+		return
+	}
+	d := time.Since(s.start).Round(100 * time.Millisecond)
+	fmt.Printf("(took %s)\n", d)
+	s.took = append(s.took, fmt.Sprintf("%8s  %s", d, s.title))
+	s.title = ""
+}
+
 func step(format string, args ...any) {
-	fmt.Printf("\n=== "+format+"\n", args...)
+	steps.end()
+	steps.title, steps.start = fmt.Sprintf(format, args...), time.Now()
+	fmt.Printf("\n=== %s\n", steps.title)
 }
 
 func writeFiles(files map[string]string) error {
