@@ -14,8 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
-	yamlv3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // inspect reads one side of a file: its format, from the contents (the
@@ -80,7 +79,9 @@ func parseJSON(b []byte) (data any, ok bool) {
 }
 
 // parseYAML: a single YAML document that is a map or a list. Plain text
-// ("server x iburst", "KEY=value") is a YAML scalar: not YAML here.
+// ("server x iburst", "KEY=value") is a YAML scalar: not YAML here. The
+// whole stream must parse (YAML v2, under sigs.k8s.io/yaml, stops after
+// "[Unit]" and would call a systemd unit a list).
 func parseYAML(b []byte) (data any, ok bool) {
 	defer func() {
 		if recover() != nil {
@@ -92,28 +93,21 @@ func parseYAML(b []byte) (data any, ok bool) {
 	if !bytes.ContainsAny(b, ":-[{?!") {
 		return nil, false
 	}
-	j, err := yaml.YAMLToJSON(b)
-	if err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return nil, false
 	}
-	t := bytes.TrimSpace(j)
-	if len(t) == 0 || t[0] != '{' && t[0] != '[' {
+	switch v.(type) {
+	case map[string]any, map[any]any, []any:
+	default:
 		return nil, false
 	}
-	if (bytes.Contains(b, []byte("\n---")) || bytes.Contains(b, []byte("\n..."))) && multiDocument(b) {
+	var next any
+	if !errors.Is(dec.Decode(&next), io.EOF) {
 		return nil, false
 	}
-	return parseJSON(t)
-}
-
-// multiDocument: YAMLToJSON reads the first document only.
-func multiDocument(b []byte) bool {
-	dec := yamlv3.NewDecoder(bytes.NewReader(b))
-	var n yamlv3.Node
-	if err := dec.Decode(&n); err != nil {
-		return true
-	}
-	return !errors.Is(dec.Decode(&n), io.EOF)
+	return canonical(v), true
 }
 
 // parseTOML: a TOML document with at least one key/value (an empty table
@@ -157,6 +151,12 @@ func canonical(v any) any {
 			x[k] = canonical(e)
 		}
 		return x
+	case map[any]any: // YAML keys that are not strings
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = canonical(e)
+		}
+		return out
 	case []map[string]any: // TOML arrays of tables
 		out := make([]any, len(x))
 		for i, e := range x {
@@ -172,6 +172,10 @@ func canonical(v any) any {
 		return canonicalNumber(string(x))
 	case int64:
 		return json.Number(strconv.FormatInt(x, 10))
+	case int:
+		return json.Number(strconv.Itoa(x))
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10))
 	case float64:
 		return floatValue(x)
 	case time.Time:
