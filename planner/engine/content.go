@@ -10,13 +10,15 @@ import (
 // File contents cost: parsing, diffing and converting them to Rego values
 // is most of a plan's time when many files changed. The engine builds them
 // only when a policy of the set may read them: when its Rego names one of
-// contentKeys (change.old.data, change.diff, object.get(change, "diff", [])...)
-// or calls a library rule that does. A policy that reads changes only as
-// whole values (walk, json.marshal, iterating a change's keys) without
-// naming a key does not count: it sees changes without contents.
+// these keys (change.old.data, change.diff, object.get(change, "diff", [])...)
+// or calls a library rule that does. "old" and "new" alone do not count:
+// OS changes and the registries diff use them too, and a side of a file
+// is read through its keys. A policy that reads changes only as whole
+// values (walk, json.marshal, change.old == change.new, iterating a
+// change's keys) without naming a key sees changes without contents.
 func contentKey(s string) bool {
 	switch s {
-	case "old", "new", "diff", "diffTruncated", "text", "data", "format", "omitted", "size":
+	case "diff", "diffTruncated", "text", "data", "format", "omitted", "size":
 		return true
 	}
 	return false
@@ -69,13 +71,24 @@ func mentionsContent(x any, libRoot ast.Ref, libReads map[string]bool) bool {
 		case ast.String:
 			found = contentKey(string(v))
 		case ast.Ref:
+			if !v.HasPrefix(ast.DefaultRootRef) {
+				break
+			}
+			// A rule's name in a data ref is no content key (the default
+			// policy's rule "diff"): only the ref's computed parts count.
 			if v.HasPrefix(libRoot) {
-				if len(v) == len(libRoot) {
-					found = true
-				} else if s, ok := v[len(libRoot)].Value.(ast.String); !ok || libReads[string(s)] {
-					found = true
+				s, ok := ast.String(""), len(v) > len(libRoot)
+				if ok {
+					s, ok = v[len(libRoot)].Value.(ast.String)
+				}
+				found = !ok || libReads[string(s)]
+			}
+			for _, part := range v[1:] {
+				if _, named := part.Value.(ast.String); !named && !found {
+					found = mentionsContent(part, libRoot, libReads)
 				}
 			}
+			return true
 		}
 		return found
 	})
