@@ -96,7 +96,7 @@ fuzz:
 ## ADMISSION_LOAD, to the webhook alone, through the API server, and with every config different; and the
 ## rendering of a pool of 10 MachineConfigs (render.Merge, Ignition's merge)
 bench: control-plane
-	$(GO) test -run '^$$' -bench 'BenchmarkPlan|BenchmarkFloor' -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench 'BenchmarkPlan|BenchmarkFloor|BenchmarkContent' -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench.txt
 	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test -run '^$$' -bench 'BenchmarkReplanAfterPolicyChange' -benchtime 3x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)'
 	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error'
