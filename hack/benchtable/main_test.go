@@ -64,10 +64,7 @@ func TestNoResults(t *testing.T) {
 	}
 }
 
-const contentLines = `BenchmarkContent/files=200/changed=20/impl=nocontent-2 	100	  10000000 ns/op	 1000 B/op	   10 allocs/op
-BenchmarkContent/files=200/changed=20/impl=kept-2      	100	  10500000 ns/op	 1000 B/op	   10 allocs/op
-BenchmarkContent/files=200/changed=20/impl=built-2     	100	  13000000 ns/op	 1000 B/op	   10 allocs/op
-BenchmarkContent/files=200/changed=20/impl=reads-2     	100	  14000000 ns/op	 1000 B/op	   10 allocs/op
+const contentLines = `BenchmarkContent/files=200/changed=20-2 	100	  47500000 ns/op	 13000000 built-ns/plan	 10500000 kept-ns/plan	 10000000 none-ns/plan	 14000000 reads-ns/plan	 1000 B/op	   10 allocs/op
 `
 
 func TestContentTable(t *testing.T) {
