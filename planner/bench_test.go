@@ -9,15 +9,19 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
+	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/oracle"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/registries"
 )
 
@@ -222,5 +226,91 @@ func BenchmarkEvaluate(b *testing.B) {
 				oracle.Plan(cs)
 			}
 		})
+	})
+}
+
+// contentReadingPolicy reads inside files: under /etc/sysconfig/, a change
+// of comment lines only needs nothing. Its presence makes every plan parse
+// and diff the changed files and put their contents in the Rego input.
+const contentReadingPolicy = `package ndp.policy.comments
+
+import data.ndp.lib
+
+claims contains {"change": c.id, "match": "/etc/sysconfig/", "actions": lib.none, "reason": "comment lines only"} if {
+	some c in lib.file_changes
+	"/etc/sysconfig/" in c.dirs
+	every l in array.concat(lib.added_lines(c), lib.removed_lines(c)) {
+		startswith(l, "#")
+	}
+}
+`
+
+// BenchmarkContent times a plan end to end, as BenchmarkPlan, with and
+// without file contents in the change set. The four ways take turns within
+// each iteration, so that a shared, busy machine slows them alike, and
+// each is reported as <impl>-ns/plan:
+//
+//   - none: the change set without contents (changeset.Options
+//     NoContents): planning as it was before policies could read contents,
+//     the floor;
+//   - kept: the default policies, which read no contents: Diff keeps the
+//     decoded contents, nothing parses them (the engine sees no policy
+//     naming them);
+//   - built: the default policies with engine.Options.AlwaysContent: every
+//     changed file parsed, diffed and converted to Rego values;
+//   - reads: the default policies and a policy reading text diffs.
+//
+// hack/benchtable divides each by none.
+func BenchmarkContent(b *testing.B) {
+	ctx := context.Background()
+	defaults := sharedPlanner(b)
+	always, err := planner.New(ctx, []policy.Policy{policy.DefaultPolicy()}, engine.Options{EvalTimeout: time.Minute, AlwaysContent: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reads, err := planner.New(ctx, []policy.Policy{policy.DefaultPolicy(), policytest.Rego("comments", 100, contentReadingPolicy)}, engine.Options{EvalTimeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if defaults.Engine.ReadsContent() || !always.Engine.ReadsContent() || !reads.Engine.ReadsContent() {
+		b.Fatal("ReadsContent: the default policies must read no contents, the others must")
+	}
+	impls := []struct {
+		name string
+		p    *planner.Planner
+		opts changeset.Options
+	}{
+		{"none", defaults, changeset.Options{NoContents: true}},
+		{"kept", defaults, changeset.Options{}},
+		{"built", always, changeset.Options{}},
+		{"reads", reads, changeset.Options{}},
+	}
+	benchSizes(b, func(b *testing.B, n, changed int) {
+		oldDoc := benchConfig(b, "rendered-worker-old", n, changed, false)
+		newDoc := benchConfig(b, "rendered-worker-new", n, changed, true)
+		spent := make([]time.Duration, len(impls))
+		plans := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			// Each iteration starts with another way, so that none always
+			// follows the same one.
+			for j := range impls {
+				k := (plans + j) % len(impls)
+				start := time.Now()
+				from, to := benchParse(b, oldDoc, newDoc)
+				cs, err := changeset.DiffWith(from, to, impls[k].opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := impls[k].p.PlanChanges(ctx, cs, nil); err != nil {
+					b.Fatal(err)
+				}
+				spent[k] += time.Since(start)
+			}
+			plans++
+		}
+		for k, impl := range impls {
+			b.ReportMetric(float64(spent[k].Nanoseconds())/float64(plans), impl.name+"-ns/plan")
+		}
 	})
 }

@@ -56,6 +56,15 @@ short-name-mode = ""
     pull-from-mirror = "digest-only"
 `
 
+// The probe's changed files carry contents, so that rules reading them
+// (change.diff, change.new.data) run: a parsed document whose diff has
+// changed, added and removed leaves, a change of type and of format (JSON
+// to YAML), and, in changed.txt, lines added and removed.
+const (
+	probeDocOld = `{"probe": "old", "maxPods": 250, "list": [1, 2], "nested": {"a": 1, "b": "x"}, "typed": [1], "gone": true}`
+	probeDocNew = "probe: new\nmaxPods: 500\nlist: [1, 2, 3]\nnested:\n  a: 1\n  c: [true]\ntyped: {k: v}\nadded: null\n"
+)
+
 func probeConfigs() (from, to map[string]any) {
 	file := func(p, contents string, mode int) map[string]any {
 		return map[string]any{"path": p, "mode": mode, "overwrite": true, "contents": map[string]any{"source": "data:," + url.PathEscape(contents)}}
@@ -77,14 +86,16 @@ func probeConfigs() (from, to map[string]any) {
 	}
 	fromIgn := user("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIProbeOld probe@ndp", "$6$old")
 	fromIgn["storage"] = map[string]any{"files": []any{
-		file("/etc/ndp-probe/changed.conf", "old", 0o644),
+		file("/etc/ndp-probe/changed.conf", probeDocOld, 0o644),
+		file("/etc/ndp-probe/changed.txt", "# probe\nold line\n", 0o644),
 		file("/etc/ndp-probe/removed.conf", "old", 0o644),
 		file(registries.ConfPath, probeRegistriesOld, 0o644),
 	}}
 	fromIgn["systemd"] = map[string]any{"units": []any{unit("[Unit]\nDescription=old\n", "")}}
 	toIgn := user("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIProbeNew probe@ndp", "$6$new")
 	toIgn["storage"] = map[string]any{"files": []any{
-		file("/etc/ndp-probe/changed.conf", "new", 0o600),
+		file("/etc/ndp-probe/changed.conf", probeDocNew, 0o600),
+		file("/etc/ndp-probe/changed.txt", "# probe\nnew line\nadded line\n", 0o644),
 		file("/etc/ndp-probe/added.conf", "new", 0o644),
 		file(registries.ConfPath, probeRegistriesNew, 0o644),
 	}, "luks": []any{map[string]any{"name": "ndp-probe", "device": "/dev/disk/by-partlabel/ndp-probe"}}}
@@ -129,8 +140,7 @@ func probeChangeSet(paths, units []string) (*changeset.ChangeSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs := *base
-	cs.Changes = append([]changeset.Change(nil), base.Changes...)
+	cs := base.Copy()
 	have := map[string]bool{}
 	for _, c := range cs.Changes {
 		have[c.ID] = true
@@ -140,6 +150,9 @@ func probeChangeSet(paths, units []string) (*changeset.ChangeSet, error) {
 			have[id] = true
 			cs.Changes = append(cs.Changes, changeset.Change{ID: id, Kind: changeset.KindFile, Op: changeset.OpChanged, Path: p, Dirs: changeset.ParentDirs(p), Fields: []string{"contents"},
 				OldDigest: "sha256:" + strings.Repeat("0", 64), NewDigest: "sha256:" + strings.Repeat("1", 64), Source: "ndp-probe"})
+			// Whatever the format the policy expects at this path, the
+			// data is what its rules read.
+			cs.AttachContents(id, []byte(probeDocOld), []byte(probeDocNew))
 		}
 	}
 	for _, u := range units {
@@ -149,7 +162,7 @@ func probeChangeSet(paths, units []string) (*changeset.ChangeSet, error) {
 		}
 	}
 	cs.Sort()
-	return &cs, nil
+	return cs, nil
 }
 
 // CheckPolicy compiles pol alone, as the planner will compile it, and

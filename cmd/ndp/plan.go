@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -113,11 +114,18 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	plan, err := p.Plan(cmd.Context(), req)
+	// The change set is kept for the text output, which shows what
+	// changed inside each file: Plan, in two steps.
+	cs, err := changeset.Diff(req.From, req.To)
 	if err != nil {
 		return err
 	}
-	if err := writePlan(cmd.OutOrStdout(), plan, o.output); err != nil {
+	cs.Pool, cs.SingleNode = req.Pool, req.SingleNode
+	plan, err := p.PlanChanges(cmd.Context(), cs, req.PoolLabels)
+	if err != nil {
+		return err
+	}
+	if err := writePlan(cmd.OutOrStdout(), plan, cs, o.output); err != nil {
 		return err
 	}
 	if len(plan.Unreconcilable) > 0 {
@@ -156,7 +164,7 @@ func unwrapOSError(err error) error {
 	return err
 }
 
-func writePlan(w io.Writer, plan *planner.Plan, format string) error {
+func writePlan(w io.Writer, plan *planner.Plan, cs *changeset.ChangeSet, format string) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -170,12 +178,14 @@ func writePlan(w io.Writer, plan *planner.Plan, format string) error {
 		_, err = w.Write(b)
 		return err
 	}
-	return writeText(w, plan)
+	return writeText(w, plan, cs)
 }
 
 // writeText is the readable explanation: the verdict, then one line per
-// change with the policy that claimed it and what it asked for.
-func writeText(w io.Writer, plan *planner.Plan) error {
+// change with the policy that claimed it and what it asked for, and under
+// a file whose contents changed, what changed inside it (from cs, when
+// given).
+func writeText(w io.Writer, plan *planner.Plan, cs *changeset.ChangeSet) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Plan %s -> %s\n", plan.From, plan.To)
 	if len(plan.Unreconcilable) > 0 {
@@ -197,6 +207,7 @@ func writeText(w io.Writer, plan *planner.Plan) error {
 		for _, r := range plan.Reasons {
 			width = max(width, len(r.Change))
 		}
+		inside := contentLines(cs)
 		for _, r := range plan.Reasons {
 			by := "policy " + r.Policy
 			if r.Policy == planner.NoPolicy {
@@ -210,6 +221,10 @@ func writeText(w io.Writer, plan *planner.Plan) error {
 				line += " -- " + r.Detail
 			}
 			b.WriteString(line + "\n")
+			for _, l := range inside[r.Change] {
+				b.WriteString("      " + l + "\n")
+			}
+			delete(inside, r.Change) // once, under the first of tied claims
 		}
 	}
 	fmt.Fprintf(&b, "Policy revision: %s\n", plan.PolicyRevision)
@@ -222,4 +237,79 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// maxPathsShown bounds the changed paths listed under a file.
+const maxPathsShown = 20
+
+// contentLines says, for each changed file whose contents were read (by
+// the change's description, as reasons name it), what changed inside it:
+// the top-level keys and the paths of a parsed document, or the lines of a
+// text.
+func contentLines(cs *changeset.ChangeSet) map[string][]string {
+	out := map[string][]string{}
+	if cs == nil {
+		return out
+	}
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		if c.Kind != changeset.KindFile || c.Op != changeset.OpChanged {
+			continue
+		}
+		cc := cs.Contents(c.ID)
+		if cc == nil || cc.Diff == nil {
+			continue
+		}
+		truncated := ""
+		if cc.DiffTruncated {
+			truncated = fmt.Sprintf(" (the first %d differences)", len(cc.Diff))
+		}
+		if !cc.DataDiff {
+			added := 0
+			for _, e := range cc.Diff {
+				if e.Op == changeset.DiffAdded {
+					added++
+				}
+			}
+			out[c.Describe()] = []string{fmt.Sprintf("changed lines: +%d/-%d%s", added, len(cc.Diff)-added, truncated)}
+			continue
+		}
+		formats := cc.Old.Format
+		if cc.New.Format != formats {
+			formats += " → " + cc.New.Format
+		}
+		if len(cc.Diff) == 0 {
+			out[c.Describe()] = []string{fmt.Sprintf("the same data (%s): only formatting changed", formats)}
+			continue
+		}
+		var keys, paths []string
+		seen := map[string]bool{}
+		for _, e := range cc.Diff {
+			p := make([]string, len(e.Path))
+			for i, k := range e.Path {
+				p[i] = fmt.Sprint(k)
+			}
+			if len(p) > 0 && !seen[p[0]] {
+				seen[p[0]] = true
+				keys = append(keys, p[0])
+			}
+			path := strings.Join(p, ".")
+			if len(p) == 0 {
+				path = "(the whole document)"
+			}
+			paths = append(paths, path+" ("+e.Op+")")
+		}
+		if len(paths) > maxPathsShown {
+			paths = append(paths[:maxPathsShown], fmt.Sprintf("and %d more", len(paths)-maxPathsShown))
+		}
+		keyList := "none (the whole document)"
+		if len(keys) > 0 {
+			keyList = strings.Join(keys, ", ")
+		}
+		out[c.Describe()] = []string{
+			fmt.Sprintf("changed keys: %s (%s)%s", keyList, formats, truncated),
+			"changed paths: " + strings.Join(paths, ", "),
+		}
+	}
+	return out
 }

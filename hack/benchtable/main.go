@@ -4,7 +4,9 @@
 // the floor (a plain encoding/json decode of both documents) with plan ÷
 // floor; then whether the performance targets are met: the Rego planner
 // within 3× of the oracle, and a plan within 2× of the floor, both at
-// files=200/changed=20.
+// files=200/changed=20. BenchmarkContent results make a table of their own
+// (content.go): a plan with file contents against one without, in the same
+// run, with its target of 1.2×.
 //
 // Sub-benchmarks must be named <Benchmark>/files=N/changed=M/impl=rego|oracle,
 // and BenchmarkFloor/files=N/changed=M/impl=decode; with -count > 1 the
@@ -53,10 +55,11 @@ func main() {
 func run(in io.Reader, out io.Writer) error {
 	results := map[key]map[string]*runs{}
 	scale := scaling{}
+	cont := content{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if scale.add(sc.Text()) {
+		if scale.add(sc.Text()) || cont.add(sc.Text()) {
 			continue
 		}
 		m := line.FindStringSubmatch(sc.Text())
@@ -89,10 +92,13 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	if len(results) == 0 {
-		if len(scale) > 0 {
+		switch {
+		case len(scale) > 0:
 			return scale.print(out)
+		case len(cont) > 0:
+			return cont.print(out)
 		}
-		return fmt.Errorf("no .../files=N/changed=M/impl=rego|oracle or BenchmarkPolicyScaling benchmark results on stdin")
+		return fmt.Errorf("no .../files=N/changed=M/impl=rego|oracle, BenchmarkContent or BenchmarkPolicyScaling benchmark results on stdin")
 	}
 
 	keys := slices.Collect(maps.Keys(results))
@@ -157,6 +163,12 @@ func run(in io.Reader, out io.Writer) error {
 			fmt.Fprintf(out, "%s: met (%.2f×)\n", target, ratio)
 		default:
 			fmt.Fprintf(out, "%s: NOT met (%.2f×)\n", target, ratio)
+		}
+	}
+	if len(cont) > 0 {
+		fmt.Fprintln(out)
+		if err := cont.print(out); err != nil {
+			return err
 		}
 	}
 	if len(scale) > 0 {

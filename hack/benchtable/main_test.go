@@ -63,3 +63,17 @@ func TestNoResults(t *testing.T) {
 		t.Error("no error without results")
 	}
 }
+
+const contentLines = `BenchmarkContent/files=200/changed=20-2 	100	  47500000 ns/op	 13000000 built-ns/plan	 10500000 kept-ns/plan	 10000000 none-ns/plan	 14000000 reads-ns/plan	 1000 B/op	   10 allocs/op
+`
+
+func TestContentTable(t *testing.T) {
+	for name, in := range map[string]string{"alone": contentLines, "after the plan table": planLines + contentLines} {
+		out := runString(t, in)
+		for _, want := range []string{"kept/none", "1.05×", "1.30×", "1.40×", "within 1.2× of the plan without contents at every size: met (at most 1.05×, files=200/changed=20)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: missing %q:\n%s", name, want, out)
+			}
+		}
+	}
+}

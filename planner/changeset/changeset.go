@@ -135,6 +135,10 @@ type ChangeSet struct {
 	Registries *RegistriesChange `json:"registries,omitempty"`
 	// Unreconcilable changes; when present the change set is never planned.
 	Unreconcilable []Unreconcilable `json:"unreconcilable,omitempty"`
+
+	// contents are the file changes' contents (Contents), nil when the
+	// change set was built without them.
+	contents *contentStore
 }
 
 // RegistriesChange is the semantic diff of registries.conf. Unknown says

@@ -17,11 +17,29 @@ import (
 	"github.com/ndp-dev/ndp/registries"
 )
 
+// Options change what Diff computes.
+type Options struct {
+	// NoContents leaves the file contents out of the change set (Contents
+	// is then always nil): what planning cost before policies could read
+	// contents, kept as the benchmarks' floor.
+	NoContents bool
+}
+
 // Diff computes the change set from one rendered config to another: files,
 // units, the core user's SSH keys and password hash, the OS fields, LUKS,
-// the semantic diff of registries.conf and what cannot be reconciled.
+// the semantic diff of registries.conf and what cannot be reconciled. The
+// contents of the files whose contents changed (or that were added or
+// removed) are kept for Contents.
 func Diff(from, to *machineconfig.Config) (*ChangeSet, error) {
+	return DiffWith(from, to, Options{})
+}
+
+// DiffWith is Diff with options.
+func DiffWith(from, to *machineconfig.Config, opts Options) (*ChangeSet, error) {
 	cs := &ChangeSet{From: from.Name, To: to.Name}
+	if !opts.NoContents {
+		cs.contents = newContentStore()
+	}
 	cs.Unreconcilable = unreconcilable(from, to)
 	if err := diffFiles(cs, from, to); err != nil {
 		return nil, err
@@ -62,15 +80,16 @@ func diffFiles(cs *ChangeSet, from, to *machineconfig.Config) error {
 		c := Change{ID: "file:" + nf.Path, Kind: KindFile, Path: nf.Path, Dirs: ParentDirs(nf.Path)}
 		of, existed := oldFiles[nf.Path]
 		if !existed {
-			digest, err := contentDigest(to, nf)
+			nc, err := decode(to, nf)
 			if err != nil {
 				return err
 			}
-			c.Op, c.NewDigest = OpAdded, digest
+			c.Op, c.NewDigest = OpAdded, nc.digest
+			cs.keep(c.ID, 1, nc)
 			cs.add(c, from, to)
 			continue
 		}
-		fields, err := fileFields(from, to, of, nf)
+		fields, oc, nc, err := fileFields(from, to, of, nf)
 		if err != nil {
 			return err
 		}
@@ -78,13 +97,10 @@ func diffFiles(cs *ChangeSet, from, to *machineconfig.Config) error {
 			continue
 		}
 		c.Op, c.Fields = OpChanged, fields
-		if slices.Contains(fields, "contents") {
-			if c.OldDigest, err = contentDigest(from, of); err != nil {
-				return err
-			}
-			if c.NewDigest, err = contentDigest(to, nf); err != nil {
-				return err
-			}
+		if oc != nil {
+			c.OldDigest, c.NewDigest = oc.digest, nc.digest
+			cs.keep(c.ID, 0, oc)
+			cs.keep(c.ID, 1, nc)
 		}
 		cs.add(c, from, to)
 	}
@@ -93,23 +109,32 @@ func diffFiles(cs *ChangeSet, from, to *machineconfig.Config) error {
 		if _, kept := newFiles[of.Path]; kept {
 			continue
 		}
-		digest, err := contentDigest(from, of)
+		oc, err := decode(from, of)
 		if err != nil {
 			return err
 		}
-		cs.add(Change{ID: "file:" + of.Path, Kind: KindFile, Op: OpRemoved, Path: of.Path, Dirs: ParentDirs(of.Path), OldDigest: digest}, from, to)
+		id := "file:" + of.Path
+		cs.keep(id, 0, oc)
+		cs.add(Change{ID: id, Kind: KindFile, Op: OpRemoved, Path: of.Path, Dirs: ParentDirs(of.Path), OldDigest: oc.digest}, from, to)
 	}
 	return nil
 }
 
-// fileFields lists which of contents, mode, user, group, overwrite differ.
-func fileFields(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) ([]string, error) {
-	var fields []string
-	same, err := sameContents(fromCfg, toCfg, of, nf)
-	if err != nil {
-		return nil, err
+// keep records a side of a file change's contents, when the change set
+// keeps contents.
+func (cs *ChangeSet) keep(id string, side int, d *decoded) {
+	if cs.contents != nil {
+		cs.contents.keep(id, side, d.data, d.remote)
 	}
-	if !same {
+}
+
+// fileFields lists which of contents, mode, user, group, overwrite differ;
+// when the contents differ, both sides decoded.
+func fileFields(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) (fields []string, oc, nc *decoded, err error) {
+	if oc, nc, err = changedContents(fromCfg, toCfg, of, nf); err != nil {
+		return nil, nil, nil, err
+	}
+	if oc != nil {
 		fields = append(fields, "contents")
 	}
 	if fileMode(of.Mode) != fileMode(nf.Mode) {
@@ -124,33 +149,43 @@ func fileFields(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) ([]
 	if overwrite(of.Overwrite) != overwrite(nf.Overwrite) {
 		fields = append(fields, "overwrite")
 	}
-	return fields, nil
+	return fields, oc, nc, nil
 }
 
-// sameContents compares decoded contents, so that plain and base64 (or
-// gzip) encodings of the same bytes are no change. Identical sources are
-// compared without decoding: the common case in a 2,000-file config.
-func sameContents(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) (bool, error) {
-	oc, nc := of.Contents, nf.Contents
-	if deref(oc.Source) == deref(nc.Source) && deref(oc.Compression) == deref(nc.Compression) &&
-		deref(oc.Verification.Hash) == deref(nc.Verification.Hash) && len(oc.HTTPHeaders) == 0 && len(nc.HTTPHeaders) == 0 {
-		return true, nil
+// changedContents compares decoded contents, so that plain and base64 (or
+// gzip) encodings of the same bytes are no change, and returns both sides
+// when they differ (nil when they do not). Identical sources are compared
+// without decoding: the common case in a 2,000-file config.
+func changedContents(fromCfg, toCfg *machineconfig.Config, of, nf *igntypes.File) (oc, nc *decoded, err error) {
+	o, n := of.Contents, nf.Contents
+	if deref(o.Source) == deref(n.Source) && deref(o.Compression) == deref(n.Compression) &&
+		deref(o.Verification.Hash) == deref(n.Verification.Hash) && len(o.HTTPHeaders) == 0 && len(n.HTTPHeaders) == 0 {
+		return nil, nil, nil
 	}
-	od, err := contentDigest(fromCfg, of)
-	if err != nil {
-		return false, err
+	if oc, err = decode(fromCfg, of); err != nil {
+		return nil, nil, err
 	}
-	nd, err := contentDigest(toCfg, nf)
-	if err != nil {
-		return false, err
+	if nc, err = decode(toCfg, nf); err != nil {
+		return nil, nil, err
 	}
-	return od == nd, nil
+	if oc.digest == nc.digest {
+		return nil, nil, nil
+	}
+	return oc, nc, nil
 }
 
-// contentDigest identifies a file's contents: the sha256 of the decoded
-// bytes for inline data, or the source URL and its verification hash for a
-// remote source, which the planner cannot fetch.
-func contentDigest(cfg *machineconfig.Config, f *igntypes.File) (string, error) {
+// decoded is a file's contents, decoded once: the digest that identifies
+// them and, for inline data, the bytes.
+type decoded struct {
+	digest string
+	data   []byte
+	remote bool
+}
+
+// decode identifies a file's contents: the sha256 of the decoded bytes for
+// inline data, or the source URL and its verification hash for a remote
+// source, which the planner cannot fetch.
+func decode(cfg *machineconfig.Config, f *igntypes.File) (*decoded, error) {
 	src := deref(f.Contents.Source)
 	if src != "" && !strings.HasPrefix(src, "data:") {
 		// Everything that decides what is fetched and written.
@@ -166,14 +201,14 @@ func contentDigest(cfg *machineconfig.Config, f *igntypes.File) (string, error) 
 			sum := sha256.Sum256(b)
 			id += ";headers=sha256:" + hex.EncodeToString(sum[:])
 		}
-		return id, nil
+		return &decoded{digest: id, remote: true}, nil
 	}
 	data, err := fileContents(cfg, f)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return &decoded{digest: "sha256:" + hex.EncodeToString(sum[:]), data: data}, nil
 }
 
 func fileContents(cfg *machineconfig.Config, f *igntypes.File) ([]byte, error) {

@@ -42,6 +42,10 @@ type Options struct {
 	// of it (guards.go). The heap is the process's: evaluations running
 	// at the same time share the budget.
 	EvalMemoryBytes int64
+	// AlwaysContent puts file contents in the Rego input even when no
+	// policy of the set names them (readsContent): for measuring what
+	// they cost.
+	AlwaysContent bool
 }
 
 func (o Options) withDefaults() Options {
@@ -63,6 +67,8 @@ type Engine struct {
 	query    rego.PreparedEvalQuery
 	revision string
 	opts     Options
+	// content: the input carries file contents (some policy reads them).
+	content bool
 
 	// What it takes to evaluate one policy's claims alone, to name the
 	// policy when an evaluation is stopped.
@@ -194,6 +200,7 @@ func New(ctx context.Context, pols []policy.Policy, opts Options) (*Engine, erro
 	}
 	e.query = q
 	e.compiler, e.store, e.rootOrder, e.rootOwners = compiler, store, rootOrder, roots
+	e.content = opts.AlwaysContent || readsContent(compiler)
 	sorted := append([]policy.Policy(nil), pols...) // e.policies points into pols
 	policy.Sort(sorted)
 	e.revision = policy.Revision(sorted, lib)
@@ -283,7 +290,7 @@ func (e *Engine) Evaluate(ctx context.Context, cs *changeset.ChangeSet) ([]Claim
 // names suspect if given, else the policy whose claims alone exceed the
 // same limit, if one does.
 func (e *Engine) EvaluateNaming(ctx context.Context, cs *changeset.ChangeSet, suspect string) ([]Claim, error) {
-	input, err := ast.InterfaceToValue(regoInput(cs))
+	input, err := ast.InterfaceToValue(regoInput(cs, e.content))
 	if err != nil {
 		return nil, fmt.Errorf("building policy input: %w", err)
 	}
@@ -530,12 +537,21 @@ func fieldMessages(errs field.ErrorList) []string {
 	return out
 }
 
+// ReadsContent reports whether the compiled set's input carries file
+// contents: some policy names them, or Options.AlwaysContent.
+func (e *Engine) ReadsContent() bool { return e.content }
+
 // regoInput is the change set as Rego input, built as plain maps so that
-// converting it to an AST value needs no JSON round trip.
-func regoInput(cs *changeset.ChangeSet) map[string]any {
+// converting it to an AST value needs no JSON round trip; with content,
+// file changes carry their contents (old, new, diff).
+func regoInput(cs *changeset.ChangeSet, content bool) map[string]any {
 	changes := make([]any, len(cs.Changes))
 	for i := range cs.Changes {
-		changes[i] = regoValue(&cs.Changes[i])
+		v := regoValue(&cs.Changes[i])
+		if content {
+			contentValues(v, cs, &cs.Changes[i])
+		}
+		changes[i] = v
 	}
 	in := map[string]any{
 		"from":       cs.From,
