@@ -20,13 +20,15 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 	active := policyset.NewActivePolicies(engineOpts)
 	conds := NewPoolConditions()
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
-		"policy":     &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
-		"render":     &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
-		"registries": &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
-		"plan":       &PlanReconciler{Client: mgr.GetClient(), Active: active},
-		"rollout":    &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds},
-		"poolstatus": &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
-		"operator":   &OperatorReconciler{Client: mgr.GetClient()},
+		"policy":                 &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
+		"render":                 &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
+		"registries":             &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
+		"kubeletconfig":          &KubeletConfigReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller")},
+		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
+		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Active: active},
+		"rollout":                &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds},
+		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
+		"operator":               &OperatorReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

@@ -1,5 +1,5 @@
 // Package webhook holds ndp's admission handlers: the dry-run preview of
-// MachineConfig and image-mirror changes, returned as warnings (one per
+// MachineConfig, image-mirror, KubeletConfig and ContainerRuntimeConfig changes, returned as warnings (one per
 // pool, with node counts, actions, drain and reboot, and the deciding
 // policies), and the validation of NodeDisruptionPolicies. They call the
 // same render, planner and policy-check code as the controllers, in
@@ -28,7 +28,9 @@ import (
 const (
 	MachineConfigPath = "/preview-machineconfig"
 	ImageMirrorsPath  = "/preview-imagemirrors"
-	PolicyPath        = "/validate-nodedisruptionpolicy"
+	// GeneratedConfigsPath previews KubeletConfigs and ContainerRuntimeConfigs.
+	GeneratedConfigsPath = "/preview-generatedconfigs"
+	PolicyPath           = "/validate-nodedisruptionpolicy"
 )
 
 // DefaultPreviewDeadline and ValidationDeadline are the deadlines of the
@@ -77,6 +79,7 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	mcPreview.Deadline = opts.PreviewDeadline
 	srv.Register(MachineConfigPath, &admission.Webhook{Handler: mcPreview})
 	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}})
+	srv.Register(GeneratedConfigsPath, &admission.Webhook{Handler: &GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder:   decoder,

@@ -15,8 +15,8 @@ import (
 )
 
 // New returns a scheme with Kubernetes' own types, NodeDisruptionPolicy,
-// ndp's MachineConfig (with its status), MachineConfigPool and the
-// image-mirror objects.
+// ndp's MachineConfig (with its status), MachineConfigPool, KubeletConfig,
+// ContainerRuntimeConfig and the image-mirror objects.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme, configv1.AddToScheme, operatorv1alpha1.AddToScheme} {
@@ -24,8 +24,10 @@ func New() *runtime.Scheme {
 			panic(err) // static registrations: a programming error
 		}
 	}
-	// openshift/api's pool types, but not its MachineConfig: ndp's own type
-	// (with the plan status) is registered for that kind.
-	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{})
+	// openshift/api's pool, KubeletConfig and ContainerRuntimeConfig types,
+	// but not its MachineConfig: ndp's own type (with the plan status) is
+	// registered for that kind.
+	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{},
+		&mcfgv1.KubeletConfig{}, &mcfgv1.KubeletConfigList{}, &mcfgv1.ContainerRuntimeConfig{}, &mcfgv1.ContainerRuntimeConfigList{})
 	return s
 }

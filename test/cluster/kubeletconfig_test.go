@@ -1,0 +1,217 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/generated"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/machineconfig"
+)
+
+const generatedConfigsWebhook = "generatedconfigs.preview.ndp.dev"
+
+const workerPoolLabel = "pools.operator.machineconfiguration.openshift.io/worker"
+
+// The pool's own kubelet.conf, as YAML (the MCO's templates write it so).
+const workerKubeletConf = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+clusterDNS:
+- 172.30.0.10
+clusterDomain: cluster.local
+maxPods: 250
+kubeAPIQPS: 50
+kubeAPIBurst: 100
+systemReserved:
+  ephemeral-storage: 1Gi
+`
+
+func kubeletConfigObject(name, spec string) *mcfgv1.KubeletConfig {
+	return &mcfgv1.KubeletConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mcfgv1.KubeletConfigSpec{
+		MachineConfigPoolSelector: &metav1.LabelSelector{MatchLabels: map[string]string{workerPoolLabel: ""}},
+		KubeletConfig:             &runtime.RawExtension{Raw: []byte(spec)},
+	}}
+}
+
+func kubeletConfigYAML(name, spec string) string {
+	return `apiVersion: machineconfiguration.openshift.io/v1
+kind: KubeletConfig
+metadata:
+  name: ` + name + `
+spec:
+  machineConfigPoolSelector:
+    matchLabels:
+      ` + workerPoolLabel + `: ""
+  kubeletConfig:
+    ` + spec + "\n"
+}
+
+// fileOf is the contents of path in a MachineConfig.
+func fileOf(t *testing.T, mc *ndpmcv1.MachineConfig, path string) string {
+	t.Helper()
+	cfg := parseMC(t, mc)
+	for i := range cfg.Ignition.Storage.Files {
+		if f := &cfg.Ignition.Storage.Files[i]; f.Path == path {
+			data, err := machineconfig.FileContents(cfg, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(data)
+		}
+	}
+	t.Fatalf("MachineConfig %s has no %s", mc.Name, path)
+	return ""
+}
+
+func waitKubeletConfig(t *testing.T, name string, ok func(*mcfgv1.KubeletConfig) bool) *mcfgv1.KubeletConfig {
+	t.Helper()
+	return waitObject(t, name, "KubeletConfig as expected", ok)
+}
+
+func lastCondition(kc *mcfgv1.KubeletConfig) mcfgv1.KubeletConfigCondition {
+	if n := len(kc.Status.Conditions); n > 0 {
+		return kc.Status.Conditions[n-1]
+	}
+	return mcfgv1.KubeletConfigCondition{}
+}
+
+func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
+	ctx := context.Background()
+	pool := machineConfigPool("worker")
+	pool.Labels = map[string]string{workerPoolLabel: ""}
+	create(t, pool)
+	create(t, sourceMC("00-worker", "worker").WithFile("/etc/motd", "hello").Build())
+	create(t, sourceMC("01-worker-kubelet", "worker").WithFile(generated.KubeletConfPath, workerKubeletConf).Build())
+	target := waitPool(t, "worker", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
+	create(t, node("worker-a", "worker", target))
+	create(t, node("worker-b", "worker", target))
+	create(t, newPolicy("kubelet-live", v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
+		Path: generated.KubeletConfPath, Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("kubelet.service")}}}}))
+	waitCondition(t, "kubelet-live", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+
+	// A server dry-run previews the plan of the MachineConfig it would
+	// generate; nothing is written.
+	out, err := kubectlFile(t, kubeletConfigYAML("max-pods", "maxPods: 500"), "apply", "--dry-run=server")
+	printed(t, "a KubeletConfig dry-run", "Warning: creating KubeletConfig max-pods: pool worker, 2 nodes: Restart kubelet.service, no drain, no reboot (policy kubelet-live)", out, err)
+	mustNotExist(t, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-worker-generated-kubelet"}})
+
+	// Invalid KubeletConfigs are refused, naming the field, by the same
+	// check the controller makes.
+	for spec, want := range map[string]string{
+		"maxPod: 500":              `spec.kubeletConfig: unknown field "maxPod"`,
+		"cpuManagerPolicy: bogus":  `spec.kubeletConfig.cpuManagerPolicy: "bogus" is not one of "none", "static"`,
+		"clusterDomain: x.example": "spec.kubeletConfig.clusterDomain: is not allowed to be set",
+	} {
+		out, err := kubectlFile(t, kubeletConfigYAML("invalid", spec), "apply", "--dry-run=server")
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("dry-run of %q: %v\n%s\nwant %q", spec, err, out, want)
+		}
+	}
+
+	// Applied: 99-worker-generated-kubelet holds the pool's kubelet.conf
+	// with the KubeletConfig merged over it.
+	kc := kubeletConfigObject("max-pods", `{"maxPods": 500}`)
+	kc.Spec.LogLevel = ptr.To[int32](4)
+	create(t, kc)
+	mc := waitMachineConfig(t, "99-worker-generated-kubelet", func(*ndpmcv1.MachineConfig) bool { return true })
+	if ref := metav1.GetControllerOf(mc); ref == nil || ref.Kind != "KubeletConfig" || ref.Name != "max-pods" || mc.Labels[ndpmcv1.RoleLabel] != "worker" {
+		t.Errorf("owner %+v, labels %v", ref, mc.Labels)
+	}
+	conf, err := generated.DecodeBaseKubeletConfig([]byte(fileOf(t, mc, generated.KubeletConfPath)), "the generated MachineConfig")
+	if err != nil || conf.MaxPods != 500 || *conf.KubeAPIQPS != 50 || conf.ClusterDomain != "cluster.local" {
+		t.Errorf("merged kubelet.conf: %+v, %v", conf, err)
+	}
+	if got := fileOf(t, mc, generated.KubeletLogLevelPath); got != "[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=4\"\n" {
+		t.Errorf("log level drop-in %q", got)
+	}
+	got := waitKubeletConfig(t, "max-pods", func(kc *mcfgv1.KubeletConfig) bool {
+		return lastCondition(kc).Type == mcfgv1.KubeletConfigSuccess && kc.Status.ObservedGeneration == kc.Generation
+	})
+	if v, ok := got.Annotations[generated.MCNameSuffixAnnotation]; !ok || v != "" || !slices.Contains(got.Finalizers, "99-worker-generated-kubelet") {
+		t.Errorf("annotations %v, finalizers %v", got.Annotations, got.Finalizers)
+	}
+	waitEvent(t, "max-pods", "MachineConfigRendered")
+	// ... and the pool's rendered config has it.
+	rendered := waitPool(t, "worker", func(p *mcfgv1.MachineConfigPool) bool {
+		return slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == "99-worker-generated-kubelet" })
+	}).Spec.Configuration.Name
+	var rmc ndpmcv1.MachineConfig
+	if err := k8s.Get(ctx, client.ObjectKey{Name: rendered}, &rmc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fileOf(t, &rmc, generated.KubeletConfPath), "maxPods: 500") {
+		t.Errorf("the rendered config %s does not hold the merged kubelet.conf", rendered)
+	}
+
+	// One that got in without the webhook: Failure naming the field, and
+	// no MachineConfig written.
+	restore := withoutWebhook(t, generatedConfigsWebhook, kubeletConfigObject("probe", `{"maxPod": 1}`))
+	create(t, kubeletConfigObject("bogus", `{"cpuManagerPolicy": "bogus"}`))
+	failed := waitKubeletConfig(t, "bogus", func(kc *mcfgv1.KubeletConfig) bool { return lastCondition(kc).Type == mcfgv1.KubeletConfigFailure })
+	if c := lastCondition(failed); c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "spec.kubeletConfig.cpuManagerPolicy") {
+		t.Errorf("failure condition %+v", c)
+	}
+	waitEvent(t, "bogus", "Invalid")
+	mustNotExist(t, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-worker-generated-kubelet-1"}})
+	if err := k8s.Delete(ctx, failed); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Until(t, "the failed KubeletConfig is gone", func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "bogus"}, &mcfgv1.KubeletConfig{}))
+	})
+	restore()
+
+	// A second KubeletConfig for the pool gets the -1 suffix; deleting it
+	// deletes its MachineConfig.
+	second := kubeletConfigObject("pids", `{"podPidsLimit": 2048}`)
+	create(t, second)
+	mc1 := waitMachineConfig(t, "99-worker-generated-kubelet-1", func(*ndpmcv1.MachineConfig) bool { return true })
+	if !strings.Contains(fileOf(t, mc1, generated.KubeletConfPath), "podPidsLimit: 2048") {
+		t.Errorf("99-worker-generated-kubelet-1:\n%s", fileOf(t, mc1, generated.KubeletConfPath))
+	}
+	waitKubeletConfig(t, "pids", func(kc *mcfgv1.KubeletConfig) bool { return kc.Annotations[generated.MCNameSuffixAnnotation] == "1" })
+	if err := k8s.Delete(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Until(t, "99-worker-generated-kubelet-1 is deleted with its KubeletConfig", func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "99-worker-generated-kubelet-1"}, &ndpmcv1.MachineConfig{})) &&
+			apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "pids"}, &mcfgv1.KubeletConfig{}))
+	})
+
+	// A ContainerRuntimeConfig: the CRI-O drop-ins in
+	// 99-worker-generated-containerruntime.
+	crc := &mcfgv1.ContainerRuntimeConfig{ObjectMeta: metav1.ObjectMeta{Name: "pids-limit"}, Spec: mcfgv1.ContainerRuntimeConfigSpec{
+		MachineConfigPoolSelector: &metav1.LabelSelector{MatchLabels: map[string]string{workerPoolLabel: ""}},
+		ContainerRuntimeConfig:    &mcfgv1.ContainerRuntimeConfiguration{PidsLimit: ptr.To[int64](2048), LogLevel: "debug"},
+	}}
+	create(t, crc)
+	cmc := waitMachineConfig(t, "99-worker-generated-containerruntime", func(*ndpmcv1.MachineConfig) bool { return true })
+	if got := fileOf(t, cmc, generated.CRIODropInPidsLimitPath); got != "[crio]\n  [crio.runtime]\n    pids_limit = 2048\n" {
+		t.Errorf("pids limit drop-in %q", got)
+	}
+	if got := fileOf(t, cmc, generated.CRIODropInLogLevelPath); got != "[crio]\n  [crio.runtime]\n    log_level = \"debug\"\n" {
+		t.Errorf("log level drop-in %q", got)
+	}
+
+	// Deleting the first removes its MachineConfig too.
+	if err := k8s.Delete(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Until(t, "99-worker-generated-kubelet is deleted with its KubeletConfig", func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "99-worker-generated-kubelet"}, &ndpmcv1.MachineConfig{}))
+	})
+}
