@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ndp-dev/ndp/planner"
@@ -72,7 +73,7 @@ func planText(p *planner.Plan, nodes int) string {
 	if len(pols) == 1 {
 		why = append(why, "policy "+pols[0])
 	} else if len(pols) > 1 {
-		why = append(why, "policies "+strings.Join(pols, ", "))
+		why = append(why, "policies "+strings.Join(pols, "; "))
 	}
 	if len(unclaimed) > 0 {
 		// No policy claims these: the planner's safe fallback, a reboot.
@@ -88,18 +89,31 @@ func planText(p *planner.Plan, nodes int) string {
 }
 
 // deciding lists the policies whose claims decided the plan, in the order
-// of its reasons, and the changes no policy claimed.
+// of its reasons, each with the reasons it gave ("kubelet-live: maxPods
+// changed"), and the changes no policy claimed. The policy's own words say
+// why before anything happens, which is what a preview is for.
 func deciding(p *planner.Plan) (policies, unclaimed []string) {
-	seen := map[string]bool{}
+	var order []string
+	details := map[string][]string{}
 	for _, r := range p.Reasons {
 		if r.Policy == planner.NoPolicy {
 			unclaimed = append(unclaimed, r.Change)
 			continue
 		}
-		if !seen[r.Policy] {
-			seen[r.Policy] = true
-			policies = append(policies, r.Policy)
+		d, seen := details[r.Policy]
+		if !seen {
+			order = append(order, r.Policy)
 		}
+		if r.Detail != "" && !slices.Contains(d, r.Detail) {
+			d = append(d, r.Detail)
+		}
+		details[r.Policy] = d
+	}
+	for _, pol := range order {
+		if d := details[pol]; len(d) > 0 {
+			pol += ": " + strings.Join(d, "; ")
+		}
+		policies = append(policies, pol)
 	}
 	return policies, unclaimed
 }

@@ -14,6 +14,13 @@ func TestWarning(t *testing.T) {
 	reboot := &planner.Plan{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true,
 		Reasons: []planner.Reason{{Change: "file /etc/a: added", Policy: planner.NoPolicy}, {Change: "unit b.service: changed", Policy: "default"}}}
 	none := &planner.Plan{Actions: []policy.Action{{Type: policy.ActionNone}}, Reasons: []planner.Reason{{Change: "file /var/lib/kubelet/config.json: changed", Policy: "default"}}}
+	explained := &planner.Plan{Actions: []policy.Action{{Type: policy.ActionDaemonReload}, policy.RestartAction("kubelet.service")},
+		Reasons: []planner.Reason{
+			{Change: "file /etc/kubernetes/kubelet.conf: contents changed", Policy: "kubelet-live", Detail: "maxPods changed"},
+			{Change: "file /etc/systemd/system/kubelet.service.d/20-logging.conf: added", Policy: "kubelet-live", Detail: "the kubelet's log level changed"},
+			{Change: "file /etc/kubernetes/kubelet.conf.d/x: added", Policy: "kubelet-live", Detail: "maxPods changed"},
+			{Change: "ssh keys: 1 added, 0 removed", Policy: "default"},
+		}}
 	for _, tc := range []struct {
 		name string
 		pp   PoolPreview
@@ -31,6 +38,8 @@ func TestWarning(t *testing.T) {
 			"pool worker, 3 nodes: no change to the rendered config, no node is updated"},
 		{"unchanged, updates under way", PoolPreview{Pool: "worker", Nodes: 3, Rendered: "r1", Unchanged: true, UpToDate: 1, Pending: 2},
 			"pool worker, 3 nodes: no change to the rendered config; 2 nodes still moving to it as already planned"},
+		{"the policies' reasons", PoolPreview{Pool: "worker", Nodes: 3, Groups: []Group{{From: "r1", Nodes: 3, Plan: explained}}},
+			"pool worker, 3 nodes: DaemonReload, Restart kubelet.service, no drain, no reboot (policies kubelet-live: maxPods changed; the kubelet's log level changed; default)"},
 		{"no nodes", PoolPreview{Pool: "edge", Rendered: "r9"},
 			"pool edge, 0 nodes: new rendered config r9, no node to update"},
 	} {

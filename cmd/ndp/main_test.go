@@ -69,6 +69,12 @@ func TestPlanExamples(t *testing.T) {
 		{"removed mirror reloads crio after a drain", example("mirror-removed"), `[{"type":"Reload","reload":{"serviceName":"crio.service"}}]`, true, false},
 		{"tag-only ITMS mirror drains", example("itms-mirror-added"), `[{"type":"Reload","reload":{"serviceName":"crio.service"}}]`, true, false},
 		{"OS image bump reboots", example("os-image-bump"), `[{"type":"Reboot"}]`, true, true},
+		// The shipped kubelet-live policy reads inside kubelet.conf (issue: content-aware plans).
+		{"kubelet maxPods reboots by default", example("kubelet-maxpods"), `[{"type":"Reboot"}]`, true, true},
+		{"kubelet maxPods with kubelet-live restarts the kubelet", append(example("kubelet-maxpods"), "--policy", "../../examples/policies/kubelet-live.yaml"),
+			`[{"type":"Restart","restart":{"serviceName":"kubelet.service"}}]`, false, false},
+		{"kubelet cpuManagerPolicy with kubelet-live drains and reboots", append(example("kubelet-cpumanager"), "--policy", "../../examples/policies/kubelet-live.yaml"),
+			`[{"type":"Reboot"}]`, true, true},
 		{"single node never drains a reboot", append(example("chrony"), "--single-node"), `[{"type":"Reboot"}]`, false, true},
 		{"single node never drains a mirror removal", append(example("mirror-removed"), "--single-node"), `[{"type":"Reload","reload":{"serviceName":"crio.service"}}]`, false, false},
 	} {

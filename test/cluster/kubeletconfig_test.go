@@ -2,12 +2,12 @@ package cluster
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,14 +99,27 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	target := waitPool(t, "worker", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 	create(t, node("worker-a", "worker", target))
 	create(t, node("worker-b", "worker", target))
-	create(t, newPolicy("kubelet-live", v1alpha1.NodeDisruptionPolicySpec{Files: []operatorv1.NodeDisruptionPolicySpecFile{{
-		Path: generated.KubeletConfPath, Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("kubelet.service")}}}}))
+	// The shipped policy that reads inside kubelet.conf.
+	shipped, err := os.ReadFile("../../examples/policies/kubelet-live.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectlFile(t, string(shipped), "apply"); err != nil {
+		t.Fatalf("applying examples/policies/kubelet-live.yaml: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-live"}})
+	})
 	waitCondition(t, "kubelet-live", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 
 	// A server dry-run previews the plan of the MachineConfig it would
 	// generate; nothing is written.
 	out, err := kubectlFile(t, kubeletConfigYAML("max-pods", "maxPods: 500"), "apply", "--dry-run=server")
-	printed(t, "a KubeletConfig dry-run", "Warning: creating KubeletConfig max-pods: pool worker, 2 nodes: Restart kubelet.service, no drain, no reboot (policy kubelet-live)", out, err)
+	printed(t, "a KubeletConfig dry-run", "Warning: creating KubeletConfig max-pods: pool worker, 2 nodes: Restart kubelet.service, no drain, no reboot (policy kubelet-live: maxPods changed)", out, err)
+	// The CPU manager's state is only cleared at boot: the same dry-run
+	// with cpuManagerPolicy says drain and reboot, and why.
+	out, err = kubectlFile(t, kubeletConfigYAML("cpu-manager", "cpuManagerPolicy: static\n    reservedSystemCPUs: \"0\""), "apply", "--dry-run=server")
+	printed(t, "a KubeletConfig dry-run", "Warning: creating KubeletConfig cpu-manager: pool worker, 2 nodes: Reboot, drains 2 nodes, reboots 2 nodes (policy kubelet-live: cpuManagerPolicy, reservedSystemCPUs changed: the CPU, memory and topology managers' state is only cleared at boot)", out, err)
 	mustNotExist(t, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-worker-generated-kubelet"}})
 
 	// Invalid KubeletConfigs are refused, naming the field, by the same
@@ -155,6 +168,17 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	}
 	if !strings.Contains(fileOf(t, &rmc, generated.KubeletConfPath), "maxPods: 500") {
 		t.Errorf("the rendered config %s does not hold the merged kubelet.conf", rendered)
+	}
+	// Its status holds the plan from the nodes' config: the kubelet
+	// restarted (after a daemon-reload for the log level), no drain.
+	planned := waitMachineConfig(t, rendered, func(mc *ndpmcv1.MachineConfig) bool { return mc.Status.PlanFrom(target) != nil })
+	p := planned.Status.PlanFrom(target)
+	var actions []string
+	for _, a := range p.Actions {
+		actions = append(actions, a.String())
+	}
+	if got := strings.Join(actions, ", "); got != "DaemonReload, Restart kubelet.service" || p.Drain || p.Reboot {
+		t.Errorf("plan from %s: %s, drain %t, reboot %t; want DaemonReload, Restart kubelet.service without drain or reboot\n%+v", target, got, p.Drain, p.Reboot, p.Reasons)
 	}
 
 	// One that got in without the webhook: Failure naming the field, and

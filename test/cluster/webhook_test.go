@@ -101,7 +101,7 @@ spec:
     mirrors: [mirror.example.com/team]
 `
 	out, err := kubectlFile(t, idms, "apply", "--dry-run=server")
-	printed(t, "creating an IDMS", "Warning: creating ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)", out, err)
+	printed(t, "creating an IDMS", "Warning: creating ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default: only digest-only mirrors or search registries were added, or mirrors made digest-only)", out, err)
 	if out, err := kubectlFile(t, idms, "apply"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -110,7 +110,7 @@ spec:
 	setCurrent(t, []string{"mirrors-a", "mirrors-b", "mirrors-c"}, after)
 
 	out, err = kubectl(t, "delete", "--dry-run=server", "imagedigestmirrorset", "preview-mirror")
-	printed(t, "deleting the IDMS", "Warning: deleting ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)", out, err)
+	printed(t, "deleting the IDMS", "Warning: deleting ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default: registry registry.example.com/team removed)", out, err)
 	if _, err := kubectl(t, "get", "imagedigestmirrorset", "preview-mirror"); err != nil {
 		t.Error("a dry-run deleted the IDMS")
 	}
@@ -124,14 +124,14 @@ metadata: {name: preview-tags}
 spec:
   imageTagMirrors:
   - {source: registry.example.com/tags, mirrors: [mirror.example.com/tags]}
-`, "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default)"},
+`, "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default: mirror mirror.example.com/tags of registry.example.com/tags added with pull-from-mirror tag-only)"},
 		{`apiVersion: operator.openshift.io/v1alpha1
 kind: ImageContentSourcePolicy
 metadata: {name: preview-icsp}
 spec:
   repositoryDigestMirrors:
   - {source: registry.example.com/legacy, mirrors: [mirror.example.com/legacy]}
-`, "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default)"},
+`, "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default: only digest-only mirrors or search registries were added, or mirrors made digest-only)"},
 	} {
 		out, err := kubectlFile(t, tc.manifest, "apply", "--dry-run=server")
 		printed(t, "a dry-run create", tc.want, out, err)
@@ -209,7 +209,7 @@ func TestMCOParityRefusalsAndLUKS(t *testing.T) {
 
 	luks := mc("60-parity-luks", "    storage:\n      luks: [{name: root, device: /dev/disk/by-partlabel/root, clevis: {tang: [{url: 'http://tang.example.com', thumbprint: abc}]}}]\n")
 	out, err = kubectlFile(t, luks, "apply", "--dry-run=server")
-	printed(t, "a LUKS/Tang MachineConfig", "Warning: pool parity, 2 nodes: no action, no drain, no reboot (policy default)", out, err)
+	printed(t, "a LUKS/Tang MachineConfig", "Warning: pool parity, 2 nodes: no action, no drain, no reboot (policy default: storage.luks only takes effect when a node is provisioned: running nodes keep their disk encryption)", out, err)
 }
 
 // Broken policies are refused at the door, with the line or the builtin.
