@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,8 +27,12 @@ const rebootTimeout = 5 * time.Minute
 // only, each outcome checked on the worker VMs themselves (their systemd,
 // journal, files and boot IDs, through the guest agent).
 func (c *cluster) vmScenarios(ctx context.Context) error {
-	step("The worker pool and its chrony MachineConfig; the worker VMs labelled workers")
-	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/worker-pool.yaml", "-f", "examples/cluster/50-worker-chrony.yaml"); err != nil {
+	step("The worker pool, its kubelet.conf (01-worker-kubelet) and chrony MachineConfigs; the worker VMs labelled workers")
+	base := c.s.path("01-worker-kubelet.yaml")
+	if err := os.WriteFile(base, []byte(workerKubeletMC()), 0o644); err != nil {
+		return err
+	}
+	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/worker-pool.yaml", "-f", base, "-f", "examples/cluster/50-worker-chrony.yaml"); err != nil {
 		return err
 	}
 	for _, w := range c.workers {
@@ -35,7 +40,7 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 			return err
 		}
 	}
-	first, err := c.waitTargetSources(ctx, "", 2)
+	first, err := c.waitTargetSources(ctx, "", 3)
 	if err != nil {
 		return err
 	}
@@ -51,6 +56,9 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 		return err
 	}
 	if err := c.chronyOnVMs(ctx, first); err != nil {
+		return err
+	}
+	if err := c.kubeletConfigOnVMs(ctx); err != nil {
 		return err
 	}
 	if err := c.rebootOnVMs(ctx); err != nil {
@@ -75,7 +83,7 @@ func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/50-worker-chrony-v2.yaml"); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 2)
+	target, err := c.waitTargetSources(ctx, current, 3)
 	if err != nil {
 		return err
 	}
@@ -114,6 +122,107 @@ func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
 		}
 	}
 	return nil
+}
+
+// kubeletConfigOnVMs: a KubeletConfig with the shipped kubelet-live
+// policy, which reads inside kubelet.conf: previewed, rendered into
+// 99-worker-generated-kubelet, planned as a kubelet restart; the kubelet
+// restarted exactly once per node (systemd's journal), the new maxPods in
+// the Node's capacity (the real kubelet read the file ndp-daemon wrote),
+// the same boot, no node cordoned.
+func (c *cluster) kubeletConfigOnVMs(ctx context.Context) error {
+	step("A KubeletConfig (maxPods 150) under kubelet-live, a policy that reads inside kubelet.conf: the kubelet restarted once per node")
+	if _, err := c.kubectlMust("apply", "-f", "examples/policies/kubelet-live.yaml"); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, 2*time.Minute, "the kubelet-live policy to be accepted", "True",
+		"get", "ndp", "kubelet-live", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`); err != nil {
+		return err
+	}
+	const want = "Restart kubelet.service, no drain, no reboot (policy kubelet-live: maxPods changed)"
+	preview, err := c.kubectlMust("apply", "--dry-run=server", "-f", "examples/cluster/kubeletconfig-max-pods.yaml")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(preview, want) {
+		return fmt.Errorf("the KubeletConfig's dry-run did not preview %q:\n%s", want, preview)
+	}
+	c.summary = append(c.summary, "KubeletConfig preview: "+firstLine(preview, "Warning:"))
+	before := map[string]int{}
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, "kubelet.service")
+		if err != nil {
+			return err
+		}
+		before[w.name] = n
+	}
+	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
+	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/kubeletconfig-max-pods.yaml"); err != nil {
+		return err
+	}
+	target, err := c.waitTargetSources(ctx, current, 4)
+	if err != nil {
+		return err
+	}
+	plan, _ := c.kubectlQuiet("get", "mc", target, "-o", `jsonpath={range .status.postConfigActions[*]}{.from}: {.actions[*].type} drain={.drain} reboot={.reboot}{"\n"}{end}`)
+	fmt.Print(plan)
+	c.kubectl("get", "kubeletconfig", "max-pods", "-o", `jsonpath={range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}`)
+	watch := c.watchWorkers(ctx)
+	err = c.waitWorkersDone(ctx, target, 4*time.Minute, nil)
+	seen := watch()
+	if err != nil {
+		return err
+	}
+	if seen.maxCordoned != 0 {
+		return fmt.Errorf("a kubelet restart cordoned %d node(s)", seen.maxCordoned)
+	}
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, "kubelet.service")
+		if err != nil {
+			return err
+		}
+		boot, err := w.vm.BootID(ctx)
+		if err != nil {
+			return err
+		}
+		// The kubelet reports its new capacity once it has restarted.
+		var pods string
+		if err := poll(ctx, 2*time.Minute, w.name+"'s capacity of 150 pods", func() (bool, error) {
+			pods, _ = c.kubectlQuiet("get", "node", w.name, "-o", "jsonpath={.status.capacity.pods}")
+			return pods == "150", nil
+		}); err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s: kubelet started %d time(s) by the KubeletConfig; capacity %s pods; boot %s (unchanged: %t)",
+			w.name, n-before[w.name], pods, boot[:8], boot == w.bootNow)
+		fmt.Println(line)
+		c.summary = append(c.summary, line)
+		if n-before[w.name] != 1 || boot != w.bootNow {
+			return fmt.Errorf("%s: want the kubelet started once, the same boot", w.name)
+		}
+	}
+	return nil
+}
+
+// workerKubeletMC is the worker pool's kubelet.conf as a MachineConfig
+// (the MCO's 01-worker-kubelet): what the VMs' first boot provisions.
+func workerKubeletMC() string {
+	return `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 01-worker-kubelet
+  labels:
+    machineconfiguration.openshift.io/role: worker
+spec:
+  config:
+    ignition: {version: 3.4.0}
+    storage:
+      files:
+      - path: /etc/kubernetes/kubelet.conf
+        mode: 420
+        overwrite: true
+        contents:
+          source: data:text/plain;charset=utf-8;base64,` + base64.StdEncoding.EncodeToString([]byte(guestKubeletConfig())) + "\n"
 }
 
 // rebootOnVMs: a change that needs a drain and a reboot, with a workload
@@ -175,7 +284,7 @@ spec:
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml"); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 3)
+	target, err := c.waitTargetSources(ctx, current, 5)
 	if err != nil {
 		return err
 	}
@@ -452,7 +561,7 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 3)
+	target, err := c.waitTargetSources(ctx, current, 5)
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,6 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 		if err := writeFiles(map[string]string{
 			filepath.Join(share, "etc", "kubernetes", "ca.crt"):                    string(ca),
 			filepath.Join(share, "etc", "kubernetes", "kubelet.kubeconfig"):        kubeconfigText(server, "/etc/kubernetes/ca.crt", "kubelet", w.token),
-			filepath.Join(share, "etc", "kubernetes", "kubelet-config.yaml"):       guestKubeletConfig(),
 			filepath.Join(share, "etc", "kubernetes", "kube-proxy.kubeconfig"):     kubeconfigText(server, "/etc/kubernetes/ca.crt", "kube-proxy", s.pki.proxyToken),
 			filepath.Join(share, "etc", "kubernetes", "kube-proxy-config.yaml"):    guestProxyConfig(),
 			filepath.Join(share, "etc", "containerd", "config.toml"):               guestContainerdConfig(c.pauseImage),
@@ -112,6 +111,10 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 			// kubelet told it: it finds none by its host name here.
 			filepath.Join(share, "etc", "systemd", "network", "10-node.network"):                     guestNetwork(w.ip),
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "10-node-ip.conf"): guestKubeletDropIn(w.ip),
+			// kubelet.conf is the worker pool's (its MachineConfig
+			// 01-worker-kubelet, which ndp-daemon updates): the share only
+			// provisions it, as Ignition would at first boot.
+			s.path("vms", w.name, "share", "firstboot", "etc", "kubernetes", "kubelet.conf"): guestKubeletConfig(),
 		}); err != nil {
 			return err
 		}
@@ -214,7 +217,7 @@ IPv6AcceptRA=no
 func guestKubeletDropIn(ip string) string {
 	return fmt.Sprintf(`[Service]
 ExecStart=
-ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet-config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --node-ip=%s
+ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --node-ip=%s
 `, ip)
 }
 
