@@ -129,9 +129,27 @@ func sameLeaf(o, n any) bool {
 // lineDiff lists the lines removed (numbered in the old text) and added
 // (numbered in the new), in the order of the texts, with difflib's
 // matcher, capped at MaxDiffEntries.
+//
+// The lines both texts begin and end with are set aside first: a config
+// edit is usually local, and the matcher's cost grows with the lines it
+// is given. When what remains is still over maxMatchedLines on a side, the
+// diff is not computed at all (empty, cut): the matcher could take
+// seconds, outside the policy's deadline.
 func lineDiff(old, new string) ([]DiffEntry, bool) {
 	a, b := splitLines(old), splitLines(new)
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	a, b = a[pre:len(a)-suf], b[pre:len(b)-suf]
 	out := []DiffEntry{}
+	if len(a) > maxMatchedLines || len(b) > maxMatchedLines {
+		return out, true
+	}
 	m := difflib.NewMatcher(a, b)
 	for _, op := range m.GetOpCodes() {
 		if op.Tag == 'e' {
@@ -141,17 +159,21 @@ func lineDiff(old, new string) ([]DiffEntry, bool) {
 			if len(out) >= MaxDiffEntries {
 				return out, true
 			}
-			out = append(out, DiffEntry{Op: DiffRemoved, Line: i + 1, Text: a[i]})
+			out = append(out, DiffEntry{Op: DiffRemoved, Line: pre + i + 1, Text: a[i]})
 		}
 		for j := op.J1; j < op.J2; j++ {
 			if len(out) >= MaxDiffEntries {
 				return out, true
 			}
-			out = append(out, DiffEntry{Op: DiffAdded, Line: j + 1, Text: b[j]})
+			out = append(out, DiffEntry{Op: DiffAdded, Line: pre + j + 1, Text: b[j]})
 		}
 	}
 	return out, false
 }
+
+// maxMatchedLines bounds the lines of a side the matcher compares, after
+// the common beginning and end are set aside.
+const maxMatchedLines = 20000
 
 // splitLines splits text into lines without their line ends; a final
 // newline ends the last line rather than starting an empty one.

@@ -3,6 +3,7 @@ package changeset_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,6 +171,36 @@ func TestContentTextDiff(t *testing.T) {
 	cc = contentsOf(t, "/etc/x", fileEntry("/etc/x", "a\n"), fileEntry("/etc/x", "a\x00"))
 	if cc == nil || cc.Diff != nil || cc.New.Format != "binary" {
 		t.Errorf("text → binary: %+v, want no diff", cc)
+	}
+}
+
+// A large text: the common beginning and end are set aside (line numbers
+// stay the texts' own), and a change spread over more lines than the
+// matcher is given is cut, not computed.
+func TestContentTextDiffOfLargeFiles(t *testing.T) {
+	var lines []string
+	for i := range 40000 {
+		lines = append(lines, fmt.Sprintf("option%d = %d", i, i))
+	}
+	text := func(ls []string) string { return strings.Join(ls, "\n") + "\n" }
+	local := slices.Clone(lines)
+	local[30000] = "option30000 = changed"
+	cc := contentsOf(t, "/etc/big.conf", fileEntry("/etc/big.conf", text(lines)), fileEntry("/etc/big.conf", text(local)))
+	want := []changeset.DiffEntry{
+		{Op: "removed", Line: 30001, Text: "option30000 = 30000"},
+		{Op: "added", Line: 30001, Text: "option30000 = changed"},
+	}
+	if cc == nil || cc.DiffTruncated {
+		t.Fatalf("contents %+v, want a complete text diff", cc)
+	}
+	if d := cmp.Diff(want, cc.Diff); d != "" {
+		t.Errorf("diff (-want +got):\n%s", d)
+	}
+	spread := slices.Clone(lines)
+	spread[0], spread[len(spread)-1] = "first changed", "last changed"
+	cc = contentsOf(t, "/etc/big.conf", fileEntry("/etc/big.conf", text(lines)), fileEntry("/etc/big.conf", text(spread)))
+	if cc == nil || !cc.DiffTruncated || len(cc.Diff) != 0 {
+		t.Errorf("a change spread over 40,000 lines: %d entries, truncated %t; want none, cut", len(cc.Diff), cc.DiffTruncated)
 	}
 }
 
