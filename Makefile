@@ -169,7 +169,7 @@ scale: build control-plane
 		$(GO) test -tags scale -run '^TestScale$$' -v -count 1 -timeout 60m ./test/scale/; echo $$? > $(BIN)/scale.rc; } 2>&1 | tee $(BIN)/scale.log
 	@exit $$(cat $(BIN)/scale.rc)
 
-## compare: disruption avoided: ndp's plan for each change of examples/corpus/ vs reboot on any change, in
+## compare: disruption avoided: ndp's plan for each change of examples/corpus/ vs MCO today and reboot on any change, in
 ## node-minutes for a 100-node pool (cost model at the top); fails naming any plan that drifts from the manifest
 .PHONY: compare
 compare:

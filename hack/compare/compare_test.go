@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,8 +78,20 @@ func TestTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ndp, defaults, rebootAny, saved float64
+	var ndp, defaults, mco, rebootAny, saved, savedMCO float64
+	var gen Totals
 	for _, row := range r.Rows {
+		if want := 40 * costs.PerNode(*row.MCO); !near(row.MCONodeMin, want) {
+			t.Errorf("%s: MCO today %v node-minutes, want %v", row.Entry.Dir, row.MCONodeMin, want)
+		}
+		if !near(row.SavedVsMCO, row.MCONodeMin-row.NDP) {
+			t.Errorf("%s: saved vs MCO today %v, want %v", row.Entry.Dir, row.SavedVsMCO, row.MCONodeMin-row.NDP)
+		}
+		mco += row.MCONodeMin
+		savedMCO += row.SavedVsMCO
+		if row.Entry.Generated() {
+			gen.add(row)
+		}
 		if want := 40 * costs.PerNode(*row.Plan); !near(row.NDP, want) {
 			t.Errorf("%s: ndp %v node-minutes, want %v", row.Entry.Dir, row.NDP, want)
 		}
@@ -103,12 +116,18 @@ func TestTotals(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		got, want float64
-	}{{"ndp", r.NDP, ndp}, {"defaults alone", r.Defaults, defaults}, {"reboot on any change", r.RebootOnAny, rebootAny}, {"saved", r.Saved, saved}} {
+	}{{"ndp", r.NDP, ndp}, {"defaults alone", r.Defaults, defaults}, {"reboot on any change", r.RebootOnAny, rebootAny}, {"saved", r.Saved, saved},
+		{"MCO today", r.MCONodeMin, mco}, {"saved vs MCO today", r.SavedVsMCO, savedMCO},
+		{"KubeletConfig/ContainerRuntimeConfig ndp", r.Generated.NDP, gen.NDP}, {"KubeletConfig/ContainerRuntimeConfig MCO today", r.Generated.MCONodeMin, gen.MCONodeMin},
+		{"KubeletConfig/ContainerRuntimeConfig saved", r.Generated.Saved, gen.Saved}, {"KubeletConfig/ContainerRuntimeConfig saved vs MCO", r.Generated.SavedVsMCO, gen.SavedVsMCO}} {
 		if !near(c.got, c.want) {
 			t.Errorf("total %s = %v, the rows sum to %v", c.name, c.got, c.want)
 		}
 	}
-	if r.Saved <= 0 || r.NDP > r.Defaults || r.Defaults > r.RebootOnAny {
+	if gen.Rows < 12 || r.Generated.Rows != gen.Rows {
+		t.Errorf("%d KubeletConfig/ContainerRuntimeConfig rows (report: %d), want at least 12", gen.Rows, r.Generated.Rows)
+	}
+	if r.Saved <= 0 || r.NDP > r.Defaults || r.Defaults > r.RebootOnAny || r.MCONodeMin > r.RebootOnAny {
 		t.Errorf("totals out of order: ndp %v, defaults alone %v, reboot on any %v", r.NDP, r.Defaults, r.RebootOnAny)
 	}
 }
@@ -135,32 +154,49 @@ func TestPerNode(t *testing.T) {
 	}
 }
 
-// TestDriftIsReported: a manifest whose expectation is wrong (here, a real
-// pair of the corpus said to need nothing) makes the command exit 1 naming
-// the change.
-func TestDriftIsReported(t *testing.T) {
+// miniCorpus writes a manifest with body (its changes) beside copies of the
+// corpus's MCO files and of the pairs dirs, and returns its path.
+func miniCorpus(t *testing.T, body string, dirs ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	src := filepath.Join(filepath.Dir(corpusManifest), "07-idms-remove")
-	if err := os.MkdirAll(filepath.Join(dir, "07-idms-remove"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"old.yaml", "new.yaml"} {
-		data, err := os.ReadFile(filepath.Join(src, f))
+	src := filepath.Dir(corpusManifest)
+	copyFile := func(from, to string) {
+		data, err := os.ReadFile(filepath.Join(src, from))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "07-idms-remove", f), data, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, to)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	copyFile("mco-machineconfiguration.yaml", "mco-machineconfiguration.yaml")
+	copyFile("mco-registries.yaml", "mco-registries.yaml")
+	for _, d := range dirs {
+		for _, f := range []string{"old.yaml", "new.yaml"} {
+			copyFile(filepath.Join(d, f), filepath.Join(d, f))
+		}
+	}
 	manifest := filepath.Join(dir, "corpus.yaml")
-	if err := os.WriteFile(manifest, []byte(`changes:
+	head := "mco:\n  machineConfiguration: mco-machineconfiguration.yaml\n  models: [mco-registries.yaml]\n"
+	if err := os.WriteFile(manifest, []byte(head+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return manifest
+}
+
+// TestDriftIsReported: a manifest whose expectation is wrong (here, a real
+// pair of the corpus said to need no drain) makes the command exit 1 naming
+// the change.
+func TestDriftIsReported(t *testing.T) {
+	manifest := miniCorpus(t, `changes:
 - dir: 07-idms-remove
   description: an IDMS deleted
   expect: {actions: [Reload crio.service], drain: false, reboot: false}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+  expectMCO: {actions: [Reload crio.service], drain: true, reboot: false}
+`, "07-idms-remove")
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-manifest", manifest}, &out, &errOut); code != 1 {
 		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, errOut.String())
@@ -170,6 +206,101 @@ func TestDriftIsReported(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "DRIFT: 1 plan(s)") {
 		t.Errorf("the table does not report the drift:\n%s", out.String())
+	}
+}
+
+// TestMCODriftIsReported: the "MCO today" column is checked too. A wrong
+// expectMCO is drift; so is a right one once the MachineConfiguration
+// loses the entry it rests on.
+func TestMCODriftIsReported(t *testing.T) {
+	body := `changes:
+- dir: 04-chrony-servers
+  description: chrony
+  policies: [chrony.yaml]
+  expect: {actions: [Restart chronyd.service], drain: false, reboot: false}
+  expectDefaultsOnly: {actions: [Reboot], drain: true, reboot: true}
+  expectMCO: {actions: [%s], drain: false, reboot: false}
+`
+	write := func(manifest string) {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(corpusManifest), "..", "policies", "chrony.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(manifest), "chrony.yaml"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Right: no drift.
+	manifest := miniCorpus(t, fmt.Sprintf(body, "Restart chronyd.service"), "04-chrony-servers")
+	write(manifest)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-manifest", manifest}, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, errOut.String())
+	}
+
+	// A wrong expectMCO.
+	manifest = miniCorpus(t, fmt.Sprintf(body, "None"), "04-chrony-servers")
+	write(manifest)
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"-manifest", manifest}, &out, &errOut); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, errOut.String())
+	}
+	if want := "04-chrony-servers: MCO today plans [Restart chronyd.service] drain=false reboot=false, the manifest expects [None] drain=false reboot=false"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr does not name the drift %q:\n%s", want, errOut.String())
+	}
+
+	// The MachineConfiguration without its chrony entry: the MCO reboots.
+	manifest = miniCorpus(t, fmt.Sprintf(body, "Restart chronyd.service"), "04-chrony-servers")
+	write(manifest)
+	mcPath := filepath.Join(filepath.Dir(manifest), "mco-machineconfiguration.yaml")
+	data, err := os.ReadFile(mcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := "    - path: /etc/chrony.conf\n      actions:\n      - type: Restart\n        restart:\n          serviceName: chronyd.service\n"
+	if !strings.Contains(string(data), entry) {
+		t.Fatalf("%s has no chrony entry to remove", mcPath)
+	}
+	if err := os.WriteFile(mcPath, []byte(strings.Replace(string(data), entry, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"-manifest", manifest}, &out, &errOut); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, errOut.String())
+	}
+	if want := "04-chrony-servers: MCO today plans [Reboot] drain=true reboot=true"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr does not name the drift %q:\n%s", want, errOut.String())
+	}
+}
+
+// TestMCOAnchorUsesNoNDPPolicy: the "MCO today" plan of a change planned
+// with an ndp policy does not use it (05: kubelet-live restarts the
+// kubelet, the MCO reboots), and the MCO's registries check is modelled
+// (11: ndp drains, the MCO does not).
+func TestMCOAnchorUsesNoNDPPolicy(t *testing.T) {
+	r, err := Run(context.Background(), corpusManifest, DefaultCosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, row := range r.Rows {
+		switch row.Entry.Dir {
+		case "05-kubelet-max-pods":
+			found++
+			if row.Plan.Reboot || !row.MCO.Reboot {
+				t.Errorf("05: ndp %s, MCO today %s; want a restart and a reboot", describe(*row.Plan), describe(*row.MCO))
+			}
+		case "11-idms-never-contact-source":
+			found++
+			if !row.Plan.Drain || row.MCO.Drain {
+				t.Errorf("11: ndp %s, MCO today %s; want ndp to drain and the MCO not", describe(*row.Plan), describe(*row.MCO))
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("found %d of the 2 changes checked", found)
 	}
 }
 
@@ -188,6 +319,9 @@ func TestOutput(t *testing.T) {
 	for _, want := range []string{
 		"Cost model, minutes per node: drain 3, reboot 7, restart 0.5, reload 0.1, daemon-reload 0, none 0.",
 		"| total ",
+		"MCO today plan",
+		"| all changes ",
+		"| KubeletConfig and ContainerRuntimeConfig ",
 		"```mermaid\nxychart-beta\n",
 	} {
 		if !strings.Contains(s, want) {
@@ -199,8 +333,19 @@ func TestOutput(t *testing.T) {
 			t.Errorf("no row for %s", e.Dir)
 		}
 	}
-	for _, series := range []string{"    bar [", "    line ["} {
+	for _, series := range []string{"    bar [", "    line [", "    line [/2"} {
+		skip := 0
+		if strings.HasSuffix(series, "/2") {
+			series, skip = strings.TrimSuffix(series, "/2"), 1
+		}
 		i := strings.Index(s, series)
+		if i >= 0 && skip > 0 {
+			j := strings.Index(s[i+1:], series)
+			if j < 0 {
+				t.Fatalf("chart lacks a second %q", series)
+			}
+			i += 1 + j
+		}
 		if i < 0 {
 			t.Fatalf("chart lacks %q", series)
 		}
@@ -218,7 +363,9 @@ func TestLoadManifestRejects(t *testing.T) {
 		"path as dir":               "changes:\n- dir: a/b\n  description: x\n  expect: {actions: [None]}\n",
 		"listed twice":              "changes:\n- dir: a\n  description: x\n  expect: {actions: [None]}\n- dir: a\n  description: y\n  expect: {actions: [None]}\n",
 		"no expectation":            "changes:\n- dir: a\n  description: x\n",
-		"policies without defaults": "changes:\n- dir: a\n  description: x\n  policies: [p.yaml]\n  expect: {actions: [None]}\n",
+		"policies without defaults": "mco: {machineConfiguration: m.yaml}\nchanges:\n- dir: a\n  description: x\n  policies: [p.yaml]\n  expect: {actions: [None]}\n  expectMCO: {actions: [None]}\n",
+		"no expectMCO":              "mco: {machineConfiguration: m.yaml}\nchanges:\n- dir: a\n  description: x\n  expect: {actions: [None]}\n",
+		"no mco":                    "changes:\n- dir: a\n  description: x\n  expect: {actions: [None]}\n  expectMCO: {actions: [None]}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "corpus.yaml")

@@ -1,10 +1,20 @@
 // Command compare measures the disruption ndp avoids. It plans every change
 // of the corpus (examples/corpus/corpus.yaml: realistic day-2 changes, each
 // an old/new rendered MachineConfig pair) with the planner entry point the
-// CLI uses, and prints, per change, ndp's plan next to "reboot on any change"
-// (the Machine Config Operator before node disruption policies: every change
-// drains and reboots the node) with the node-minutes of disruption each costs
-// a pool, under a stated per-action cost model, and the totals.
+// CLI uses, and prints, per change, ndp's plan next to two anchors with the
+// node-minutes of disruption each costs a pool, under a stated per-action
+// cost model, and the totals:
+//
+//   - "MCO today": the Machine Config Operator of OpenShift 4.17+, its
+//     default node disruption policies plus the MachineConfiguration entries
+//     an administrator could safely write for the corpus's changes
+//     (examples/corpus/mco-machineconfiguration.yaml, imported with
+//     mcoimport), planned with ndp's defaults (which mcoimport's defaults
+//     table checks are the MCO's), the imported policy and the manifest's
+//     models of MCO behaviour ndp's defaults do not share
+//     (examples/corpus/mco-registries.yaml); no ndp-specific policy;
+//   - "reboot on any change": the MCO before node disruption policies, every
+//     change drains and reboots the node.
 //
 // It exits 1 when a plan differs from the one the manifest records, naming
 // the change, and 2 when the corpus cannot be read or planned.
@@ -28,6 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcoimport"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
@@ -39,7 +50,22 @@ const DefaultManifest = "examples/corpus/corpus.yaml"
 
 // Manifest is examples/corpus/corpus.yaml.
 type Manifest struct {
-	Changes []Entry `json:"changes"`
+	// MCO is how the "MCO today" column is planned.
+	MCO     MCOAnchor `json:"mco"`
+	Changes []Entry   `json:"changes"`
+}
+
+// MCOAnchor describes the "MCO today" column: paths relative to the
+// manifest.
+type MCOAnchor struct {
+	// MachineConfiguration is the operator.openshift.io/v1
+	// MachineConfiguration whose spec.nodeDisruptionPolicy is imported with
+	// mcoimport, as `ndp import machineconfiguration` does.
+	MachineConfiguration string `json:"machineConfiguration"`
+	// Models are policies reproducing what the MCO itself does where ndp's
+	// defaults differ from it (its registries.conf check), loaded above
+	// the defaults and below the imported policy.
+	Models []string `json:"models,omitempty"`
 }
 
 // Entry is one change of the corpus.
@@ -55,6 +81,16 @@ type Entry struct {
 	// ExpectDefaultsOnly is the plan with the defaults alone; required
 	// when Policies is not empty, and only then.
 	ExpectDefaultsOnly *Outcome `json:"expectDefaultsOnly,omitempty"`
+	// ExpectMCO is the "MCO today" plan: the defaults, the MCO models and
+	// the imported MachineConfiguration, never Policies. Required.
+	ExpectMCO *Outcome `json:"expectMCO"`
+}
+
+// Generated tells whether the change is a KubeletConfig or a
+// ContainerRuntimeConfig one (its description starts with the kind), the
+// rows the summary also totals apart.
+func (e Entry) Generated() bool {
+	return strings.HasPrefix(e.Description, "KubeletConfig") || strings.HasPrefix(e.Description, "ContainerRuntimeConfig")
 }
 
 // Outcome is what a plan does: its actions as `ndp plan -o text` prints
@@ -132,11 +168,14 @@ func (c Costs) RebootOnAny() float64 { return c.Drain + c.Reboot }
 type Row struct {
 	Entry Entry
 	// Plan is ndp's plan with the defaults and the entry's policies;
-	// DefaultsOnly the plan with the defaults alone (nil without policies).
-	Plan, DefaultsOnly *Outcome
+	// DefaultsOnly the plan with the defaults alone (nil without policies);
+	// MCO the "MCO today" plan.
+	Plan, DefaultsOnly, MCO *Outcome
 	// Node-minutes for the pool: ndp's plan, the defaults alone (equal to
-	// NDP without policies), reboot on any change, and what ndp saves.
-	NDP, Defaults, RebootOnAny, Saved float64
+	// NDP without policies), MCO today, reboot on any change, and what ndp
+	// saves against reboot on any change (Saved) and MCO today (SavedVsMCO,
+	// negative where ndp costs more).
+	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
 }
 
 // Report is the whole corpus, planned.
@@ -145,9 +184,28 @@ type Report struct {
 	Costs    Costs
 	Rows     []Row
 	// Totals over the rows.
-	NDP, Defaults, RebootOnAny, Saved float64
+	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
+	// Generated are the totals over the KubeletConfig and
+	// ContainerRuntimeConfig rows only.
+	Generated Totals
 	// Drift names every plan that differs from the manifest.
 	Drift []string
+}
+
+// Totals are node-minutes summed over some rows.
+type Totals struct {
+	Rows                                                      int
+	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
+}
+
+func (t *Totals) add(row Row) {
+	t.Rows++
+	t.NDP += row.NDP
+	t.Defaults += row.Defaults
+	t.MCONodeMin += row.MCONodeMin
+	t.RebootOnAny += row.RebootOnAny
+	t.Saved += row.Saved
+	t.SavedVsMCO += row.SavedVsMCO
 }
 
 // LoadManifest reads and checks the manifest: every entry names a
@@ -165,6 +223,9 @@ func LoadManifest(path string) (*Manifest, error) {
 	if len(m.Changes) == 0 {
 		return nil, fmt.Errorf("%s: no changes", path)
 	}
+	if m.MCO.MachineConfiguration == "" {
+		return nil, fmt.Errorf("%s: mco.machineConfiguration is empty (the MachineConfiguration of the \"MCO today\" column)", path)
+	}
 	seen := map[string]bool{}
 	for i, e := range m.Changes {
 		where := fmt.Sprintf("%s: changes[%d]", path, i)
@@ -181,6 +242,8 @@ func LoadManifest(path string) (*Manifest, error) {
 			return nil, fmt.Errorf("%s (%s): lists policies but no expectDefaultsOnly", where, e.Dir)
 		case len(e.Policies) == 0 && e.ExpectDefaultsOnly != nil:
 			return nil, fmt.Errorf("%s (%s): expectDefaultsOnly without policies", where, e.Dir)
+		case e.ExpectMCO == nil || len(e.ExpectMCO.Actions) == 0:
+			return nil, fmt.Errorf("%s (%s): expectMCO (the \"MCO today\" plan) is missing or has no actions", where, e.Dir)
 		}
 		seen[e.Dir] = true
 	}
@@ -214,6 +277,14 @@ func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
 			planners[key] = p
 		}
 		return p.Plan(ctx, req)
+	}
+	mcoPolicies, err := mcoAnchorPolicies(base, m.MCO)
+	if err != nil {
+		return nil, err
+	}
+	mcoPlanner, err := planner.New(ctx, mcoPolicies, engine.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: the \"MCO today\" policies: %w", path, err)
 	}
 	r := &Report{Manifest: path, Costs: costs}
 	pool := float64(costs.Nodes)
@@ -255,13 +326,68 @@ func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
 				r.Drift = append(r.Drift, fmt.Sprintf("%s: with the defaults alone ndp plans %s, the manifest expects %s", e.Dir, describe(d), describe(*e.ExpectDefaultsOnly)))
 			}
 		}
+		mp, err := mcoPlanner.Plan(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("%s: MCO today: %w", e.Dir, err)
+		}
+		mo := outcomeOf(mp)
+		row.MCO = &mo
+		row.MCONodeMin = pool * costs.PerNode(mo)
+		row.SavedVsMCO = row.MCONodeMin - row.NDP
+		if !mo.equal(*e.ExpectMCO) {
+			r.Drift = append(r.Drift, fmt.Sprintf("%s: MCO today plans %s, the manifest expects %s", e.Dir, describe(mo), describe(*e.ExpectMCO)))
+		}
 		r.Rows = append(r.Rows, row)
 		r.NDP += row.NDP
 		r.Defaults += row.Defaults
+		r.MCONodeMin += row.MCONodeMin
 		r.RebootOnAny += row.RebootOnAny
 		r.Saved += row.Saved
+		r.SavedVsMCO += row.SavedVsMCO
+		if e.Generated() {
+			r.Generated.add(row)
+		}
 	}
 	return r, nil
+}
+
+// mcoAnchorPolicies are the policies of the "MCO today" column: ndp's
+// defaults (mcoimport's defaults table, checked against them, is the
+// MCO's defaultClusterPolicies), the models of MCO behaviour they do not
+// share, and the MachineConfiguration imported as `ndp import
+// machineconfiguration` imports it. A warning of the import is an error:
+// the file should say exactly what it means.
+func mcoAnchorPolicies(base string, a MCOAnchor) ([]policy.Policy, error) {
+	path := filepath.Join(base, a.MachineConfiguration)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	src, warnings, err := mcoimport.Read(path, data)
+	if err != nil {
+		return nil, err
+	}
+	res, err := mcoimport.Convert(src, mcoimport.Options{Name: "mco-today"})
+	if err != nil {
+		return nil, err
+	}
+	if warnings = append(warnings, res.Warnings...); len(warnings) > 0 {
+		return nil, fmt.Errorf("%s: %s", path, strings.Join(warnings, "; "))
+	}
+	paths := make([]string, len(a.Models))
+	for i, p := range a.Models {
+		paths[i] = filepath.Join(base, p)
+	}
+	var pols []policy.Policy
+	if len(paths) > 0 {
+		if pols, _, err = loader.Load(paths...); err != nil {
+			return nil, err
+		}
+	}
+	if res.Policy != nil {
+		pols = append(pols, policy.FromAPI(path, res.Policy, 0, 0))
+	}
+	return policy.WithDefaultPolicy(pols), nil
 }
 
 func describe(o Outcome) string {
@@ -290,7 +416,7 @@ func loadPolicies(paths []string) ([]policy.Policy, error) {
 // trailing zeros.
 func num(f float64) string { return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64) }
 
-// WriteTable prints the cost model, the table and the totals.
+// WriteTable prints the cost model, the table, the totals and the summary.
 func WriteTable(w io.Writer, r *Report) error {
 	c := r.Costs
 	var b strings.Builder
@@ -298,10 +424,12 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "Cost model, minutes per node: drain %s, reboot %s, restart %s, reload %s, daemon-reload %s, none 0.\n",
 		num(c.Drain), num(c.Reboot), num(c.Restart), num(c.Reload), num(c.DaemonReload))
 	b.WriteString("A plan costs the sum of its steps (a reboot plan: drain + reboot); node-minutes = minutes per node x nodes.\n")
+	b.WriteString("MCO today: the MCO (4.17+) with its default node disruption policies and the MachineConfiguration\n" +
+		"entries an administrator can safely write (mco-machineconfiguration.yaml: paths and units, no conditions).\n")
 	fmt.Fprintf(&b, "Reboot on any change (the MCO before node disruption policies): drain + reboot = %s min per node, %s node-minutes per change.\n\n",
 		num(c.RebootOnAny()), num(float64(c.Nodes)*c.RebootOnAny()))
 
-	header := []string{"#", "change", "policies", "ndp plan", "drain", "ndp node-min", "reboot-on-any node-min", "saved"}
+	header := []string{"#", "change", "policies", "ndp plan", "drain", "ndp node-min", "MCO today plan", "MCO today node-min", "reboot-on-any node-min", "saved vs MCO today", "saved vs reboot-on-any"}
 	rows := [][]string{}
 	for i, row := range r.Rows {
 		policies := "defaults"
@@ -313,26 +441,38 @@ func WriteTable(w io.Writer, r *Report) error {
 			policies = strings.Join(names, " ")
 		}
 		rows = append(rows, []string{strconv.Itoa(i + 1), row.Entry.Dir, policies, strings.Join(row.Plan.Actions, ", "),
-			yesNo(row.Plan.Drain), num(row.NDP), num(row.RebootOnAny), num(row.Saved)})
+			yesNo(row.Plan.Drain), num(row.NDP), row.MCO.String(), num(row.MCONodeMin), num(row.RebootOnAny), num(row.SavedVsMCO), num(row.Saved)})
 	}
-	pct := 0.0
-	if r.RebootOnAny > 0 {
-		pct = 100 * r.Saved / r.RebootOnAny
+	rows = append(rows, []string{"", "total", "", fmt.Sprintf("%d of %d changes without a reboot", noReboot(r, func(row Row) *Outcome { return row.Plan }), len(r.Rows)),
+		fmt.Sprintf("%d", drained(r)), num(r.NDP), fmt.Sprintf("%d of %d without a reboot", noReboot(r, func(row Row) *Outcome { return row.MCO }), len(r.Rows)),
+		num(r.MCONodeMin), num(r.RebootOnAny), fmt.Sprintf("%s (%s)", num(r.SavedVsMCO), pct(r.SavedVsMCO, r.MCONodeMin)), fmt.Sprintf("%s (%s)", num(r.Saved), pct(r.Saved, r.RebootOnAny))})
+	writeAligned(&b, header, rows, map[int]bool{0: true, 5: true, 7: true, 8: true, 9: true, 10: true})
+
+	fmt.Fprintf(&b, "\nSummary, node-minutes for a pool of %d nodes (saved: what ndp saves against each anchor):\n\n", c.Nodes)
+	all := Totals{Rows: len(r.Rows), NDP: r.NDP, Defaults: r.Defaults, MCONodeMin: r.MCONodeMin, RebootOnAny: r.RebootOnAny, Saved: r.Saved, SavedVsMCO: r.SavedVsMCO}
+	var sum [][]string
+	for _, t := range []struct {
+		name string
+		t    Totals
+	}{{"all changes", all}, {"KubeletConfig and ContainerRuntimeConfig", r.Generated}} {
+		if t.t.Rows == 0 {
+			continue
+		}
+		sum = append(sum, []string{t.name, strconv.Itoa(t.t.Rows), num(t.t.NDP), num(t.t.MCONodeMin), num(t.t.RebootOnAny),
+			fmt.Sprintf("%s (%s)", num(t.t.SavedVsMCO), pct(t.t.SavedVsMCO, t.t.MCONodeMin)),
+			fmt.Sprintf("%s (%s)", num(t.t.Saved), pct(t.t.Saved, t.t.RebootOnAny))})
 	}
-	rows = append(rows, []string{"", "total", "", fmt.Sprintf("%d of %d changes without a reboot", noReboot(r), len(r.Rows)),
-		fmt.Sprintf("%d", drained(r)), num(r.NDP), num(r.RebootOnAny), fmt.Sprintf("%s (%.1f%%)", num(r.Saved), pct)})
-	writeAligned(&b, header, rows)
+	writeAligned(&b, []string{"changes", "n", "ndp", "MCO today", "reboot on any change", "saved vs MCO today", "saved vs reboot on any change"}, sum,
+		map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true})
 
 	if withPolicies := policyRows(r); len(withPolicies) > 0 {
 		fmt.Fprintf(&b, "\nWith the built-in defaults alone, the %d changes planned with a policy above become:\n", len(withPolicies))
 		for _, row := range withPolicies {
 			fmt.Fprintf(&b, "  %s: %s, %s node-minutes\n", row.Entry.Dir, row.DefaultsOnly, num(row.Defaults))
 		}
-		dpct := 0.0
-		if r.RebootOnAny > 0 {
-			dpct = 100 * (r.RebootOnAny - r.Defaults) / r.RebootOnAny
-		}
-		fmt.Fprintf(&b, "Total with the defaults alone: %s node-minutes, %s saved (%.1f%%).\n", num(r.Defaults), num(r.RebootOnAny-r.Defaults), dpct)
+		fmt.Fprintf(&b, "Total with the defaults alone: %s node-minutes, %s saved against reboot on any change (%s), %s against MCO today (%s).\n",
+			num(r.Defaults), num(r.RebootOnAny-r.Defaults), pct(r.RebootOnAny-r.Defaults, r.RebootOnAny),
+			num(r.MCONodeMin-r.Defaults), pct(r.MCONodeMin-r.Defaults, r.MCONodeMin))
 	}
 	if len(r.Drift) > 0 {
 		fmt.Fprintf(&b, "\nDRIFT: %d plan(s) differ from %s:\n", len(r.Drift), r.Manifest)
@@ -342,6 +482,14 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// pct is part as a percentage of whole, one decimal.
+func pct(part, whole float64) string {
+	if whole == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*part/whole)
 }
 
 func policyRows(r *Report) []Row {
@@ -354,10 +502,10 @@ func policyRows(r *Report) []Row {
 	return out
 }
 
-func noReboot(r *Report) int {
+func noReboot(r *Report, plan func(Row) *Outcome) int {
 	n := 0
 	for _, row := range r.Rows {
-		if !row.Plan.Reboot {
+		if !plan(row).Reboot {
 			n++
 		}
 	}
@@ -383,7 +531,7 @@ func yesNo(b bool) string {
 
 // writeAligned writes a Markdown table with padded columns: readable in a
 // terminal, rendered as a table on GitHub. Number columns align right.
-func writeAligned(b *strings.Builder, header []string, rows [][]string) {
+func writeAligned(b *strings.Builder, header []string, rows [][]string, rightCols map[int]bool) {
 	width := make([]int, len(header))
 	for i, h := range header {
 		width[i] = len(h)
@@ -393,7 +541,7 @@ func writeAligned(b *strings.Builder, header []string, rows [][]string) {
 			width[i] = max(width[i], len([]rune(cell)))
 		}
 	}
-	right := func(i int) bool { return i == 0 || i >= 5 }
+	right := func(i int) bool { return rightCols[i] }
 	line := func(cells []string) {
 		b.WriteString("|")
 		for i, cell := range cells {
@@ -422,26 +570,29 @@ func writeAligned(b *strings.Builder, header []string, rows [][]string) {
 }
 
 // WriteChart prints a Mermaid xychart-beta: per change, reboot on any change
-// as a line and ndp's node-minutes as bars.
+// and MCO today as lines and ndp's node-minutes as bars.
 func WriteChart(w io.Writer, r *Report) error {
 	var b strings.Builder
 	labels := make([]string, len(r.Rows))
 	ndp := make([]string, len(r.Rows))
 	baseline := make([]string, len(r.Rows))
+	mco := make([]string, len(r.Rows))
 	top := 0.0
 	for i, row := range r.Rows {
 		labels[i] = fmt.Sprintf("%q", fmt.Sprintf("%02d", i+1))
 		ndp[i] = num(row.NDP)
 		baseline[i] = num(row.RebootOnAny)
-		top = max(top, row.RebootOnAny, row.NDP)
+		mco[i] = num(row.MCONodeMin)
+		top = max(top, row.RebootOnAny, row.NDP, row.MCONodeMin)
 	}
 	b.WriteString("```mermaid\n")
 	b.WriteString("xychart-beta\n")
-	fmt.Fprintf(&b, "    title \"Node-minutes per change, %d-node pool: ndp (bars) vs reboot on any change (line)\"\n", r.Costs.Nodes)
+	fmt.Fprintf(&b, "    title \"Node-minutes per change, %d-node pool: ndp (bars) vs reboot on any change (top line) and MCO today (lower line)\"\n", r.Costs.Nodes)
 	fmt.Fprintf(&b, "    x-axis \"change #\" [%s]\n", strings.Join(labels, ", "))
 	fmt.Fprintf(&b, "    y-axis \"node-minutes\" 0 --> %s\n", num(top*1.1))
 	fmt.Fprintf(&b, "    bar [%s]\n", strings.Join(ndp, ", "))
 	fmt.Fprintf(&b, "    line [%s]\n", strings.Join(baseline, ", "))
+	fmt.Fprintf(&b, "    line [%s]\n", strings.Join(mco, ", "))
 	b.WriteString("```\n")
 	_, err := io.WriteString(w, b.String())
 	return err
