@@ -171,6 +171,11 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 	for _, w := range c.workers {
 		if err := c.waitFor(ctx, 4*time.Minute, w.name+" to be Ready", "True",
 			"get", "node", w.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); err != nil {
+			// What the node itself says: the share's copy and the kubelet.
+			for _, unit := range []string{"node-share.service", "kubelet.service"} {
+				out, _ := w.vm.Run(ctx, "journalctl", "--no-pager", "-b", "-n", "25", "-u", unit)
+				fmt.Fprintf(os.Stderr, "--- %s: journalctl -u %s\n%s\n", w.name, unit, out)
+			}
 			return err
 		}
 	}
