@@ -72,13 +72,9 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 // with its mode and owner, no reboot (same boot ID), no node cordoned.
 func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
 	step("The chrony change on the worker VMs: chronyd restarted once per node, no cordon, no reboot")
-	before := map[string]int{}
-	for _, w := range c.workers {
-		n, err := c.starts(ctx, w, "chrony.service")
-		if err != nil {
-			return err
-		}
-		before[w.name] = n
+	before, err := c.startsOnWorkers(ctx, "chrony.service")
+	if err != nil {
+		return err
 	}
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/50-worker-chrony-v2.yaml"); err != nil {
 		return err
@@ -148,13 +144,9 @@ func (c *cluster) kubeletConfigOnVMs(ctx context.Context) error {
 		return fmt.Errorf("the KubeletConfig's dry-run did not preview %q:\n%s", want, preview)
 	}
 	c.summary = append(c.summary, "KubeletConfig preview: "+firstLine(preview, "Warning:"))
-	before := map[string]int{}
-	for _, w := range c.workers {
-		n, err := c.starts(ctx, w, "kubelet.service")
-		if err != nil {
-			return err
-		}
-		before[w.name] = n
+	before, err := c.startsOnWorkers(ctx, "kubelet.service")
+	if err != nil {
+		return err
 	}
 	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/kubeletconfig-max-pods.yaml"); err != nil {
@@ -503,6 +495,19 @@ func (c *cluster) starts(ctx context.Context, w *worker, unit string) (int, erro
 	return strings.Count(out, "\n"), nil
 }
 
+// startsOnWorkers counts the starts of unit on every worker.
+func (c *cluster) startsOnWorkers(ctx context.Context, unit string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, w := range c.workers {
+		n, err := c.starts(ctx, w, unit)
+		if err != nil {
+			return nil, err
+		}
+		out[w.name] = n
+	}
+	return out, nil
+}
+
 // bootCount counts the node's boots in its persistent journal.
 func (c *cluster) bootCount(ctx context.Context, w *worker) (int, error) {
 	out, err := w.vm.Run(ctx, "journalctl", "--no-pager", "-q", "--list-boots")
@@ -545,13 +550,9 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("ndp %s -> %s\n", c.ndpImage, upgraded)
-	before := map[string]int{}
-	for _, w := range c.workers {
-		n, err := c.starts(ctx, w, "chrony.service")
-		if err != nil {
-			return err
-		}
-		before[w.name] = n
+	before, err := c.startsOnWorkers(ctx, "chrony.service")
+	if err != nil {
+		return err
 	}
 	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
 	f := c.s.path("50-worker-chrony-v3.yaml")
