@@ -41,15 +41,15 @@ func TestWorkerKubeletConfigIsARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name    string
-		planner []string // the policies beyond the defaults
-		want    string
+		name        string
+		kubeletLive bool // the shipped policy beside the defaults
+		want        string
 	}{
-		{"defaults", nil, "Reboot"},
-		{"kubelet-live", []string{"kubelet-live"}, "Restart kubelet.service"},
+		{"defaults", false, "Reboot"},
+		{"kubelet-live", true, "Restart kubelet.service"},
 	} {
 		p := policytest.Planner(t)
-		if tc.planner != nil {
+		if tc.kubeletLive {
 			p = policytest.Planner(t, pols...)
 		}
 		plan := policytest.Plan(t, p, base, merged, "worker")

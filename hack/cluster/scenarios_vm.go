@@ -83,14 +83,8 @@ func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
 	if err != nil {
 		return err
 	}
-	watch := c.watchWorkers(ctx)
-	err = c.waitWorkersDone(ctx, target, 4*time.Minute, nil)
-	seen := watch()
-	if err != nil {
+	if err := c.waitWorkersUncordoned(ctx, target, "a restart-only change"); err != nil {
 		return err
-	}
-	if seen.maxCordoned != 0 {
-		return fmt.Errorf("a restart-only change cordoned %d node(s)", seen.maxCordoned)
 	}
 	for _, w := range c.workers {
 		n, err := c.starts(ctx, w, "chrony.service")
@@ -159,14 +153,8 @@ func (c *cluster) kubeletConfigOnVMs(ctx context.Context) error {
 	plan, _ := c.kubectlQuiet("get", "mc", target, "-o", `jsonpath={range .status.postConfigActions[*]}{.from}: {.actions[*].type} drain={.drain} reboot={.reboot}{"\n"}{end}`)
 	fmt.Print(plan)
 	c.kubectl("get", "kubeletconfig", "max-pods", "-o", `jsonpath={range .status.conditions[*]}{.type}={.status} {.message}{"\n"}{end}`)
-	watch := c.watchWorkers(ctx)
-	err = c.waitWorkersDone(ctx, target, 4*time.Minute, nil)
-	seen := watch()
-	if err != nil {
+	if err := c.waitWorkersUncordoned(ctx, target, "a kubelet restart"); err != nil {
 		return err
-	}
-	if seen.maxCordoned != 0 {
-		return fmt.Errorf("a kubelet restart cordoned %d node(s)", seen.maxCordoned)
 	}
 	for _, w := range c.workers {
 		n, err := c.starts(ctx, w, "kubelet.service")
@@ -493,6 +481,22 @@ func (c *cluster) starts(ctx context.Context, w *worker, unit string) (int, erro
 		return 0, fmt.Errorf("%s: %w", w.name, err)
 	}
 	return strings.Count(out, "\n"), nil
+}
+
+// waitWorkersUncordoned waits for every worker to be done on target, and
+// fails if a node was cordoned meanwhile: what a change without a drain
+// promises.
+func (c *cluster) waitWorkersUncordoned(ctx context.Context, target, what string) error {
+	watch := c.watchWorkers(ctx)
+	err := c.waitWorkersDone(ctx, target, 4*time.Minute, nil)
+	seen := watch()
+	if err != nil {
+		return err
+	}
+	if seen.maxCordoned != 0 {
+		return fmt.Errorf("%s cordoned %d node(s)", what, seen.maxCordoned)
+	}
+	return nil
 }
 
 // startsOnWorkers counts the starts of unit on every worker.
