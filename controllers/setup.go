@@ -36,3 +36,19 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 	}
 	return active, nil
 }
+
+// SetupAdvisorWithManager wires ndp's advisor beside the Machine Config
+// Operator: the controllers that write only ndp's own objects (the policy
+// controller, the forecast controller). Nothing the MCO or the cluster
+// version operator owns is written.
+func SetupAdvisorWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
+	active := policyset.NewActivePolicies(engineOpts)
+	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
+		"policy": &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
+	} {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)
+		}
+	}
+	return active, nil
+}
