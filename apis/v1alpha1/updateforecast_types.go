@@ -223,8 +223,9 @@ type UpdateForecastStatus struct {
 	// +optional
 	NDP *NDPForecast `json:"ndp,omitempty"`
 
-	// conditions: Ready (the forecast is complete and current),
-	// MCOPredicted and NDPPlanned.
+	// conditions: Ready (the MCO's decision and ndp's plan are both there),
+	// MCOPredicted, NDPPlanned, and Current (True while pending; False,
+	// reason Superseded or Completed, since it became history).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -236,6 +237,7 @@ const (
 	ForecastConditionReady        = "Ready"
 	ForecastConditionMCOPredicted = "MCOPredicted"
 	ForecastConditionNDPPlanned   = "NDPPlanned"
+	ForecastConditionCurrent      = "Current"
 )
 
 // UpdateForecast says, before the Machine Config Operator sends the first
