@@ -181,8 +181,10 @@ func TestWantForecasts(t *testing.T) {
 		nodes: []forecastNode{n("sno", r1, r1)},
 		want:  []wantForecast{{r1, r2, toPredicted, []string{"sno"}, "Reboot", "Restart chronyd.service", "Forecast"}},
 	}, {
-		name:  "the MCO's decision fails: Ready False with its error, ndp's plan still there",
-		in:    func(in *forecastInput) { in.Decide = func(mcorules.Input) (*mcorules.Decision, error) { return nil, mcorules.ErrNotImplemented } },
+		name: "the MCO's decision fails: Ready False with its error, ndp's plan still there",
+		in: func(in *forecastInput) {
+			in.Decide = func(mcorules.Input) (*mcorules.Decision, error) { return nil, mcorules.ErrNotImplemented }
+		},
 		nodes: []forecastNode{n("w1", r1, r1)},
 		want:  []wantForecast{{r1, r2, toPredicted, []string{"w1"}, "", "Restart chronyd.service", "DecisionFailed"}},
 	}, {
