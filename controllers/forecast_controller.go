@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -185,22 +187,31 @@ func (r *ForecastReconciler) storedForecasts(ctx context.Context, pool string) (
 	return out, nil
 }
 
+// ForecastFieldManager is the forecast controller's field manager of
+// forecast status (server-side apply).
+const ForecastFieldManager = "ndp-forecast"
+
 // write creates a forecast (owned by its pool, so that a pool's deletion
-// takes them along even without ndp) or writes its status.
+// takes them along even without ndp) and applies its status: the whole
+// status, server-side, so that a cache a write behind is no conflict.
 func (r *ForecastReconciler) write(ctx context.Context, pool *mcfgv1.MachineConfigPool, f *v1alpha1.UpdateForecast) error {
-	status := f.Status
 	if f.ResourceVersion == "" {
 		// No blockOwnerDeletion: that would need a write permission on
 		// the MCO's pools (their finalizers).
-		f.OwnerReferences = []metav1.OwnerReference{{
+		obj := &v1alpha1.UpdateForecast{ObjectMeta: metav1.ObjectMeta{Name: f.Name, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool", Name: pool.Name, UID: pool.UID, Controller: ptr.To(true),
-		}}
-		if err := r.Client.Create(ctx, f); err != nil {
+		}}}, Spec: f.Spec}
+		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating UpdateForecast %s: %w", f.Name, err)
 		}
-		f.Status = status
 	}
-	if err := r.Client.Status().Update(ctx, f); err != nil {
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&f.Status)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": f.Name}, "status": status}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.UpdateForecastKind))
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(ForecastFieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing the status of UpdateForecast %s: %w", f.Name, err)
 	}
 	return nil
