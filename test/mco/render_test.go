@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,12 +131,12 @@ func specDiff(want, got mcfgv1.MachineConfigSpec) string {
 	if err := json.Unmarshal(got.Config.Raw, &g); err != nil {
 		fmt.Fprintf(&b, "MergeMCO's spec.config: %v\n", err)
 	}
-	if !reflect.DeepEqual(w, g) {
-		fmt.Fprintf(&b, "spec.config:\n  MCO:     %s\n  MergeMCO: %s\n", want.Config.Raw, got.Config.Raw)
+	if d := cmp.Diff(w, g); d != "" {
+		fmt.Fprintf(&b, "spec.config (-MCO +MergeMCO):\n%s", d)
 	}
 	want.Config.Raw, got.Config.Raw = nil, nil
-	if !reflect.DeepEqual(want, got) {
-		fmt.Fprintf(&b, "spec (config aside):\n  MCO:      %+v\n  MergeMCO: %+v\n", want, got)
+	if d := cmp.Diff(want, got); d != "" {
+		fmt.Fprintf(&b, "spec, config aside (-MCO +MergeMCO):\n%s", d)
 	}
 	return b.String()
 }
