@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
@@ -77,7 +78,7 @@ func TestMergeCompressionGoesWithContents(t *testing.T) {
 				}
 				f, contents, err := fileOf(t, r, "/etc/x.conf")
 				if got := deref(f.Contents.Compression); got != tc.compression || (f.Contents.Compression != nil && *f.Contents.Compression == "") {
-					t.Errorf("compression %v, want %q (none: unset)", f.Contents.Compression, tc.compression)
+					t.Errorf("compression %q (set: %t), want %q (none: unset)", deref(f.Contents.Compression), f.Contents.Compression != nil, tc.compression)
 				}
 				if tc.contents == "" {
 					return
@@ -189,23 +190,83 @@ func TestMergeMCOSpec(t *testing.T) {
 	}
 }
 
-// The MCO's name of a rendered config is the hash of its spec: MCOName
-// gives the names real clusters' render controllers gave (4.16 to 4.20,
-// /work/shared/mco-ref/realconfigs).
-func TestMCONameOfRealRenderedConfigs(t *testing.T) {
-	var dir string
+// realConfigs is the directory of real clusters' MachineConfigs
+// (mco-ref/realconfigs); the test skips without it.
+func realConfigs(t *testing.T) string {
 	for _, d := range []string{os.Getenv("NDP_MCO_REF"), "../../shared/mco-ref", "/work/shared/mco-ref"} {
 		if d == "" {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(d, "realconfigs")); err == nil {
-			dir = filepath.Join(d, "realconfigs")
-			break
+			return filepath.Join(d, "realconfigs")
 		}
 	}
-	if dir == "" {
-		t.Skip("the MCO reference configs (mco-ref/realconfigs) are absent")
+	t.Skip("the MCO reference configs (mco-ref/realconfigs) are absent")
+	return ""
+}
+
+// MergeMCO over a real 4.20 cluster's source MachineConfigs gives the spec
+// its MCO rendered for each pool (the images taken from that rendered
+// config, as its ControllerConfig is not in the capture). The capture's SSH
+// key is blanked in the sources and the rendered configs alike, so the
+// specs compare but the names cannot. The 4.16 to 4.18 captures were
+// rendered by MCOs that still left an empty compression ("") in place, so
+// only this one is compared.
+func TestMergeMCOOfARealCluster(t *testing.T) {
+	dir := filepath.Join(realConfigs(t), "ocpbugs-60768")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no MachineConfigs in %s (%v)", dir, err)
 	}
+	byPool := map[string][]render.Source{}
+	rendered := map[string]*machineconfig.Config{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := machineconfig.Parse(p, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mc ndpmcv1.MachineConfig
+		if err := yaml.Unmarshal(data, &mc); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(mc.Name, "rendered-") {
+			rendered[mc.Name] = cfg
+			continue
+		}
+		src := render.SourceOf(&mc, cfg)
+		byPool[src.Role] = append(byPool[src.Role], src)
+	}
+	// The configs each pool runs after the upgrade the capture ends with.
+	for pool, name := range map[string]string{"worker": "rendered-worker-2b807ab49e9d8a7040a5bcc4085e31c1", "master": "rendered-master-505a1e08a37430cbe1ee421928f810ec"} {
+		want := rendered[name]
+		if want == nil {
+			t.Fatalf("%s: no %s", dir, name)
+		}
+		got, err := render.MergeMCO(pool, byPool[pool], render.MCOBase{OSImageURL: want.Spec.OSImageURL, BaseOSExtensionsContainerImage: want.Spec.BaseOSExtensionsContainerImage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotCfg := parse(t, got)
+		if d := cmp.Diff(want.Ignition, gotCfg.Ignition); d != "" {
+			t.Errorf("%s from %d sources: Ignition config (-MCO +MergeMCO):\n%s", name, len(byPool[pool]), d)
+		}
+		ws, gs := want.Spec, got.Spec
+		ws.Config.Raw, gs.Config.Raw = nil, nil
+		if d := cmp.Diff(ws, gs); d != "" {
+			t.Errorf("%s: spec (-MCO +MergeMCO):\n%s", name, d)
+		}
+	}
+}
+
+// The MCO's name of a rendered config is the hash of its spec: MCOName
+// gives the names real clusters' render controllers gave (4.16 to 4.20,
+// /work/shared/mco-ref/realconfigs).
+func TestMCONameOfRealRenderedConfigs(t *testing.T) {
+	dir := realConfigs(t)
 	paths, err := filepath.Glob(filepath.Join(dir, "*", "rendered-*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no rendered configs in %s (%v)", dir, err)
