@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -32,28 +34,39 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 		name  string
 		pools []string
 		apply func(t *testing.T)
+		// files are contents a node must read from the MCO's rendered
+		// config (machineconfig.FileContents), by path.
+		files map[string]string
 	}{
-		{"the templates and the installer's configs", []string{"master", "worker"}, nil},
+		{"the templates and the installer's configs", []string{"master", "worker"}, nil, nil},
 		{"a chrony file", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("50-worker-chrony").WithRole("worker").WithIgnitionVersion("3.2.0").
 				WithFile("/etc/chrony.conf", "pool 2.rhel.pool.ntp.org iburst\ndriftfile /var/lib/chrony/drift\n").Build())
-		}},
+		}, map[string]string{"/etc/chrony.conf": "pool 2.rhel.pool.ntp.org iburst\ndriftfile /var/lib/chrony/drift\n"}},
 		{"a gzip file overridden by a plain one in a later MachineConfig", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("60-worker-gz").WithRole("worker").
 				WithFiles(builder.FileGzip("/etc/ndp-gz.conf", "compressed=true\n")).Build())
 			m.create(t, builder.MachineConfig("61-worker-plain").WithRole("worker").WithIgnitionVersion("3.5.0").
 				WithFiles(builder.File("/etc/ndp-gz.conf", "compressed=false\n")).Build())
-		}},
+		}, map[string]string{"/etc/ndp-gz.conf": "compressed=false\n"}},
+		{"a later entry that changes only the mode of a gzip file", []string{"worker"}, func(t *testing.T) {
+			// The MCO clears the compression and keeps the gzip contents:
+			// MergeMCO must give the same (broken) file.
+			m.create(t, builder.MachineConfig("62-worker-gz").WithRole("worker").
+				WithFiles(builder.FileGzip("/etc/ndp-gz2.conf", "compressed=true\n")).Build())
+			m.create(t, builder.MachineConfig("63-worker-mode").WithRole("worker").
+				WithFiles(builder.Entry{"path": "/etc/ndp-gz2.conf", "mode": 384}).Build())
+		}, nil},
 		{"a kernel argument", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("70-worker-kargs").WithRole("worker").WithKernelArguments("nosmt", "mitigations=auto").Build())
-		}},
+		}, nil},
 		{"an extension", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("80-worker-usbguard").WithRole("worker").WithSpec("extensions", []string{"usbguard"}).Build())
-		}},
+		}, nil},
 		{"an osImageURL override", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("90-worker-os").WithRole("worker").
 				WithOSImageURL("quay.io/example/custom-os@sha256:1111111111111111111111111111111111111111111111111111111111111111").Build())
-		}},
+		}, nil},
 		{"a custom pool infra inheriting worker", []string{"worker", "infra"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("50-infra-chrony").WithRole("infra").
 				WithFile("/etc/chrony.conf", "server infra-ntp.example.com iburst\n").Build())
@@ -69,7 +82,7 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 			if err := m.Client.Create(ctx, pool); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, nil},
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
@@ -105,16 +118,24 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 				if again, err := render.MCOName(name, rendered.Spec); err != nil || again != rendered.Name {
 					t.Errorf("pool %s: MCOName of the MCO's stored spec is %s (%v), want %s", name, again, err, rendered.Name)
 				}
-				checkFiles(t, &rendered)
+				checkFiles(t, &rendered, step.files)
 			}
 		})
 	}
 }
 
-// create creates a user MachineConfig.
+// create creates a user MachineConfig, without the status ndp's type
+// carries (the MCO's MachineConfig has none).
 func (m *MCO) create(t *testing.T, mc *ndpmcv1.MachineConfig) {
 	t.Helper()
-	if err := m.Client.Create(context.Background(), mc); err != nil {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(obj, "status")
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfig"))
+	if err := m.Client.Create(context.Background(), u); err != nil {
 		t.Fatalf("creating MachineConfig %s: %v", mc.Name, err)
 	}
 }
@@ -144,15 +165,24 @@ func specDiff(want, got mcfgv1.MachineConfigSpec) string {
 // checkFiles decodes every inline file of the MCO's rendered config as a
 // node would (machineconfig.FileContents): the compression it names must
 // fit its contents.
-func checkFiles(t *testing.T, rendered *ndpmcv1.MachineConfig) {
+func checkFiles(t *testing.T, rendered *ndpmcv1.MachineConfig, want map[string]string) {
 	t.Helper()
 	cfg, err := machineconfig.New(rendered.Name, rendered.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := map[string]string{}
 	for i := range cfg.Ignition.Storage.Files {
-		if _, err := machineconfig.FileContents(cfg, &cfg.Ignition.Storage.Files[i]); err != nil {
+		f := &cfg.Ignition.Storage.Files[i]
+		data, err := machineconfig.FileContents(cfg, f)
+		if err != nil {
 			t.Errorf("%s: %v", rendered.Name, err)
+		}
+		got[f.Path] = string(data)
+	}
+	for path, contents := range want {
+		if got[path] != contents {
+			t.Errorf("%s: a node reads %s as %q, want %q", rendered.Name, path, got[path], contents)
 		}
 	}
 }
