@@ -1,13 +1,17 @@
 package render
 
 import (
+	"bytes"
 	"crypto/md5" //nolint:gosec // the MCO's name hash, a fact to reproduce, not a security measure
+	"errors"
 	"fmt"
 
 	clarketmjson "github.com/clarketm/json"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ndp-dev/ndp/machineconfig"
 )
 
 // GeneratedByControllerVersionAnnotation marks a MachineConfig written by an
@@ -71,6 +75,15 @@ var mcoNameSalt = []byte{
 func MergeMCO(pool string, sources []Source, base MCOBase) (*Rendered, error) {
 	if len(sources) == 0 {
 		return nil, fmt.Errorf("MachineConfigPool %q: no MachineConfigs: the MCO renders nothing", pool)
+	}
+	for _, src := range sources {
+		// ndp reads an empty spec.config ({} or null) as no Ignition config;
+		// the MCO parses whatever is there, finds no version and refuses to
+		// render the pool.
+		if raw := bytes.TrimSpace(src.Spec.Config.Raw); string(raw) == "{}" || string(raw) == "null" {
+			return nil, &machineconfig.InputError{Object: fmt.Sprintf("MachineConfig %q", src.Name), Field: "spec.config.ignition.version",
+				Err: errors.New("missing: the MCO refuses an empty Ignition config (leave spec.config out instead)")}
+		}
 	}
 	m, err := fold(sources)
 	if err != nil {

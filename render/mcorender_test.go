@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -184,6 +185,10 @@ func TestMergeMCOSpec(t *testing.T) {
 	srcs = append(srcs, role("98-infra-devel", "infra", builder.Ignition(), mcfgv1.MachineConfigSpec{Extensions: []string{"kernel-devel"}}))
 	if _, err := render.MergeMCO("infra", srcs, render.MCOBase{}); err == nil || !strings.Contains(err.Error(), "kernel-devel") {
 		t.Errorf("kernel-devel with realtime: %v", err)
+	}
+	empty := render.Source{Name: "50-empty", Role: "worker", Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte("{}")}}}
+	if _, err := render.MergeMCO("worker", []render.Source{empty}, render.MCOBase{}); err == nil || !strings.Contains(err.Error(), `MachineConfig "50-empty": spec.config.ignition.version`) {
+		t.Errorf("an empty Ignition config: %v", err)
 	}
 	if _, err := render.MergeMCO("infra", nil, render.MCOBase{}); err == nil {
 		t.Error("no sources: no error")
