@@ -58,8 +58,11 @@ var mcoNameSalt = []byte{
 // that the advisor's preview is the rendered config the MCO will create.
 //
 // It is Merge (the same validation, order, Ignition merge and defaults),
-// with the MCO's three differences:
+// with the MCO's differences:
 //
+//   - a source without an Ignition config may name any extension (the MCO
+//     checks extensions only beside a config); an empty config ({} or
+//     null), which ndp reads as none, is refused;
 //   - osImageURL and baseOSExtensionsContainerImage start from base, and
 //     only a source that is not Generated overrides them (the last
 //     non-empty one wins);
@@ -85,7 +88,7 @@ func MergeMCO(pool string, sources []Source, base MCOBase) (*Rendered, error) {
 				Err: errors.New("missing: the MCO refuses an empty Ignition config (leave spec.config out instead)")}
 		}
 	}
-	m, err := fold(sources)
+	m, err := fold(sources, true)
 	if err != nil {
 		return nil, err
 	}

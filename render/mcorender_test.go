@@ -186,6 +186,19 @@ func TestMergeMCOSpec(t *testing.T) {
 	if _, err := render.MergeMCO("infra", srcs, render.MCOBase{}); err == nil || !strings.Contains(err.Error(), "kernel-devel") {
 		t.Errorf("kernel-devel with realtime: %v", err)
 	}
+	// Extensions are checked only beside an Ignition config, as the MCO
+	// does; Merge checks them always.
+	bare := render.Source{Name: "50-bare", Role: "worker", Spec: mcfgv1.MachineConfigSpec{Extensions: []string{"not-an-extension"}}}
+	if r, err := render.MergeMCO("worker", []render.Source{bare}, render.MCOBase{}); err != nil || !cmp.Equal(r.Spec.Extensions, []string{"not-an-extension"}) {
+		t.Errorf("an unsupported extension without a config: %v", err)
+	}
+	if _, err := render.Merge("worker", []render.Source{bare}); err == nil {
+		t.Error("Merge: an unsupported extension without a config is accepted")
+	}
+	bare.Spec.Config = runtime.RawExtension{Raw: builder.Ignition().JSON()}
+	if _, err := render.MergeMCO("worker", []render.Source{bare}, render.MCOBase{}); err == nil || !strings.Contains(err.Error(), "spec.extensions[0]") {
+		t.Errorf("an unsupported extension beside a config: %v", err)
+	}
 	empty := render.Source{Name: "50-empty", Role: "worker", Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte("{}")}}}
 	if _, err := render.MergeMCO("worker", []render.Source{empty}, render.MCOBase{}); err == nil || !strings.Contains(err.Error(), `MachineConfig "50-empty": spec.config.ignition.version`) {
 		t.Errorf("an empty Ignition config: %v", err)

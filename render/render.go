@@ -9,6 +9,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -112,7 +113,7 @@ const workerRole = "worker"
 //
 // Its name is ndp's own digest of the spec; MergeMCO gives the MCO's.
 func Merge(pool string, sources []Source) (*Rendered, error) {
-	m, err := fold(sources)
+	m, err := fold(sources, false)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,10 @@ type folded struct {
 }
 
 // fold validates and merges sources (Merge's list, but for the images).
-func fold(sources []Source) (*folded, error) {
+// With mcoValidation, a source's extensions are checked only when it has
+// an Ignition config, as the MCO's ValidateMachineConfig does; ndp checks
+// them always.
+func fold(sources []Source, mcoValidation bool) (*folded, error) {
 	sorted := Order(sources)
 	m := &folded{
 		sorted:   sorted,
@@ -172,7 +176,13 @@ func fold(sources []Source) (*folded, error) {
 				return nil, err
 			}
 		}
-		if err := machineconfig.Validate(object, cfg); err != nil {
+		checked := cfg
+		if mcoValidation && len(bytes.TrimSpace(src.Spec.Config.Raw)) == 0 && len(cfg.Spec.Extensions) > 0 {
+			unchecked := *cfg
+			unchecked.Spec.Extensions = nil
+			checked = &unchecked
+		}
+		if err := machineconfig.Validate(object, checked); err != nil {
 			return nil, err
 		}
 		ign := cfg.Ignition

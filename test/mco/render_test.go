@@ -63,6 +63,12 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 		{"an extension", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("80-worker-usbguard").WithRole("worker").WithSpec("extensions", []string{"usbguard"}).Build())
 		}, nil},
+		{"an unsupported extension on a MachineConfig without an Ignition config", []string{"worker"}, func(t *testing.T) {
+			// The MCO checks extensions only beside a config: it renders this.
+			mc := builder.MachineConfig("81-worker-bare").WithRole("worker").WithSpec("extensions", []string{"not-an-extension"}).Build()
+			mc.Spec.Config.Raw = nil
+			m.create(t, mc)
+		}, nil},
 		{"an osImageURL override", []string{"worker"}, func(t *testing.T) {
 			m.create(t, builder.MachineConfig("90-worker-os").WithRole("worker").
 				WithOSImageURL("quay.io/example/custom-os@sha256:1111111111111111111111111111111111111111111111111111111111111111").Build())
@@ -133,6 +139,9 @@ func (m *MCO) create(t *testing.T, mc *ndpmcv1.MachineConfig) {
 		t.Fatal(err)
 	}
 	delete(obj, "status")
+	if mc.Spec.Config.Raw == nil {
+		unstructured.RemoveNestedField(obj, "spec", "config")
+	}
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfig"))
 	if err := m.Client.Create(context.Background(), u); err != nil {
