@@ -310,7 +310,7 @@ func (r *ForecastReconciler) predict(ctx context.Context, view *render.PoolView)
 		}
 		sources = append(sources, render.SourceOf(mc, cfg))
 	}
-	rendered, err := render.MergeMCO(view.Pool.Name, sources, mcoBaseOf(&cc))
+	rendered, err := render.MergeMCO(view.Pool.Name, sources, render.MCOBaseOf(&cc))
 	if err != nil {
 		return nil, err
 	}
@@ -320,12 +320,6 @@ func (r *ForecastReconciler) predict(ctx context.Context, view *render.PoolView)
 	}
 	cfg.Sources = rendered.Sources
 	return cfg, nil
-}
-
-// mcoBaseOf is the render base of the MCO's ControllerConfig.
-// TODO(forecast): render.MCOBaseOf once helper "render" lands it.
-func mcoBaseOf(cc *mcfgv1.ControllerConfig) render.MCOBase {
-	return render.MCOBase{OSImageURL: cc.Spec.OSImageURL, BaseOSExtensionsContainerImage: cc.Spec.BaseOSExtensionsContainerImage}
 }
 
 // singleNode: the MCO never drains where the control plane is a single
