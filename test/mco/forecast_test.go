@@ -1,9 +1,8 @@
-package cluster
+package mco
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,79 +28,30 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner/engine"
 )
 
-// forecastMCORef is the directory of the MCO's reference tools
-// (../shared/mco-ref beside the repository, or NDP_MCO_REF); the test is
-// skipped without them, which cannot be built from the module proxy.
-func forecastMCORef(t *testing.T) string {
-	t.Helper()
-	for _, dir := range []string{os.Getenv("NDP_MCO_REF"), "../../../shared/mco-ref", "/work/shared/mco-ref"} {
-		if dir == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, "mcc-ref")); err == nil {
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return abs
-		}
-	}
-	t.Skip("the MCO's reference tools (../shared/mco-ref/mcc-ref) are not here; set NDP_MCO_REF")
-	return ""
-}
-
-// forecastPlane is an API server set up as an OpenShift cluster's is, by
-// the MCO's own code: mcc-ref's openshift/api CRDs and fixtures
-// (ControllerConfig, MachineConfiguration and Infrastructure cluster, the
-// master and worker pools) and its real template, render and node
-// controllers running beside ndp's advisor; ndp's own CRDs only.
+// forecastPlane is the MCO's API server and controllers (startMCO) with
+// ndp's own CRDs, for ndp's advisor beside them.
 type forecastPlane struct {
 	cfg        *rest.Config
 	c          client.Client
 	kubeconfig string
 }
 
-func startForecastPlane(t *testing.T, ref string) *forecastPlane {
+func startForecastPlane(t *testing.T) *forecastPlane {
 	t.Helper()
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true})
-	p := &forecastPlane{cfg: cp.Config, c: cp.Client, kubeconfig: cp.Kubeconfig}
-	if out, err := exec.Command(filepath.Join(ref, "mcc-ref"), "setup", "--kubeconfig", p.kubeconfig).CombinedOutput(); err != nil {
-		t.Fatalf("mcc-ref setup: %v\n%s", err, testkit.LastLines(string(out), 30))
-	}
-	if _, err := envtest.InstallCRDs(p.cfg, envtest.CRDInstallOptions{Paths: []string{
+	m := startMCO(t)
+	if _, err := envtest.InstallCRDs(m.Config, envtest.CRDInstallOptions{Paths: []string{
 		"../../manifests/crds/ndp.dev_nodedisruptionpolicies.yaml", "../../manifests/crds/ndp.dev_updateforecasts.yaml",
 	}, ErrorIfPathMissing: true}); err != nil {
 		t.Fatalf("installing ndp's CRDs: %v", err)
 	}
-	// The MCO's controllers, as its machine-config-controller runs them.
-	logFile := filepath.Join(t.TempDir(), "mcc-ref.log")
-	log, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mcc := exec.Command(filepath.Join(ref, "mcc-ref"), "--kubeconfig", p.kubeconfig, "--templates", filepath.Join(ref, "templates"))
-	mcc.Stdout, mcc.Stderr = log, log
-	if err := mcc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = mcc.Wait(); close(done) }()
-	t.Cleanup(func() {
-		testkit.Terminate(mcc.Process, done, 10*time.Second)
-		log.Close()
-		if t.Failed() {
-			if b, err := os.ReadFile(logFile); err == nil {
-				t.Logf("mcc-ref's log, last lines:\n%s", testkit.LastLines(string(b), 40))
-			}
-		}
-	})
-	return p
+	return &forecastPlane{cfg: m.Config, c: m.Client, kubeconfig: m.Kubeconfig}
 }
 
 // startAdvisor runs ndp-controller's advisor wiring in this process
@@ -117,7 +67,7 @@ func (p *forecastPlane) startAdvisor(t *testing.T) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controllers.SetupAdvisorWithManager(mgr, engine.Options{}, controllerOptions); err != nil {
+	if _, err := controllers.SetupAdvisorWithManager(mgr, engine.Options{}, controllers.Options{RetryRejected: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -200,9 +150,8 @@ func forecastSummary(f *v1alpha1.UpdateForecast) string {
 // stale) change it; a restarted advisor rebuilds it; the nodes' move
 // completes it.
 func TestForecastBesideTheMCO(t *testing.T) {
-	ref := forecastMCORef(t)
 	ctx := context.Background()
-	p := startForecastPlane(t, ref)
+	p := startForecastPlane(t)
 
 	// The MCO renders the worker pool's first config.
 	var r1 string
@@ -259,7 +208,7 @@ func TestForecastBesideTheMCO(t *testing.T) {
 			return false, err.Error()
 		}
 		for i := range list.Items {
-			if list.Items[i].Spec.From == r1 && list.Items[i].Spec.To != r1 {
+			if list.Items[i].Spec.From == r1 && list.Items[i].Spec.To != r1 && list.Items[i].Status.State != "" {
 				f = &list.Items[i]
 				return true, ""
 			}
@@ -413,7 +362,11 @@ func TestForecastBesideTheMCO(t *testing.T) {
 	}
 
 	// kubectl shows it.
-	out, err := exec.Command(kubectlBin, "--kubeconfig", p.kubeconfig, "get", "updateforecasts", "-o", "wide").CombinedOutput()
+	bin, err := controlplane.Assets("../..", "kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", p.kubeconfig, "get", "updateforecasts", "-o", "wide").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "MCO ACTIONS") || !strings.Contains(string(out), "NDP ACTIONS") || !strings.Contains(string(out), name) {
 		t.Errorf("kubectl get updateforecasts -o wide: %v\n%s", err, out)
 	}
