@@ -281,7 +281,8 @@ func TestForecastBesideTheMCO(t *testing.T) {
 	}
 
 	// The operator's status gains a chrony policy, current: the MCO restarts chronyd.
-	chronyPolicy := operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart}}}}
+	chronyPolicy := operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart}}},
+		SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}}
 	p.setPolicyStatus(t, chronyPolicy, 1)
 	f = wait("the MCO restarts chronyd", func(f *v1alpha1.UpdateForecast) bool {
 		return ready(f) && f.Status.MCO.Summary == "Restart chronyd.service"
