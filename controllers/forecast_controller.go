@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -69,7 +70,14 @@ type ForecastReconciler struct {
 	History int
 
 	configs *render.ConfigCache
+	// predicted keeps parsed predictions by name: the MCO's rendered name
+	// digests the content, so a name parses once.
+	predictedMu sync.Mutex
+	predicted   map[string]*machineconfig.Config
 }
+
+// maxPredicted bounds ForecastReconciler.predicted.
+const maxPredicted = 64
 
 // SetupWithManager reconciles all pools when what a forecast is computed
 // from changes.
@@ -314,11 +322,20 @@ func (r *ForecastReconciler) predict(ctx context.Context, view *render.PoolView)
 	if err != nil {
 		return nil, err
 	}
+	r.predictedMu.Lock()
+	defer r.predictedMu.Unlock()
+	if cfg, ok := r.predicted[rendered.Name]; ok {
+		return cfg, nil
+	}
 	cfg, err := machineconfig.New(rendered.Name, rendered.Spec)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Sources = rendered.Sources
+	if r.predicted == nil || len(r.predicted) >= maxPredicted {
+		r.predicted = map[string]*machineconfig.Config{}
+	}
+	r.predicted[rendered.Name] = cfg
 	return cfg, nil
 }
 
