@@ -29,6 +29,10 @@ const (
 	// maxForecastNodes bounds the node names one forecast lists (its
 	// nodeCount counts them all).
 	maxForecastNodes = 1000
+	// maxForecastList and maxForecastText are the API's bounds on a
+	// forecast's lists of actions and rules and on a rule's texts.
+	maxForecastList = 1000
+	maxForecastText = 4096
 )
 
 // ToSource values of a forecast.
@@ -224,11 +228,11 @@ func (in forecastInput) config(name string, target bool) (*machineconfig.Config,
 }
 
 func fillMCO(m *v1alpha1.MCOForecast, d *mcorules.Decision) {
-	m.Refused = d.Refused
+	m.Refused = d.Refused[:min(len(d.Refused), 100)]
 	m.Drain, m.Reboot = d.Drain, d.Reboot
 	m.Actions = mcoActions(d.Actions)
-	for _, r := range d.Rules {
-		m.Rules = append(m.Rules, v1alpha1.MCORule{Change: r.Change, Rule: r.Rule, Actions: mcoActions(r.Actions)})
+	for _, r := range d.Rules[:min(len(d.Rules), maxForecastList)] {
+		m.Rules = append(m.Rules, v1alpha1.MCORule{Change: truncate(r.Change, maxForecastText), Rule: truncate(r.Rule, maxForecastText), Actions: mcoActions(r.Actions)})
 	}
 	if len(d.Refused) > 0 {
 		m.Summary = "Refused"
@@ -241,8 +245,8 @@ func mcoActions(as []mcorules.Action) []v1alpha1.ForecastAction {
 	if len(as) == 0 {
 		return nil
 	}
-	out := make([]v1alpha1.ForecastAction, 0, len(as))
-	for _, a := range as {
+	out := make([]v1alpha1.ForecastAction, 0, min(len(as), maxForecastList))
+	for _, a := range as[:min(len(as), maxForecastList)] {
 		out = append(out, v1alpha1.ForecastAction{Type: string(a.Type), Service: a.Service})
 	}
 	return out
@@ -252,8 +256,8 @@ func ndpActions(as []policy.Action) []v1alpha1.ForecastAction {
 	if len(as) == 0 {
 		return nil
 	}
-	out := make([]v1alpha1.ForecastAction, 0, len(as))
-	for _, a := range as {
+	out := make([]v1alpha1.ForecastAction, 0, min(len(as), maxForecastList))
+	for _, a := range as[:min(len(as), maxForecastList)] {
 		fa := v1alpha1.ForecastAction{Type: string(a.Type)}
 		switch {
 		case a.Reload != nil:
@@ -268,11 +272,12 @@ func ndpActions(as []policy.Action) []v1alpha1.ForecastAction {
 
 func ndpForecast(p *planner.Plan) *v1alpha1.NDPForecast {
 	n := &v1alpha1.NDPForecast{Actions: ndpActions(p.Actions), Drain: p.Drain, Reboot: p.Reboot, PolicyRevision: p.PolicyRevision}
-	for _, u := range p.Unreconcilable {
+	for _, u := range p.Unreconcilable[:min(len(p.Unreconcilable), 100)] {
 		n.Unreconcilable = append(n.Unreconcilable, u.String())
 	}
-	for _, r := range p.Reasons {
-		n.Rules = append(n.Rules, v1alpha1.NDPRule{Change: r.Change, Policy: r.Policy, Match: r.Match, Actions: ndpActions(r.Actions), Detail: r.Detail})
+	for _, r := range p.Reasons[:min(len(p.Reasons), maxForecastList)] {
+		n.Rules = append(n.Rules, v1alpha1.NDPRule{Change: truncate(r.Change, maxForecastText), Policy: r.Policy, Match: truncate(r.Match, maxForecastText),
+			Actions: ndpActions(r.Actions), Detail: truncate(r.Detail, maxForecastText)})
 	}
 	n.Summary = summarizeActions(n.Actions, n.Drain)
 	if len(n.Unreconcilable) > 0 {

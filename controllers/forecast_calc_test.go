@@ -396,3 +396,23 @@ func TestMergeForecasts(t *testing.T) {
 		}
 	})
 }
+
+// A decision larger than the API's bounds is cut to them, so the
+// forecast can still be written.
+func TestWantForecastsBounds(t *testing.T) {
+	in := calcInput(t, forecastNode{"w1", r1, ""})
+	in.Decide = func(mcorules.Input) (*mcorules.Decision, error) {
+		d := &mcorules.Decision{Reboot: true}
+		for i := range 1500 {
+			reboot := []mcorules.Action{{Type: operatorv1.RebootStatusAction}}
+			d.Actions = append(d.Actions, reboot...)
+			d.Rules = append(d.Rules, mcorules.Rule{Change: fmt.Sprintf("file /etc/%d%s", i, strings.Repeat("x", 5000)), Rule: "no node disruption policy", Actions: reboot})
+		}
+		return d, nil
+	}
+	got := wantForecasts(in)
+	m := got[0].Status.MCO
+	if len(m.Rules) != maxForecastList || len(m.Actions) != maxForecastList || len(m.Rules[0].Change) != maxForecastText || len(m.Summary) > 1024 {
+		t.Errorf("rules %d actions %d change %d summary %d: want the API's bounds", len(m.Rules), len(m.Actions), len(m.Rules[0].Change), len(m.Summary))
+	}
+}
