@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -181,7 +182,7 @@ func checkAdvisorWebhooks(t *testing.T, hooks []admissionregistrationv1.Validati
 	covered := map[string]bool{}
 	for _, h := range hooks {
 		if h.SideEffects == nil || *h.SideEffects != admissionregistrationv1.SideEffectClassNone {
-			t.Errorf("webhook %s: sideEffects %v, want None", h.Name, h.SideEffects)
+			t.Errorf("webhook %s: sideEffects %s, want None", h.Name, ptrString(h.SideEffects))
 		}
 		for _, r := range h.Rules {
 			for _, res := range r.Resources {
@@ -196,10 +197,10 @@ func checkAdvisorWebhooks(t *testing.T, hooks []admissionregistrationv1.Validati
 			continue // ndp's own resource: it fails closed
 		}
 		if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Ignore {
-			t.Errorf("webhook %s: failurePolicy %v, want Ignore", h.Name, h.FailurePolicy)
+			t.Errorf("webhook %s: failurePolicy %s, want Ignore", h.Name, ptrString(h.FailurePolicy))
 		}
 		if h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
-			t.Errorf("webhook %s: timeoutSeconds %v, want at most 5", h.Name, h.TimeoutSeconds)
+			t.Errorf("webhook %s: timeoutSeconds %s, want at most 5", h.Name, ptrString(h.TimeoutSeconds))
 		}
 		skipsMCO := false
 		for _, c := range h.MatchConditions {
@@ -220,4 +221,12 @@ func checkAdvisorWebhooks(t *testing.T, hooks []admissionregistrationv1.Validati
 			t.Errorf("no webhook for %s", want)
 		}
 	}
+}
+
+// ptrString prints what p points to, or "unset".
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*p)
 }
