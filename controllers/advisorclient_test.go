@@ -32,10 +32,16 @@ func TestAdvisorClientWritesOnlyNdpObjectsEventsAndLeases(t *testing.T) {
 	mc := func() *ndpmcv1.MachineConfig {
 		return &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-1"}}
 	}
-	pool := func() *mcfgv1.MachineConfigPool { return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}} }
+	pool := func() *mcfgv1.MachineConfigPool {
+		return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}}
+	}
 	node := func() *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-a"}} }
-	co := func() *configv1.ClusterOperator { return &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "machine-config"}} }
-	mcn := func() *mcfgv1.MachineConfigNode { return &mcfgv1.MachineConfigNode{ObjectMeta: metav1.ObjectMeta{Name: "worker-a"}} }
+	co := func() *configv1.ClusterOperator {
+		return &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "machine-config"}}
+	}
+	mcn := func() *mcfgv1.MachineConfigNode {
+		return &mcfgv1.MachineConfigNode{ObjectMeta: metav1.ObjectMeta{Name: "worker-a"}}
+	}
 	mcfg := func() *operatorv1.MachineConfiguration {
 		return &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 	}
