@@ -351,13 +351,18 @@ func (dsKind) nodeSelector(obj any) map[string]string {
 
 // NewGuardForConfig makes a Guard with a client of its own for cfg (the
 // guard's watches are not the manager's cache: they are scoped to the two
-// objects, and one of them may not be served).
+// objects, and one of them may not be served). Its REST mapping is fixed:
+// no discovery request at a daemon's start, and a kind not served is the
+// API server's 404.
 func NewGuardForConfig(cfg *rest.Config) (*Guard, error) {
 	s := runtime.NewScheme()
 	if err := appsv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(appsv1.SchemeGroupVersion.WithKind("DaemonSet"), meta.RESTScopeNamespace)
+	m.Add(configv1.GroupVersion.WithKind("ClusterOperator"), meta.RESTScopeRoot)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s, Mapper: m})
 	if err != nil {
 		return nil, fmt.Errorf("a client for the Machine Config Operator guard: %w", err)
 	}

@@ -18,14 +18,21 @@ import (
 	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
-// countingTransport counts the requests a client sends.
+// countingTransport counts the requests a client sends, and of them the
+// DaemonSet's and discovery's.
 type countingTransport struct {
-	n    atomic.Int64
-	next http.RoundTripper
+	n, daemonSets, discovery atomic.Int64
+	next                     http.RoundTripper
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	switch p := r.URL.Path; {
+	case strings.Contains(p, "/daemonsets"):
+		c.daemonSets.Add(1)
+	case !strings.Contains(p, "/clusteroperators"):
+		c.discovery.Add(1)
+	}
 	return c.next.RoundTrip(r)
 }
 
@@ -83,6 +90,13 @@ func TestGuardFollowsTheMCOsObjects(t *testing.T) {
 		}
 	}
 	expect("the first sync, without the ClusterOperator kind", nil, Observed{})
+	// At the start, the DaemonSet is listed and watched, and nothing is
+	// discovered (the unserved kind is listed again, at its pace).
+	testkit.Until(t, "the DaemonSet listed and watched", func() bool { return counter.daemonSets.Load() >= 2 })
+	time.Sleep(time.Second) // anything else the start sends
+	if ds, disc := counter.daemonSets.Load(), counter.discovery.Load(); ds != 2 || disc != 0 {
+		t.Errorf("the guard's start sent %d DaemonSet requests (want a list and a watch) and %d others: %d in all", ds, disc, counter.n.Load())
+	}
 
 	// Observe answers from memory.
 	before := counter.n.Load()
