@@ -110,7 +110,9 @@ func main() {
 			setup.Error(err, "creating the Machine Config Operator guard")
 			os.Exit(1)
 		}
-		guardChanges = guard.Subscribe()
+		if mode == modeAuto {
+			guardChanges = guard.Subscribe()
+		}
 		go func() { _ = guard.Start(ctx) }()
 		if mode == modeAuto {
 			waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
