@@ -58,9 +58,12 @@ func startForecastPlane(t *testing.T) *forecastPlane {
 // against p; the returned function stops it, as a killed process.
 func (p *forecastPlane) startAdvisor(t *testing.T) (stop func()) {
 	t.Helper()
+	// ndp-controller --mode=advisor's options.
 	mgr, err := ctrl.NewManager(p.cfg, ctrl.Options{
+		NewClient:  controllers.NewAdvisorClient,
 		Scheme:     scheme.New(),
 		Client:     controllers.ClientOptions(),
+		Cache:      controllers.CacheOptions(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
