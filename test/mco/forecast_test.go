@@ -3,6 +3,7 @@ package mco
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -45,6 +48,7 @@ type forecastPlane struct {
 
 func startForecastPlane(t *testing.T) *forecastPlane {
 	t.Helper()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	m := startMCO(t)
 	if _, err := envtest.InstallCRDs(m.Config, envtest.CRDInstallOptions{Paths: []string{
 		"../../manifests/crds/ndp.dev_nodedisruptionpolicies.yaml", "../../manifests/crds/ndp.dev_updateforecasts.yaml",
@@ -341,8 +345,10 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		t.Errorf("after a restart:\n%s\nbefore:\n%s", forecastSummary(f), forecastSummary(before))
 	}
 
-	// The nodes move (playing the MCO's daemon): the forecast is completed.
-	for _, name := range workers {
+	// The nodes move (playing the MCO's daemon): the forecast follows
+	// them, and is completed when the last has moved, keeping the nodes
+	// it last had.
+	for i, name := range workers {
 		var n corev1.Node
 		if err := p.c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 			t.Fatal(err)
@@ -351,9 +357,15 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		if err := p.c.Update(ctx, &n); err != nil {
 			t.Fatal(err)
 		}
+		if i < len(workers)-1 {
+			left := strings.Join(workers[i+1:], ",")
+			wait("the forecast left with "+left, func(f *v1alpha1.UpdateForecast) bool {
+				return f.Status.State == v1alpha1.ForecastPending && strings.Join(f.Status.Nodes, ",") == left
+			})
+		}
 	}
 	f = wait("the forecast completed", func(f *v1alpha1.UpdateForecast) bool { return f.Status.State == v1alpha1.ForecastCompleted })
-	if f.Status.NodeCount != 2 || meta.IsStatusConditionTrue(f.Status.Conditions, v1alpha1.ForecastConditionCurrent) {
+	if f.Status.NodeCount != 1 || f.Status.Nodes[0] != workers[len(workers)-1] || meta.IsStatusConditionTrue(f.Status.Conditions, v1alpha1.ForecastConditionCurrent) {
 		t.Errorf("completed forecast: %s", forecastSummary(f))
 	}
 	if err := p.c.List(ctx, &list); err != nil {
