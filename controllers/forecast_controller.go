@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,8 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -195,31 +195,27 @@ func (r *ForecastReconciler) storedForecasts(ctx context.Context, pool string) (
 	return out, nil
 }
 
-// ForecastFieldManager is the forecast controller's field manager of
-// forecast status (server-side apply).
-const ForecastFieldManager = "ndp-forecast"
-
 // write creates a forecast (owned by its pool, so that a pool's deletion
-// takes them along even without ndp) and applies its status: the whole
-// status, server-side, so that a cache a write behind is no conflict.
+// takes them along even without ndp) and writes its whole status with one
+// JSON patch (add /status replaces it): no resourceVersion, so a cache a
+// write behind is no conflict, and nothing of an older status is left.
 func (r *ForecastReconciler) write(ctx context.Context, pool *mcfgv1.MachineConfigPool, f *v1alpha1.UpdateForecast) error {
+	obj := &v1alpha1.UpdateForecast{ObjectMeta: metav1.ObjectMeta{Name: f.Name}, Spec: f.Spec}
 	if f.ResourceVersion == "" {
 		// No blockOwnerDeletion: that would need a write permission on
 		// the MCO's pools (their finalizers).
-		obj := &v1alpha1.UpdateForecast{ObjectMeta: metav1.ObjectMeta{Name: f.Name, OwnerReferences: []metav1.OwnerReference{{
+		obj.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool", Name: pool.Name, UID: pool.UID, Controller: ptr.To(true),
-		}}}, Spec: f.Spec}
+		}}
 		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating UpdateForecast %s: %w", f.Name, err)
 		}
 	}
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&f.Status)
+	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": f.Status}})
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": f.Name}, "status": status}}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.UpdateForecastKind))
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(ForecastFieldManager), client.ForceOwnership); err != nil {
+	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("writing the status of UpdateForecast %s: %w", f.Name, err)
 	}
 	return nil
