@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -28,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -68,6 +71,7 @@ type mcoConfig struct {
 	clients       int    // NDP_SCALE_MCO_CLIENTS: concurrent clients (4)
 	mode          string // NDP_SCALE_MCO_MODE: advisor, executor, or "" (advisor when the binary has --mode)
 	report        string // NDP_SCALE_REPORT: a Markdown file for the figures
+	pprof         string // NDP_SCALE_MCO_PPROF: a directory for ndp-controller's CPU profile of the previews and heap profiles
 }
 
 func TestScaleMCO(t *testing.T) {
@@ -80,6 +84,7 @@ func TestScaleMCO(t *testing.T) {
 		clients:       envInt(t, "NDP_SCALE_MCO_CLIENTS", 4),
 		mode:          os.Getenv("NDP_SCALE_MCO_MODE"),
 		report:        os.Getenv("NDP_SCALE_REPORT"),
+		pprof:         os.Getenv("NDP_SCALE_MCO_PPROF"),
 	}
 	for _, f := range []string{cfg.controllerBin, filepath.Join(cfg.ref, "mcc-ref"), filepath.Join(cfg.ref, "realconfigs"), filepath.Join(cfg.ref, "templates")} {
 		if _, err := os.Stat(f); err != nil {
@@ -100,6 +105,7 @@ func TestScaleMCO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctrllog.SetLogger(logr.Discard()) // the no-op webhook server's
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	loads := []string{"start " + loadavg()}
@@ -139,7 +145,7 @@ func TestScaleMCO(t *testing.T) {
 	t.Logf("scale-mco: mcc-ref settled: peak RSS %s, RSS %s, CPU %s", mib(float64(mccSettled.hwm)), mib(float64(mccSettled.rss)), mccSettled.cpu.Round(time.Millisecond))
 
 	// (b) ndp-controller, with the same objects, the MCO still running.
-	ndp := startNDP(t, cfg, cp.Kubeconfig, wh.LocalServingPort, wh.LocalServingCertDir)
+	ndp, pprofURL := startNDP(t, cfg, cp.Kubeconfig, wh.LocalServingPort, wh.LocalServingCertDir)
 	noopURL, noopHits := startNoop(t, ctx, wh.LocalServingHost, wh.LocalServingCertDir)
 	registerFloor(t, ctx, c, noopURL)
 	dry := newDryRunner(t, cp.Config)
@@ -156,6 +162,7 @@ func TestScaleMCO(t *testing.T) {
 	loads = append(loads, "ndp settled "+loadavg())
 	ndpSettled := mustProc(t, ndp)
 	t.Logf("scale-mco: ndp-controller settled: peak RSS %s, RSS %s, CPU %s", mib(float64(ndpSettled.hwm)), mib(float64(ndpSettled.rss)), ndpSettled.cpu.Round(time.Millisecond))
+	profile(t, cfg, pprofURL, "heap-settled", "heap", 0)
 
 	// Preview latency: each client alternates ndp and the floor.
 	var phases []latencyPhase
@@ -163,8 +170,20 @@ func TestScaleMCO(t *testing.T) {
 		name     string
 		distinct bool
 	}{{"distinct", true}, {"repeated", false}} {
+		if !ph.distinct {
+			// The first dry-run of a change is a distinct one: the
+			// repeated phase times the ones after it.
+			if _, err := dry.send(ctx, chronyMC(0, false)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		hitsBefore := noopHits.Load()
+		var cpuProfile sync.WaitGroup
+		if ph.distinct {
+			cpuProfile.Go(func() { profile(t, cfg, pprofURL, "cpu-distinct", "profile", 20*time.Second) })
+		}
 		p := runPreviewPhase(t, ctx, dry, cfg, ph.name, ph.distinct)
+		cpuProfile.Wait()
 		if got := noopHits.Load() - hitsBefore; got != int64(p.noop.n) {
 			t.Errorf("%s: the no-op webhook was called %d times for %d dry-runs", ph.name, got, p.noop.n)
 		}
@@ -172,6 +191,7 @@ func TestScaleMCO(t *testing.T) {
 		loads = append(loads, ph.name+" previews "+loadavg())
 	}
 	ndpAfter, mccAfter := mustProc(t, ndp), mustProc(t, mcc)
+	profile(t, cfg, pprofURL, "heap-after", "heap", 0)
 	apiserver := map[string]procStat{}
 	for name, pid := range children("kube-apiserver", "etcd") {
 		if st, err := readProc(pid); err == nil {
@@ -339,7 +359,7 @@ func startProcess(t *testing.T, name, bin, kubeconfig string, args ...string) *p
 			b, _ := os.ReadFile(logs.Name())
 			t.Logf("%s output (last lines, all in %s):\n%s", name, logs.Name(), testkit.LastLines(string(b), 15))
 		} else {
-			_ = os.Remove(logs.Name())
+			t.Logf("scale-mco: %s's output is in %s", name, logs.Name())
 		}
 	})
 	return p
@@ -356,7 +376,7 @@ func (p *process) alive(t *testing.T) {
 // startNDP runs ndp-controller without leader election, its webhook on
 // envtest's port with envtest's certificate (which the registration's CA
 // bundle trusts).
-func startNDP(t *testing.T, cfg mcoConfig, kubeconfig string, webhookPort int, certDir string) *process {
+func startNDP(t *testing.T, cfg mcoConfig, kubeconfig string, webhookPort int, certDir string) (*process, string) {
 	probe := testkit.FreePort(t)
 	args := []string{
 		"--leader-elect=false",
@@ -367,6 +387,12 @@ func startNDP(t *testing.T, cfg mcoConfig, kubeconfig string, webhookPort int, c
 	}
 	if cfg.mode == "advisor" {
 		args = append(args, "--mode=advisor")
+	}
+	pprofURL := ""
+	if cfg.pprof != "" {
+		addr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+		args = append(args, "--pprof-bind-address", addr)
+		pprofURL = "http://" + addr + "/debug/pprof/"
 	}
 	t.Logf("scale-mco: ndp-controller %s", strings.Join(args, " "))
 	p := startProcess(t, "ndp-controller", cfg.controllerBin, kubeconfig, args...)
@@ -379,7 +405,37 @@ func startNDP(t *testing.T, cfg mcoConfig, kubeconfig string, webhookPort int, c
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	}, testkit.Within(3*time.Minute))
-	return p
+	return p, pprofURL
+}
+
+// profile saves one of ndp-controller's pprof profiles (kind: heap, or
+// profile for seconds of CPU) as NDP_SCALE_MCO_PPROF/name.pprof.
+func profile(t *testing.T, cfg mcoConfig, url, name, kind string, seconds time.Duration) {
+	if url == "" {
+		return
+	}
+	u := url + kind
+	if seconds > 0 {
+		u += fmt.Sprintf("?seconds=%d", int(seconds.Seconds()))
+	} else {
+		u += "?gc=1"
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Errorf("profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("profile %s: %s, %v", name, resp.Status, err)
+		return
+	}
+	path := filepath.Join(cfg.pprof, name+".pprof")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("scale-mco: ndp-controller's %s profile in %s", kind, path)
 }
 
 // startNoop serves the floor: a controller-runtime webhook server, as
@@ -558,21 +614,22 @@ func runPreviewPhase(t *testing.T, ctx context.Context, dry *dryRunner, cfg mcoC
 	return latencyPhase{name: name, ndp: summarize(ndpLat), noop: summarize(noopLat)}
 }
 
-// waitQuiet waits until the process has used under 2% of a core for
-// 10 s: it has listed, built its caches and done its first work.
+// waitQuiet waits until the process has used under 10% of a core for
+// 10 s (it has listed, built its caches and done its first work), or for
+// 2 minutes.
 func waitQuiet(t *testing.T, p *process) {
 	const window = 10 * time.Second
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	prev := mustProc(t, p)
 	for {
 		time.Sleep(window)
 		p.alive(t)
 		cur := mustProc(t, p)
-		if cur.cpu-prev.cpu < window/50 {
+		if cur.cpu-prev.cpu < window/10 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Logf("scale-mco: %s still busy after 5 minutes (%s of CPU in the last %s); measuring anyway", p.name, cur.cpu-prev.cpu, window)
+			t.Logf("scale-mco: %s still busy after 2 minutes (%s of CPU in the last %s); measuring anyway", p.name, cur.cpu-prev.cpu, window)
 			return
 		}
 		prev = cur
