@@ -36,10 +36,12 @@ func ClientOptions() client.Options {
 // controllers read is the MCO's daemon (the rollout stands down while it
 // exists, mcoguard), so the cache lists and watches that one by name and
 // namespace. ndp-controller's role may then read no other DaemonSet, and
-// a cluster's DaemonSets are not cached for nothing. Every manager that
-// runs SetupWithManager must use it.
+// a cluster's DaemonSets are not cached for nothing. Objects are cached
+// without their managedFields, which nothing in ndp reads (an update of a
+// cached object leaves them to the API server). Every manager that runs
+// SetupWithManager must use it.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&appsv1.DaemonSet{}: {
 			Namespaces: map[string]cache.Config{mcoguard.DaemonSetNamespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", mcoguard.DaemonSetName),

@@ -28,6 +28,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -139,6 +140,7 @@ func TestScaleMCO(t *testing.T) {
 	started = time.Now()
 	targets := waitPoolsRendered(t, ctx, c)
 	t.Logf("scale-mco: mcc-ref rendered the 5 pools in %s: %v", time.Since(started).Round(time.Millisecond), targets)
+	onTargets(t, ctx, c, targets)
 	waitQuiet(t, mcc)
 	loads = append(loads, "mcc-ref settled "+loadavg())
 	mccSettled := mustProc(t, mcc)
@@ -259,7 +261,8 @@ func createMCOCluster(t *testing.T, ctx context.Context, c client.Client, cfg mc
 		t.Fatal(err)
 	}
 	out.count = len(objs)
-	// Nodes: two thirds run the pool's newest variant, a third its largest.
+	// Nodes: two thirds run the pool's newest variant (until onTargets),
+	// a third its largest.
 	for pi, p := range mcoPools {
 		names := byPool[p.name]
 		newest, largest := names[len(names)-1], names[0]
@@ -303,6 +306,29 @@ func createMCOCluster(t *testing.T, ctx context.Context, c client.Client, cfg mc
 	t.Logf("scale-mco: %d rendered MachineConfigs (%s in all), %d nodes and the custom pools created in %s",
 		out.count, mib(float64(total)), out.nodes, time.Since(started).Round(time.Millisecond))
 	return out
+}
+
+// onTargets moves the nodes that run their pool's newest variant to the
+// config the MCO rendered for the pool, as after a rollout: a preview then
+// plans most nodes from the pool's target, and the others (a third, on an
+// older config of up to 1.2 MB) from that config, as in a rollout.
+func onTargets(t *testing.T, ctx context.Context, c client.Client, targets map[string]string) {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		var k int
+		if _, err := fmt.Sscanf(n.Name[strings.LastIndex(n.Name, "-")+1:], "%d", &k); err != nil || k%3 == 2 {
+			continue
+		}
+		pool := n.Name[:strings.LastIndex(n.Name, "-")]
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`, ndpmcv1.CurrentConfigAnnotation, targets[pool], ndpmcv1.DesiredConfigAnnotation, targets[pool])
+		if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // waitPoolsRendered waits until the MCO's render controller gave every pool
