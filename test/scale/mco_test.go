@@ -720,4 +720,3 @@ func mcoReport(t *testing.T, cfg mcoConfig, sizes renderedSizes, mccSettled, mcc
 }
 
 func msf(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
-
