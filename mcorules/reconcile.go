@@ -9,6 +9,7 @@ import (
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	ignvalidate "github.com/coreos/ignition/v2/config/validate"
+	"github.com/coreos/vcontext/report"
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -28,7 +29,13 @@ func refusals(from, to *machineconfig.Config, ov operatorv1.IrreconcilableValida
 
 	if !reflect.DeepEqual(igntypes.Config{}, *n) {
 		if rpt := ignvalidate.ValidateWithContext(*n, nil); rpt.IsFatal() {
-			out = append(out, fmt.Sprintf("spec.config: not valid Ignition: %s", strings.TrimSpace(rpt.String())))
+			var errs []string
+			for _, e := range rpt.Entries {
+				if e.Kind == report.Error {
+					errs = append(errs, strings.TrimSpace(e.String()))
+				}
+			}
+			out = append(out, "spec.config: not valid Ignition: "+strings.Join(errs, "; "))
 		}
 		for _, f := range n.Storage.Files {
 			if f.Mode != nil && os.FileMode(*f.Mode) > os.ModePerm { //nolint:gosec // a mode, as the MCO compares it
