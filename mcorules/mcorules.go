@@ -46,6 +46,9 @@ type Action struct {
 }
 
 func (a Action) String() string {
+	if a.Type == operatorv1.SpecialStatusAction {
+		return "Special (reload crio)"
+	}
 	if a.Service != "" {
 		return string(a.Type) + " " + a.Service
 	}
@@ -332,7 +335,7 @@ func fixedRules(df diff, d *Decision, from, to *machineconfig.Config) []Rule {
 	add(df.fips, "fips", RuleFIPS)
 	add(df.kernelType, "kernelType", RuleKernelType)
 	add(df.extensions, "extensions", RuleExtensions)
-	first := out[0].Rule
+	first := out[0].Rule + " (policies not consulted)"
 	for _, p := range d.ChangedFiles {
 		out = append(out, Rule{Change: "file " + p, Rule: first, Actions: reboot})
 	}

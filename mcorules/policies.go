@@ -183,69 +183,82 @@ func OverridesOf(mc *operatorv1.MachineConfiguration) operatorv1.IrreconcilableV
 	return *mc.Spec.IrreconcilableValidationOverrides.DeepCopy()
 }
 
+// FieldError is a bad field of a MachineConfiguration's spec.
+type FieldError struct {
+	Field string // "spec.nodeDisruptionPolicy.files[0].actions[1].type"
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldError(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
 // Validate checks what the API server's schema would of a
 // MachineConfiguration's spec.nodeDisruptionPolicy before the operator
 // merges it, so that a file read offline fails with the field named
-// instead of a decision the MCO could never make: action types, the
-// service of a Reload or Restart, Reboot and None standing alone, no
-// repeated path or unit.
+// (a *FieldError) instead of giving a decision the MCO could never make:
+// action types, the service of a Reload or Restart, Reboot and None
+// standing alone, no repeated path or unit.
 func Validate(spec operatorv1.NodeDisruptionPolicyConfig) error {
 	check := func(field string, actions []operatorv1.NodeDisruptionPolicySpecAction) error {
 		if len(actions) == 0 {
-			return fmt.Errorf("%s: no actions", field)
+			return fieldError(field, "no actions")
 		}
 		for i, a := range actions {
 			f := fmt.Sprintf("%s[%d]", field, i)
 			switch a.Type {
 			case operatorv1.ReloadSpecAction:
 				if a.Reload == nil || a.Reload.ServiceName == "" {
-					return fmt.Errorf("%s.reload.serviceName: required for type Reload", f)
+					return fieldError(f+".reload.serviceName", "required for type Reload")
 				}
 			case operatorv1.RestartSpecAction:
 				if a.Restart == nil || a.Restart.ServiceName == "" {
-					return fmt.Errorf("%s.restart.serviceName: required for type Restart", f)
+					return fieldError(f+".restart.serviceName", "required for type Restart")
 				}
 			case operatorv1.RebootSpecAction, operatorv1.NoneSpecAction:
 				if len(actions) > 1 {
-					return fmt.Errorf("%s.type: %s must be the only action", f, a.Type)
+					return fieldError(f+".type", "%s must be the only action", a.Type)
 				}
 			case operatorv1.DrainSpecAction, operatorv1.DaemonReloadSpecAction:
 			default:
-				return fmt.Errorf("%s.type: %q is not Reboot, Drain, Reload, Restart, DaemonReload or None", f, a.Type)
+				return fieldError(f+".type", "%q is not Reboot, Drain, Reload, Restart, DaemonReload or None", a.Type)
 			}
 		}
 		return nil
 	}
 	seen := map[string]bool{}
 	for i, f := range spec.Files {
-		if f.Path == "" {
-			return fmt.Errorf("spec.nodeDisruptionPolicy.files[%d].path: required", i)
-		}
-		if seen[f.Path] {
-			return fmt.Errorf("spec.nodeDisruptionPolicy.files[%d].path: %s given twice", i, f.Path)
+		field := fmt.Sprintf("spec.nodeDisruptionPolicy.files[%d]", i)
+		switch {
+		case f.Path == "":
+			return fieldError(field+".path", "required")
+		case seen[f.Path]:
+			return fieldError(field+".path", "%s given twice", f.Path)
 		}
 		seen[f.Path] = true
-		if err := check(fmt.Sprintf("spec.nodeDisruptionPolicy.files[%d].actions", i), f.Actions); err != nil {
+		if err := check(field+".actions", f.Actions); err != nil {
 			return err
 		}
 	}
 	seen = map[string]bool{}
 	for i, u := range spec.Units {
-		if u.Name == "" {
-			return fmt.Errorf("spec.nodeDisruptionPolicy.units[%d].name: required", i)
-		}
-		if seen[string(u.Name)] {
-			return fmt.Errorf("spec.nodeDisruptionPolicy.units[%d].name: %s given twice", i, u.Name)
+		field := fmt.Sprintf("spec.nodeDisruptionPolicy.units[%d]", i)
+		switch {
+		case u.Name == "":
+			return fieldError(field+".name", "required")
+		case seen[string(u.Name)]:
+			return fieldError(field+".name", "%s given twice", u.Name)
 		}
 		seen[string(u.Name)] = true
-		if err := check(fmt.Sprintf("spec.nodeDisruptionPolicy.units[%d].actions", i), u.Actions); err != nil {
+		if err := check(field+".actions", u.Actions); err != nil {
 			return err
 		}
 	}
 	if len(spec.SSHKey.Actions) > 0 {
-		if err := check("spec.nodeDisruptionPolicy.sshkey.actions", spec.SSHKey.Actions); err != nil {
-			return err
-		}
+		return check("spec.nodeDisruptionPolicy.sshkey.actions", spec.SSHKey.Actions)
 	}
 	return nil
 }
