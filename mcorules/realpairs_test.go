@@ -402,6 +402,87 @@ var handEdits = []edit{
 	{name: "force file written", mutate: func(t *testing.T, mc map[string]any) {
 		putFile(mc, fileEntry("/run/machine-config-daemon-force", ""))
 	}},
+	{name: "registries.conf removed", mutate: func(t *testing.T, mc map[string]any) { dropFile(mc, "/etc/containers/registries.conf") }},
+	{name: "registries.conf compression key dropped", mutate: func(t *testing.T, mc map[string]any) {
+		for _, e := range files(mc) {
+			if f := e.(map[string]any); f["path"] == "/etc/containers/registries.conf" {
+				delete(f["contents"].(map[string]any), "compression")
+			}
+		}
+	}},
+	{name: "unit dropin added", mutate: func(t *testing.T, mc map[string]any) {
+		for _, e := range units(mc) {
+			if u := e.(map[string]any); u["name"] == "kubelet.service" {
+				u["dropins"] = append(asList(u["dropins"]), map[string]any{"name": "99-x.conf", "contents": "[Service]\n"})
+			}
+		}
+	}},
+	{name: "unit masked", mutate: func(t *testing.T, mc map[string]any) {
+		sub(ign(mc), "systemd")["units"] = append(units(mc), map[string]any{"name": "rpcbind.service", "mask": true})
+	}},
+	{name: "core user removed", mutate: func(t *testing.T, mc map[string]any) { delete(ign(mc), "passwd") }},
+	{name: "core user loses its keys", mutate: func(t *testing.T, mc map[string]any) {
+		sub(ign(mc), "passwd")["users"] = []any{map[string]any{"name": "core"}}
+	}},
+	{name: "ignition kernel argument", mutate: func(t *testing.T, mc map[string]any) {
+		ign(mc)["kernelArguments"] = map[string]any{"shouldExist": []any{"nosmt"}}
+	}},
+	{name: "link added", mutate: func(t *testing.T, mc map[string]any) {
+		sub(ign(mc), "storage")["links"] = []any{map[string]any{"path": "/etc/l", "target": "/etc/x"}}
+	}},
+	{name: "link removed", base: func(t *testing.T, mc map[string]any) {
+		sub(ign(mc), "storage")["links"] = []any{map[string]any{"path": "/etc/l", "target": "/etc/x"}}
+	}, mutate: func(t *testing.T, mc map[string]any) { delete(sub(ign(mc), "storage"), "links") }},
+	{name: "extension added", mutate: func(t *testing.T, mc map[string]any) { spec(mc)["extensions"] = []any{"usbguard"} }},
+	{name: "two files, one without policy", mutate: func(t *testing.T, mc map[string]any) {
+		putFile(mc, fileEntry("/etc/containers/policy.json", `{"default":[{"type":"reject"}]}`))
+		putFile(mc, fileEntry("/etc/app.conf", "x"))
+	}},
+	{name: "directory policies and a registries.conf Drain", mcop: dirPolicies, base: registriesFile(registriesBase), mutate: func(t *testing.T, mc map[string]any) {
+		registriesFile("# c\n" + registriesBase)(t, mc)
+		putFile(mc, fileEntry("/etc/app/conf.d/a.conf", "x"))
+		putFile(mc, fileEntry("/etc/app/certs/a.crt", "x"))
+		putFile(mc, fileEntry("/etc/containers/registries.d/x.yaml", "x: 1"))
+	}},
+	{name: "ssh policy Reboot", mcop: dirPolicies, mutate: func(t *testing.T, mc map[string]any) {
+		sub(ign(mc), "passwd")["users"].([]any)[0].(map[string]any)["passwordHash"] = "$6$x"
+	}},
+}
+
+const dirPolicies = `apiVersion: operator.openshift.io/v1
+kind: MachineConfiguration
+metadata:
+  name: cluster
+spec:
+  nodeDisruptionPolicy:
+    files:
+    - path: /etc/containers/registries.conf
+      actions:
+      - type: Drain
+    - path: /etc/containers/registries.d/
+      actions:
+      - type: Restart
+        restart:
+          serviceName: crio.service
+    - path: /etc/app
+      actions:
+      - type: DaemonReload
+      - type: Restart
+        restart:
+          serviceName: app.service
+    - path: /etc/app/certs/
+      actions:
+      - type: Restart
+        restart:
+          serviceName: app-certs.service
+    sshkey:
+      actions:
+      - type: Reboot
+`
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 func addDisk(t *testing.T, mc map[string]any) {
