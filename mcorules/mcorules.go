@@ -180,7 +180,10 @@ type diff struct {
 	passwd, files, units                          bool
 }
 
-func newDiff(from, to *machineconfig.Config) diff {
+// newDiff; changedFiles and changedUnits, already known, spare the whole
+// lists' comparison when an entry changed (only an order-only change needs
+// it).
+func newDiff(from, to *machineconfig.Config, changedFiles, changedUnits []string) diff {
 	o, n := &from.Spec, &to.Spec
 	return diff{
 		osUpdate:   o.OSImageURL != n.OSImageURL,
@@ -189,8 +192,8 @@ func newDiff(from, to *machineconfig.Config) diff {
 		kernelType: canonicalKernelType(o.KernelType) != canonicalKernelType(n.KernelType),
 		extensions: !(len(o.Extensions) == 0 && len(n.Extensions) == 0) && !reflect.DeepEqual(o.Extensions, n.Extensions),
 		passwd:     !reflect.DeepEqual(from.Ignition.Passwd, to.Ignition.Passwd),
-		files:      !reflect.DeepEqual(from.Ignition.Storage.Files, to.Ignition.Storage.Files),
-		units:      !reflect.DeepEqual(from.Ignition.Systemd.Units, to.Ignition.Systemd.Units),
+		files:      len(changedFiles) > 0 || !reflect.DeepEqual(from.Ignition.Storage.Files, to.Ignition.Storage.Files),
+		units:      len(changedUnits) > 0 || !reflect.DeepEqual(from.Ignition.Systemd.Units, to.Ignition.Systemd.Units),
 	}
 }
 
@@ -206,49 +209,41 @@ func canonicalKernelType(t string) string {
 // Ignition entry differs (contents, mode, overwrite, user, group, ...).
 // A path given twice counts by its last entry, as the MCO's map does.
 func changedFiles(from, to *igntypes.Config) []string {
-	old := make(map[string]igntypes.File, len(from.Storage.Files))
-	for _, f := range from.Storage.Files {
-		old[f.Path] = f
-	}
-	cur := make(map[string]igntypes.File, len(to.Storage.Files))
-	for _, f := range to.Storage.Files {
-		cur[f.Path] = f
-	}
-	out := []string{}
-	for p := range old {
-		if _, ok := cur[p]; !ok {
-			out = append(out, p)
-		}
-	}
-	for p, f := range cur {
-		if o, ok := old[p]; !ok || !reflect.DeepEqual(o, f) {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
+	o, n := from.Storage.Files, to.Storage.Files
+	return changed(len(o), len(n),
+		func(i int) string { return o[i].Path }, func(j int) string { return n[j].Path },
+		func(i, j int) bool { return reflect.DeepEqual(&o[i], &n[j]) })
 }
 
 // changedUnits is the MCO's unit diff by exact name: added, removed, or
 // any difference in the unit (contents, enabled, mask, dropins).
 func changedUnits(from, to *igntypes.Config) []string {
-	old := make(map[string]igntypes.Unit, len(from.Systemd.Units))
-	for _, u := range from.Systemd.Units {
-		old[u.Name] = u
+	o, n := from.Systemd.Units, to.Systemd.Units
+	return changed(len(o), len(n),
+		func(i int) string { return o[i].Name }, func(j int) string { return n[j].Name },
+		func(i, j int) bool { return reflect.DeepEqual(&o[i], &n[j]) })
+}
+
+// changed lists, sorted, the keys only in the old list, only in the new,
+// or in both with different entries (the last entry of a key counts).
+func changed(nOld, nNew int, oldKey, newKey func(int) string, equal func(i, j int) bool) []string {
+	old := make(map[string]int, nOld)
+	for i := range nOld {
+		old[oldKey(i)] = i
 	}
-	cur := make(map[string]igntypes.Unit, len(to.Systemd.Units))
-	for _, u := range to.Systemd.Units {
-		cur[u.Name] = u
+	cur := make(map[string]int, nNew)
+	for j := range nNew {
+		cur[newKey(j)] = j
 	}
 	out := []string{}
-	for n := range old {
-		if _, ok := cur[n]; !ok {
-			out = append(out, n)
+	for k := range old {
+		if _, ok := cur[k]; !ok {
+			out = append(out, k)
 		}
 	}
-	for n, u := range cur {
-		if o, ok := old[n]; !ok || !reflect.DeepEqual(o, u) {
-			out = append(out, n)
+	for k, j := range cur {
+		if i, ok := old[k]; !ok || !equal(i, j) {
+			out = append(out, k)
 		}
 	}
 	sort.Strings(out)
@@ -267,7 +262,7 @@ func Decide(in Input) (*Decision, error) {
 	d := &Decision{From: from.Name, To: to.Name, Actions: []Action{}, Rules: []Rule{}}
 	d.ChangedFiles = changedFiles(&from.Ignition, &to.Ignition)
 	d.ChangedUnits = changedUnits(&from.Ignition, &to.Ignition)
-	df := newDiff(from, to)
+	df := newDiff(from, to, d.ChangedFiles, d.ChangedUnits)
 	d.SSHChanged = df.passwd
 
 	if d.Refused = refusals(from, to, in.Overrides); len(d.Refused) > 0 {

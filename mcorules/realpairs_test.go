@@ -439,7 +439,7 @@ var handEdits = []edit{
 		putFile(mc, fileEntry("/etc/app.conf", "x"))
 	}},
 	{name: "directory policies and a registries.conf Drain", mcop: dirPolicies, base: registriesFile(registriesBase), mutate: func(t *testing.T, mc map[string]any) {
-		registriesFile("# c\n" + registriesBase)(t, mc)
+		registriesFile("# c\n"+registriesBase)(t, mc)
 		putFile(mc, fileEntry("/etc/app/conf.d/a.conf", "x"))
 		putFile(mc, fileEntry("/etc/app/certs/a.crt", "x"))
 		putFile(mc, fileEntry("/etc/containers/registries.d/x.yaml", "x: 1"))

@@ -5,11 +5,8 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"strings"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
-	ignvalidate "github.com/coreos/ignition/v2/config/validate"
-	"github.com/coreos/vcontext/report"
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -17,7 +14,8 @@ import (
 
 // refusals is the MCO's reconcilability check (reconcile.go
 // IsRenderedConfigReconcilable, then the daemon's FIPS check), in its
-// order: the target must be valid Ignition without special mode bits; a
+// order: the target must be valid Ignition (checked when it was parsed)
+// without special mode bits; a
 // passwd change may only touch the core user's SSH keys and password hash;
 // Ignition's own kernelArguments, disks, filesystems, raid (each of the
 // last three unless overridden) and directories must not change; links may
@@ -27,16 +25,11 @@ func refusals(from, to *machineconfig.Config, ov operatorv1.IrreconcilableValida
 	var out []string
 	o, n := &from.Ignition, &to.Ignition
 
+	// The MCO validates the target as Ignition first; machineconfig.Parse
+	// and New ran that validation already (Ignition's own, at the config's
+	// version, before translating it to 3.5, as the MCO's parse does), so
+	// only the MCO's own addition, the mode check, is left here.
 	if !reflect.DeepEqual(igntypes.Config{}, *n) {
-		if rpt := ignvalidate.ValidateWithContext(*n, nil); rpt.IsFatal() {
-			var errs []string
-			for _, e := range rpt.Entries {
-				if e.Kind == report.Error {
-					errs = append(errs, strings.TrimSpace(e.String()))
-				}
-			}
-			out = append(out, "spec.config: not valid Ignition: "+strings.Join(errs, "; "))
-		}
 		for _, f := range n.Storage.Files {
 			if f.Mode != nil && os.FileMode(*f.Mode) > os.ModePerm { //nolint:gosec // a mode, as the MCO compares it
 				out = append(out, fmt.Sprintf("spec.config.storage.files[path=%s].mode: %#o has setuid, setgid or sticky bits; the MCO accepts modes up to 0777", f.Path, *f.Mode))
