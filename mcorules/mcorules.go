@@ -20,6 +20,16 @@
 // reboot), the node's on-disk FIPS state (taken to be what From says),
 // on-cluster layering (OCL images compared instead of osImageURL) and
 // HyperShift (always the legacy path).
+//
+// Known differences of the inputs, not of the rules: configs are parsed by
+// machineconfig (Ignition 3.x only; the MCO also converts a 2.x config, and
+// fails on a MachineConfig without spec.config, which is an empty config
+// here), and registries.conf is decoded with BurntSushi/toml 1.6 (TOML 1.1)
+// into go.podman.io/image 5.42's types, where the MCO links toml 1.5
+// (TOML 1.0) and containers/image 5.35: a registries.conf that uses TOML
+// 1.1-only syntax (\e or \x escapes, inline tables over several lines), or
+// a namespace-proxy key of the wrong type, decodes here and makes the MCO's
+// daemon fail the update.
 package mcorules
 
 import (
