@@ -161,10 +161,10 @@ const (
 	// RuleNoPolicy: a changed file or unit no policy entry covers reboots.
 	RuleNoPolicy = "no node disruption policy"
 	// RuleNothing: no file, unit or passwd change (nor a fixed one).
-	RuleNothing = "no change to files, units or passwd: None"
+	RuleNothing = "no change to files, units or passwd"
 	// RuleOrderOnly: the file or unit list differs only in order; the MCO
 	// finds no changed entry and takes no action at all.
-	RuleOrderOnly = "only the order of entries changed: no action"
+	RuleOrderOnly = "only the order of entries changed"
 )
 
 // MCO paths and names the rules use (pkg/daemon/constants).
@@ -258,6 +258,15 @@ func changed(nOld, nNew int, oldKey, newKey func(int) string, equal func(i, j in
 	}
 	sort.Strings(out)
 	return out
+}
+
+// For is the question for a node moving from → to in a cluster with this
+// MachineConfiguration cluster (nil: none), with the policy list and the
+// irreconcilable overrides the MCO's daemon would use; PolicySource says
+// which list that is.
+func For(from, to *machineconfig.Config, mc *operatorv1.MachineConfiguration, singleNode bool) (Input, PolicySource) {
+	pols, src := PoliciesOf(mc)
+	return Input{From: from, To: to, Policies: pols, SingleNode: singleNode, Overrides: OverridesOf(mc)}, src
 }
 
 // Decide is what the MCO does for in. An error is bad input (no To).

@@ -152,3 +152,19 @@ func TestClosestFilePolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestFor(t *testing.T) {
+	mc := &operatorv1.MachineConfiguration{}
+	mc.Spec.IrreconcilableValidationOverrides.Storage = []operatorv1.IrreconcilableValidationOverridesStorage{operatorv1.IrreconcilableValidationOverridesStorageDisks}
+	mc.Spec.NodeDisruptionPolicy.SSHKey.Actions = []operatorv1.NodeDisruptionPolicySpecAction{specOnly(operatorv1.DrainSpecAction)}
+	in, src := For(cfg("old"), cfg("new", addDisk), mc, true)
+	if src.From != "spec" || !in.SingleNode || len(in.Overrides.Storage) != 1 || in.Policies.SSHKey.Actions[0].Type != operatorv1.DrainStatusAction {
+		t.Fatalf("got %+v %+v", in, src)
+	}
+	if d, err := Decide(in); err != nil || len(d.Refused) > 0 {
+		t.Errorf("the overridden disk change: %v %+v", err, d)
+	}
+	if in, src := For(cfg("old"), cfg("new"), nil, false); src.From != "defaults" || len(in.Overrides.Storage) != 0 || !reflect.DeepEqual(in.Policies, Defaults()) {
+		t.Errorf("nil: %+v %+v", in, src)
+	}
+}

@@ -121,8 +121,8 @@ func compare(t *testing.T, ref, from, to, mcop string) string {
 	t.Helper()
 	want := runMCODecide(t, ref, from, to, mcop)
 	mc := readMachineConfiguration(t, mcop)
-	pols, _ := mcorules.PoliciesOf(mc)
-	got, err := mcorules.Decide(mcorules.Input{From: readConfig(t, from), To: readConfig(t, to), Policies: pols, Overrides: mcorules.OverridesOf(mc)})
+	in, _ := mcorules.For(readConfig(t, from), readConfig(t, to), mc, false)
+	got, err := mcorules.Decide(in)
 	if err != nil {
 		t.Fatalf("Decide: %v", err)
 	}

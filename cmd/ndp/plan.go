@@ -365,8 +365,8 @@ func (o *planOptions) runMCO(cmd *cobra.Command, from, to *machineconfig.Config)
 			return err
 		}
 	}
-	pols, src := mcorules.PoliciesOf(mc)
-	d, err := mcorules.Decide(mcorules.Input{From: from, To: to, Policies: pols, SingleNode: o.singleNode, Overrides: mcorules.OverridesOf(mc)})
+	in, src := mcorules.For(from, to, mc, o.singleNode)
+	d, err := mcorules.Decide(in)
 	if err != nil {
 		return err
 	}
