@@ -330,3 +330,19 @@ func TestPasswdChangeNames(t *testing.T) {
 		}
 	}
 }
+
+func TestDecisionString(t *testing.T) {
+	for _, tc := range []struct {
+		d    Decision
+		want string
+	}{
+		{Decision{Actions: acts("Restart chronyd.service")}, "Restart chronyd.service (no drain)"},
+		{Decision{Actions: acts("Special"), Drain: true}, "Special (reload crio) (drain)"},
+		{Decision{Actions: acts()}, "no action (no drain)"},
+		{Decision{Refused: []string{"spec.fips: x"}}, "refused: spec.fips: x"},
+	} {
+		if got := tc.d.String(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
