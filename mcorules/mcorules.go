@@ -190,9 +190,9 @@ type diff struct {
 	passwd, files, units                          bool
 }
 
-// newDiff; changedFiles and changedUnits, already known, spare the whole
-// lists' comparison when an entry changed (only an order-only change needs
-// it).
+// newDiff is the MCO's machineConfigDiff of from and to. changedFiles and
+// changedUnits, known already, spare comparing the whole lists when an
+// entry changed: only an order-only change needs that comparison.
 func newDiff(from, to *machineconfig.Config, changedFiles, changedUnits []string) diff {
 	o, n := &from.Spec, &to.Spec
 	return diff{

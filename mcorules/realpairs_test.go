@@ -555,3 +555,21 @@ func TestHandEditsAgreeWithMCO(t *testing.T) {
 		t.Errorf("the edits gave only %d distinct MCO outcomes: %v", len(outcomes), outcomes)
 	}
 }
+
+// A node without a config (From nil) is the MCO's empty config.
+func TestEmptyFromAgreesWithMCO(t *testing.T) {
+	ref := mcoRef(t)
+	to, _ := filepath.Glob(filepath.Join(ref, "realconfigs", "4.16.0-compact", "rendered-worker-*.yaml"))
+	if len(to) != 1 {
+		t.Fatalf("the 4.16 compact worker config: %v", to)
+	}
+	want := runMCODecide(t, ref, "-empty-", to[0], "")
+	got, err := mcorules.Decide(mcorules.Input{To: readConfig(t, to[0]), Policies: mcorules.Defaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Reconcilable != (len(got.Refused) == 0) || want.Reboot != got.Reboot || want.Drain != got.Drain ||
+		!slices.Equal(want.ChangedFiles, got.ChangedFiles) || !slices.Equal(want.ChangedUnits, got.ChangedUnits) || want.SSHChanged != got.SSHChanged {
+		t.Errorf("MCO %+v\nndp %+v", want, got)
+	}
+}
