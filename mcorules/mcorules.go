@@ -24,12 +24,11 @@
 // Known differences of the inputs, not of the rules: configs are parsed by
 // machineconfig (Ignition 3.x only; the MCO also converts a 2.x config, and
 // fails on a MachineConfig without spec.config, which is an empty config
-// here), and registries.conf is decoded with BurntSushi/toml 1.6 (TOML 1.1)
-// into go.podman.io/image 5.42's types, where the MCO links toml 1.5
-// (TOML 1.0) and containers/image 5.35: a registries.conf that uses TOML
-// 1.1-only syntax (\e or \x escapes, inline tables over several lines), or
-// a namespace-proxy key of the wrong type, decodes here and makes the MCO's
-// daemon fail the update.
+// here). registries.conf is decoded with BurntSushi/toml 1.6 into
+// go.podman.io/image 5.42's types where the MCO links toml 1.5 (TOML 1.0)
+// and containers/image 5.35: TOML 1.1-only syntax is refused here as there
+// (toml11Syntax), but a namespace-proxy key of the wrong type, or a key
+// that toml 1.6 newly finds defined twice, fails here and not in the MCO.
 package mcorules
 
 import (

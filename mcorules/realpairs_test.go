@@ -444,6 +444,10 @@ var handEdits = []edit{
 		putFile(mc, fileEntry("/etc/app/certs/a.crt", "x"))
 		putFile(mc, fileEntry("/etc/containers/registries.d/x.yaml", "x: 1"))
 	}},
+	{name: "registries.conf TOML 1.1 escape", base: registriesFile(registriesBase), mutate: registriesFile(registriesBase + "\n[aliases]\n\"x\" = \"quay.io/\\x41\"\n")},
+	{name: "registries.conf TOML 1.1 inline table", base: registriesFile(registriesBase), mutate: registriesFile("aliases = { \"x\" = \"quay.io/x\",\n  \"y\" = \"quay.io/y\" }\n" + registriesBase)},
+	{name: "registries.conf TOML 1.0 inline table", base: registriesFile(registriesBase), mutate: registriesFile("aliases = { \"x\" = \"quay.io/x\", \"y\" = \"quay.io/y\" }\n" + registriesBase)},
+	{name: "registries.conf time without seconds", base: registriesFile(registriesBase), mutate: registriesFile("when = 07:32\n" + registriesBase)},
 	{name: "ssh policy Reboot", mcop: dirPolicies, mutate: func(t *testing.T, mc map[string]any) {
 		sub(ign(mc), "passwd")["users"].([]any)[0].(map[string]any)["passwordHash"] = "$6$x"
 	}},

@@ -37,6 +37,12 @@ func registriesChangeSafe(from, to *igntypes.Config) (safe bool, why string, err
 	if err != nil {
 		return false, "", fmt.Errorf("new %s: failed decoding its data URL: %w", RegistriesConfPath, err)
 	}
+	if why := toml11Syntax(string(oldData)); why != "" {
+		return false, "", fmt.Errorf("old %s: failed decoding TOML: %s", RegistriesConfPath, why)
+	}
+	if why := toml11Syntax(string(newData)); why != "" {
+		return false, "", fmt.Errorf("new %s: failed decoding TOML: %s", RegistriesConfPath, why)
+	}
 	var o, n sysregistriesv2.V2RegistriesConf
 	if _, err := toml.Decode(string(oldData), &o); err != nil {
 		return false, "", fmt.Errorf("old %s: failed decoding TOML: %w", RegistriesConfPath, err)
