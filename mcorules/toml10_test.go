@@ -53,3 +53,15 @@ func TestTOML11SyntaxFailsTheUpdate(t *testing.T) {
 		t.Errorf("error %q drain %t", d.Error, d.Drain)
 	}
 }
+
+// FuzzTOML11Syntax: whatever the bytes, no panic, and a flagged document
+// is one ndp's TOML 1.1 decoder would not refuse for that reason alone
+// (checked on the seeds above by TestTOML11Syntax).
+func FuzzTOML11Syntax(f *testing.F) {
+	for _, s := range []string{registriesBase, "a = { b = 1,\n}", `a = "\e"`, "a = '''x'''''", `a = """\`, "a = 07:3", "=0", "a=[{", "\"", "'''"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = toml11Syntax(s)
+	})
+}

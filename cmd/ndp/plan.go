@@ -50,7 +50,7 @@ func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
 	f.StringVarP(&o.output, "output", "o", defaultOutput, "output format: text, json or yaml")
 	f.StringArrayVar(&o.comparePolicies, "compare-policy", nil, "plan again with the policies at PATH added (a policy of the same name replaced) and print how the plan would change (repeatable)")
 	f.BoolVar(&o.mco, "mco", false, "print what the Machine Config Operator's daemon does instead: its actions, drain, reboot or refusal, and the rule that decided each change")
-	f.StringVar(&o.machineConfiguration, "machineconfiguration", "", "with --mco: the cluster's MachineConfiguration (operator.openshift.io/v1, `oc get machineconfiguration cluster -o yaml`); default: the MCO's default policies")
+	f.StringVar(&o.machineConfiguration, "machineconfiguration", "", "with --mco: `FILE`, the cluster's MachineConfiguration (operator.openshift.io/v1, as oc get machineconfiguration cluster -o yaml prints it); default: the MCO's default policies")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
 }
