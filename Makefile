@@ -176,7 +176,7 @@ SCALE_MCO_RENDERED ?= 500
 ## (default 500; real ones from MCO_REF/realconfigs, varied, a tenth grown to 300 KB..1.2 MB with CA bundles), 5 pools and
 ## 25 nodes on one API server; peak RSS of the MCO's controllers (MCO_REF/mcc-ref) and of ndp-controller holding the same
 ## objects, and p50/p99 of MachineConfig dry-runs through the API server to ndp's preview vs a no-op webhook, same run.
-## Figures in bin/scale-mco.md, the log in bin/scale-mco.log; about 6 minutes on 2 cores
+## Figures in bin/scale-mco.md, the log in bin/scale-mco.log; about 5 minutes on 2 busy cores (docs/performance.md)
 scale-mco: build control-plane
 	{ KUBEBUILDER_ASSETS=$(BIN) NDP_CONTROLLER_BIN=$(BIN)/ndp-controller NDP_MCO_REF=$(MCO_REF) NDP_SCALE_MCO_RENDERED=$(SCALE_MCO_RENDERED) \
 		NDP_SCALE_REPORT=$(BIN)/scale-mco.md $(GO) test -tags scale -run '^TestScaleMCO$$' -v -count 1 -timeout 40m ./test/scale/; echo $$? > $(BIN)/scale-mco.rc; } 2>&1 | tee $(BIN)/scale-mco.log
