@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -293,12 +294,22 @@ func TestMergeForecasts(t *testing.T) {
 		return wantForecasts(in)[0]
 	}
 	// stored is what the API server holds after a merge was written.
+	// stored is what the API server holds after a merge was written: through
+	// JSON, as the API server stores it (omitted empties, times in seconds).
 	stored := func(fs ...v1alpha1.UpdateForecast) []v1alpha1.UpdateForecast {
-		w := mergeForecasts(fs, nil, nil, 10, t0)
+		w := mergeForecasts(fs, nil, nil, 10, metav1.NewTime(t0.Add(123*time.Millisecond)))
+		out := make([]v1alpha1.UpdateForecast, len(w.Apply))
 		for i := range w.Apply {
 			w.Apply[i].ResourceVersion = "1"
+			b, err := json.Marshal(w.Apply[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &out[i]); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return w.Apply
+		return out
 	}
 	history := func(name string, state v1alpha1.ForecastState, at time.Time) v1alpha1.UpdateForecast {
 		return v1alpha1.UpdateForecast{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"}, Spec: v1alpha1.UpdateForecastSpec{Pool: "worker", From: r1, To: name},
