@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +71,10 @@ type forecastInput struct {
 
 	Policies     mcorules.Policies
 	PolicySource mcorules.PolicySource
-	SingleNode   bool
+	// Overrides are MachineConfiguration cluster's irreconcilable
+	// validation overrides (mcorules.OverridesOf).
+	Overrides  operatorv1.IrreconcilableValidationOverrides
+	SingleNode bool
 
 	// Decide is the MCO's decision (mcorules.Decide); Plan ndp's plan with
 	// the active policy set (an error when the set is not ready).
@@ -180,7 +184,7 @@ func forecastOne(in forecastInput, from, to string, names []string) v1alpha1.Upd
 	// The MCO's decision.
 	src := in.PolicySource
 	st.MCO = &v1alpha1.MCOForecast{PolicySource: &v1alpha1.MCOPolicySource{From: src.From, Generation: src.Generation, ObservedGeneration: src.ObservedGeneration, Stale: src.Stale}}
-	if d, err := in.Decide(mcorules.Input{From: fromCfg, To: toCfg, Policies: in.Policies, SingleNode: in.SingleNode}); err != nil {
+	if d, err := in.Decide(mcorules.Input{From: fromCfg, To: toCfg, Policies: in.Policies, SingleNode: in.SingleNode, Overrides: in.Overrides}); err != nil {
 		st.MCO = nil
 		setForecastCondition(st, v1alpha1.ForecastConditionMCOPredicted, false, "DecisionFailed", err.Error())
 	} else {
@@ -232,10 +236,16 @@ func fillMCO(m *v1alpha1.MCOForecast, d *mcorules.Decision) {
 	m.Drain, m.Reboot = d.Drain, d.Reboot
 	m.Actions = mcoActions(d.Actions)
 	for _, r := range d.Rules[:min(len(d.Rules), maxForecastList)] {
-		m.Rules = append(m.Rules, v1alpha1.MCORule{Change: truncate(r.Change, maxForecastText), Rule: truncate(r.Rule, maxForecastText), Actions: mcoActions(r.Actions)})
+		m.Rules = append(m.Rules, v1alpha1.MCORule{Change: truncate(r.Change, maxForecastText), Rule: truncate(r.Rule, maxForecastText),
+			Actions: mcoActions(r.Actions), Detail: truncate(r.Detail, maxForecastText)})
 	}
-	if len(d.Refused) > 0 {
+	m.Error = truncate(d.Error, maxForecastText)
+	switch {
+	case len(d.Refused) > 0:
 		m.Summary = "Refused"
+		return
+	case d.Error != "":
+		m.Summary = "Fails"
 		return
 	}
 	m.Summary = summarizeActions(m.Actions, m.Drain)

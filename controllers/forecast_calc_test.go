@@ -206,6 +206,28 @@ func TestWantForecasts(t *testing.T) {
 		},
 		nodes: []forecastNode{n("w1", r1, r1)},
 		want:  []wantForecast{{r1, r2, toPredicted, []string{"w1"}, "Refused", "Restart chronyd.service", "Forecast"}},
+	}, {
+		name: "the MCO's daemon fails the update after deciding (registries.conf that does not decode)",
+		in: func(in *forecastInput) {
+			in.Decide = func(mcorules.Input) (*mcorules.Decision, error) {
+				return &mcorules.Decision{Actions: []mcorules.Action{{Type: operatorv1.SpecialStatusAction}}, Error: "registries.conf: toml: bad"}, nil
+			}
+		},
+		nodes: []forecastNode{n("w1", r1, r1)},
+		want:  []wantForecast{{r1, r2, toPredicted, []string{"w1"}, "Fails", "Restart chronyd.service", "Forecast"}},
+	}, {
+		name: "the MCO's irreconcilable overrides reach its decision",
+		in: func(in *forecastInput) {
+			in.Overrides = operatorv1.IrreconcilableValidationOverrides{Storage: []operatorv1.IrreconcilableValidationOverridesStorage{operatorv1.IrreconcilableValidationOverridesStorageDisks}}
+			in.Decide = func(i mcorules.Input) (*mcorules.Decision, error) {
+				if len(i.Overrides.Storage) != 1 {
+					return nil, fmt.Errorf("overrides %+v", i.Overrides)
+				}
+				return fakeDecide(i)
+			}
+		},
+		nodes: []forecastNode{n("w1", r1, r1)},
+		want:  []wantForecast{{r1, r2, toPredicted, []string{"w1"}, "drain, Reboot", "Restart chronyd.service", "Forecast"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The cluster has r1; r2 is predicted.

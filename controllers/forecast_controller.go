@@ -275,6 +275,7 @@ func (r *ForecastReconciler) input(ctx context.Context, pool *mcfgv1.MachineConf
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: MachineConfigurationName}, &mcfg); {
 	case err == nil:
 		in.Policies, in.PolicySource = mcorules.PoliciesOf(&mcfg)
+		in.Overrides = mcorules.OverridesOf(&mcfg)
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		in.Policies, in.PolicySource = mcorules.PoliciesOf(nil)
 	default:

@@ -80,6 +80,11 @@ type MCORule struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	Actions []ForecastAction `json:"actions,omitempty"`
+	// detail: what the rule found, e.g. why a registries.conf change is
+	// safe or not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Detail string `json:"detail,omitempty"`
 }
 
 // MCOPolicySource says which of the MCO's policy lists the prediction used.
@@ -105,9 +110,15 @@ type MCOPolicySource struct {
 // MCOForecast is what the Machine Config Operator's daemon will do.
 type MCOForecast struct {
 	// summary of the actions, as `kubectl get` shows them: "drain, Reboot",
-	// "Restart chronyd.service", "Refused", "Unknown" (no prediction).
+	// "Restart chronyd.service", "Refused", "Fails".
 	// +kubebuilder:validation:MaxLength=1024
 	Summary string `json:"summary"`
+	// error, when set, is why the MCO's daemon fails the update after
+	// deciding its actions (a registries.conf that does not decode): the
+	// nodes go Degraded, nothing is applied, and it retries.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Error string `json:"error,omitempty"`
 	// refused lists why the MCO refuses the update: the nodes go
 	// Unreconcilable and nothing is applied.
 	// +optional

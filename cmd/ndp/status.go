@@ -383,7 +383,7 @@ func forecastReport(f *v1alpha1.UpdateForecast) ForecastReport {
 		r.Ready = ConditionReport{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 	}
 	if m := s.MCO; m != nil {
-		side := &ForecastPlanReport{Actions: forecastActions(m.Actions), Drain: m.Drain, Reboot: m.Reboot, Refused: m.Refused, Rules: []ForecastRuleReport{}}
+		side := &ForecastPlanReport{Actions: forecastActions(m.Actions), Drain: m.Drain, Reboot: m.Reboot, Refused: m.Refused, Error: m.Error, Rules: []ForecastRuleReport{}}
 		for _, rule := range m.Rules {
 			side.Rules = append(side.Rules, ForecastRuleReport{Change: rule.Change, By: rule.Rule, Actions: forecastActions(rule.Actions)})
 		}

@@ -75,6 +75,8 @@ type ForecastPlanReport struct {
 	// Refused: why the MCO refuses the update, or why ndp finds it
 	// unreconcilable.
 	Refused []string `json:"refused,omitempty"`
+	// Error: why the MCO's daemon fails the update after deciding it.
+	Error string `json:"error,omitempty"`
 	// Rules: each change and what decided it (the MCO's rule, or ndp's
 	// NodeDisruptionPolicy).
 	Rules []ForecastRuleReport `json:"rules"`
@@ -495,6 +497,9 @@ func writeForecastSide(b *strings.Builder, who string, s *ForecastPlanReport) {
 	what := briefPlan(&PlanReport{Actions: s.Actions, Drain: s.Drain})
 	if len(s.Refused) > 0 {
 		what = "refused: " + strings.Join(s.Refused, "; ")
+	}
+	if s.Error != "" {
+		what = "fails: " + s.Error
 	}
 	if s.Policies != "" {
 		what += " [policies: " + s.Policies + "]"
