@@ -22,6 +22,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
@@ -38,11 +39,20 @@ import (
 type Previewer struct {
 	Client client.Reader
 	Active *policyset.ActivePolicies
+	// Advisor: the previews say what the Machine Config Operator will do
+	// (its render and its daemon's decision), with ndp's own plan beside
+	// it where that is less disruptive, and never deny.
+	Advisor bool
 
 	configs    *render.ConfigCache                     // cluster MachineConfigs, by UID and generation
 	candidates *bounded[string, *machineconfig.Config] // candidate MachineConfigs, by content digest
 	renders    *bounded[string, *rendering]            // renderings, by pool and sources
 	plans      *bounded[planKey, *planner.Plan]        // plans, by policy revision and configs
+
+	// The MCO's rules and render (mcorules.Decide, render.MergeMCO), for
+	// the advisor's previews; tests may put the MCO's own tools here.
+	decide   func(mcorules.Input) (*mcorules.Decision, error)
+	mergeMCO func(pool string, sources []render.Source, base render.MCOBase) (*render.Rendered, error)
 
 	// inputs counts changes of what a preview reads besides the candidate
 	// and the policy revision: pools, MachineConfigs, and the nodes' pool
@@ -127,6 +137,8 @@ func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer 
 		candidates: newBounded[string, *machineconfig.Config](64),
 		renders:    newBounded[string, *rendering](256),
 		plans:      newBounded[planKey, *planner.Plan](4096),
+		decide:     mcorules.Decide,
+		mergeMCO:   render.MergeMCO,
 	}
 }
 
