@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -86,6 +88,19 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 			o, n := old.(*mcfgv1.MachineConfigPool), new.(*mcfgv1.MachineConfigPool)
 			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
 		},
+	}
+	if p.Advisor {
+		// What the MCO's render and decision read besides the configs.
+		relevant[&operatorv1.MachineConfiguration{}] = func(old, new any) bool {
+			return old.(*operatorv1.MachineConfiguration).ResourceVersion != new.(*operatorv1.MachineConfiguration).ResourceVersion
+		}
+		relevant[&configv1.Infrastructure{}] = func(old, new any) bool {
+			return old.(*configv1.Infrastructure).Status.ControlPlaneTopology != new.(*configv1.Infrastructure).Status.ControlPlaneTopology
+		}
+		relevant[&mcfgv1.ControllerConfig{}] = func(old, new any) bool {
+			o, n := old.(*mcfgv1.ControllerConfig), new.(*mcfgv1.ControllerConfig)
+			return o.Spec.OSImageURL != n.Spec.OSImageURL || o.Spec.BaseOSExtensionsContainerImage != n.Spec.BaseOSExtensionsContainerImage
+		}
 	}
 	var nodes toolscache.ResourceEventHandlerRegistration
 	for obj, changed := range relevant {

@@ -31,6 +31,10 @@ const (
 	// GeneratedConfigsPath previews KubeletConfigs and ContainerRuntimeConfigs.
 	GeneratedConfigsPath = "/preview-generatedconfigs"
 	PolicyPath           = "/validate-nodedisruptionpolicy"
+	// ImageConfigPath previews image.config.openshift.io cluster and
+	// MachineConfigurationPath MachineConfiguration cluster (advisor mode).
+	ImageConfigPath          = "/preview-imageconfig"
+	MachineConfigurationPath = "/preview-machineconfiguration"
 )
 
 // DefaultPreviewDeadline and ValidationDeadline are the deadlines of the
@@ -62,6 +66,12 @@ type Options struct {
 	// PreviewDeadline is the preview handlers' deadline
 	// (DefaultPreviewDeadline when zero).
 	PreviewDeadline time.Duration
+	// Advisor: the Machine Config Operator runs the nodes. The previews
+	// say what it will do (its render, its daemon's decision, with the
+	// cluster's MachineConfiguration policies), with ndp's own plan beside
+	// it where less disruptive, and deny nothing; image.config and
+	// MachineConfiguration cluster are previewed too.
+	Advisor bool
 }
 
 // SetupWithManager registers the handlers on the manager's webhook server.
@@ -71,6 +81,7 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	srv := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	previewer := NewPreviewer(mgr.GetClient(), active)
+	previewer.Advisor = opts.Advisor
 	base := opts.RegistriesBase
 	if base == "" {
 		base = render.DefaultRegistriesBase
@@ -80,6 +91,10 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	srv.Register(MachineConfigPath, &admission.Webhook{Handler: mcPreview})
 	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}})
 	srv.Register(GeneratedConfigsPath, &admission.Webhook{Handler: &GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
+	if opts.Advisor {
+		srv.Register(ImageConfigPath, &admission.Webhook{Handler: &ImageConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
+		srv.Register(MachineConfigurationPath, &admission.Webhook{Handler: &MachineConfigurationPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
+	}
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder:   decoder,
