@@ -16,6 +16,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"golang.org/x/sync/singleflight"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -207,6 +208,10 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 		// Rendered configs are the render controller's output, not a
 		// change of any pool's sources.
 		if mc != nil && mc.Labels[ndpmcv1.RenderedForLabel] != "" {
+			return admission.Allowed(""), true
+		}
+		// The MCO's rendered configs are owned by their pool.
+		if h.Previewer.Advisor && mc != nil && slices.ContainsFunc(mc.OwnerReferences, func(r metav1.OwnerReference) bool { return r.Kind == "MachineConfigPool" }) {
 			return admission.Allowed(""), true
 		}
 	}
