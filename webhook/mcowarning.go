@@ -196,10 +196,7 @@ func decidingRules(d *mcorules.Decision) string {
 		if !top {
 			continue
 		}
-		s := r.Rule
-		if r.Change != "" && !strings.HasPrefix(r.Rule, r.Change) {
-			s = r.Change + ": " + r.Rule
-		}
+		s := ruleText(r)
 		if !slices.Contains(picked, s) {
 			picked = append(picked, s)
 		}
@@ -208,6 +205,17 @@ func decidingRules(d *mcorules.Decision) string {
 		picked = append(picked[:2], fmt.Sprintf("+%d more", len(picked)-2))
 	}
 	return strings.Join(picked, "; ")
+}
+
+// ruleText is "file /etc/chrony.conf: no node disruption policy", or the
+// rule alone when it names the change already ("file policy
+// /etc/containers/registries.conf", "osImageURL: always reboot").
+func ruleText(r mcorules.Rule) string {
+	kind, subject, _ := strings.Cut(r.Change, " ")
+	if r.Change == "" || strings.HasPrefix(r.Rule, r.Change) || r.Rule == kind+" policy "+subject {
+		return r.Rule
+	}
+	return r.Change + ": " + r.Rule
 }
 
 // groupText is one group's "drain and reboot (file /etc/chrony.conf: no

@@ -159,7 +159,7 @@ func TestMCOPreviewWarning(t *testing.T) {
 	refused := &mcorules.Decision{Refused: []string{"spec.config.storage.directories: /var/lib/x added"}}
 	mirrors := &mcorules.Decision{Actions: []mcorules.Action{special}, Drain: true,
 		Rules: []mcorules.Rule{
-			{Change: "file /etc/containers/registries.conf", Rule: "file policy /etc/containers/registries.conf (Special: a mirror removed, unsafe)", Actions: []mcorules.Action{special}},
+			{Change: "file /etc/containers/registries.conf", Rule: "file policy /etc/containers/registries.conf", Actions: []mcorules.Action{special}},
 			{Change: "file /etc/containers/policy.json", Rule: "file policy /etc/containers/policy.json", Actions: []mcorules.Action{reload("crio.service")}},
 		}}
 	for _, tc := range []struct {
@@ -172,7 +172,7 @@ func TestMCOPreviewWarning(t *testing.T) {
 		{"refused", MCOPreview{Pool: "worker", Nodes: 3, Groups: []MCOGroup{{From: "rendered-worker-1", Nodes: 3, Decision: refused}}},
 			"MCO: pool worker, 3 nodes: refused (spec.config.storage.directories: /var/lib/x added): the nodes go Unreconcilable"},
 		{"the drain's rule only", MCOPreview{Pool: "worker", Nodes: 1, Groups: []MCOGroup{{From: "a", Nodes: 1, Decision: mirrors}}},
-			"MCO: pool worker, 1 node: reload crio.service and drain (file /etc/containers/registries.conf: file policy /etc/containers/registries.conf (Special: a mirror removed, unsafe))"},
+			"MCO: pool worker, 1 node: reload crio.service and drain (file policy /etc/containers/registries.conf)"},
 		{"two groups and an up-to-date node", MCOPreview{Pool: "infra", Nodes: 4, UpToDate: 1, Groups: []MCOGroup{{From: "a", Nodes: 2, Decision: chrony}, {From: "b", Nodes: 1, Decision: refused}}},
 			"MCO: pool infra, 4 nodes: 2 nodes from a: drain and reboot (file /etc/chrony.conf: no node disruption policy); 1 node from b: refused (spec.config.storage.directories: /var/lib/x added): the nodes go Unreconcilable; 1 node already on it"},
 		{"no nodes", MCOPreview{Pool: "empty", Rendered: "rendered-empty-x"}, "MCO: pool empty, 0 nodes: new rendered config rendered-empty-x, no node to update"},
@@ -252,6 +252,20 @@ func TestChangeSubject(t *testing.T) {
 		k, s := changeSubject(in)
 		if [2]string{k, s} != want {
 			t.Errorf("changeSubject(%q) = %q, %q; want %q", in, k, s, want)
+		}
+	}
+}
+
+func TestRuleText(t *testing.T) {
+	for _, tc := range []struct{ change, rule, want string }{
+		{"file /etc/chrony.conf", "no node disruption policy", "file /etc/chrony.conf: no node disruption policy"},
+		{"file /etc/containers/registries.conf", "file policy /etc/containers/registries.conf", "file policy /etc/containers/registries.conf"},
+		{"file /etc/containers/registries.d/x.yaml", "file policy /etc/containers/registries.d", "file /etc/containers/registries.d/x.yaml: file policy /etc/containers/registries.d"},
+		{"unit chronyd.service", "unit policy chronyd.service", "unit policy chronyd.service"},
+		{"osImageURL", "osImageURL: always reboot", "osImageURL: always reboot"},
+	} {
+		if got := ruleText(mcorules.Rule{Change: tc.change, Rule: tc.rule}); got != tc.want {
+			t.Errorf("ruleText(%q, %q) = %q, want %q", tc.change, tc.rule, got, tc.want)
 		}
 	}
 }
