@@ -528,6 +528,7 @@ spec:
   registrySources:
     containerRuntimeSearchRegistries: [registry.example.com]
     insecureRegistries: [insecure.example.com]
+    blockedRegistries: [blocked.example.com, quay.io/a/b/c]
 `
 		_, _, to := a.step(t, manifest, "apply", "")
 		a.sameRegistries(t)
