@@ -269,3 +269,18 @@ func TestRuleText(t *testing.T) {
 		}
 	}
 }
+
+func TestStaleText(t *testing.T) {
+	if s := staleText(mcorules.PolicySource{From: "status", Generation: 3, ObservedGeneration: 3}); s != "" {
+		t.Errorf("a current status: %q", s)
+	}
+	s := staleText(mcorules.PolicySource{From: "spec", Generation: 4, ObservedGeneration: 3, Stale: true})
+	for _, want := range []string{"stale", "generation 4, observed 3", "predicted with its spec", "Degraded"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q does not say %q", s, want)
+		}
+	}
+	if len(s) > MaxWarningBytes {
+		t.Errorf("%d bytes", len(s))
+	}
+}
