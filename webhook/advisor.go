@@ -102,13 +102,8 @@ func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: ControllerConfigName}, &cc); err != nil {
 		return nil, fmt.Errorf("reading ControllerConfig %s, the base of the MCO's render: %w", ControllerConfigName, err)
 	}
-	st.base = mcoBaseOf(&cc)
+	st.base = render.MCOBaseOf(&cc)
 	return st, nil
-}
-
-// mcoBaseOf is the MCO's render base from its ControllerConfig.
-func mcoBaseOf(cc *mcfgv1.ControllerConfig) render.MCOBase {
-	return render.MCOBase{OSImageURL: cc.Spec.OSImageURL, BaseOSExtensionsContainerImage: cc.Spec.BaseOSExtensionsContainerImage}
 }
 
 // renderMCO merges the pool's MachineConfigs with the overrides in place,

@@ -99,7 +99,7 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 		}
 		relevant[&mcfgv1.ControllerConfig{}] = func(old, new any) bool {
 			o, n := old.(*mcfgv1.ControllerConfig), new.(*mcfgv1.ControllerConfig)
-			return o.Spec.OSImageURL != n.Spec.OSImageURL || o.Spec.BaseOSExtensionsContainerImage != n.Spec.BaseOSExtensionsContainerImage
+			return render.MCOBaseOf(o) != render.MCOBaseOf(n)
 		}
 	}
 	var nodes toolscache.ResourceEventHandlerRegistration
