@@ -281,6 +281,9 @@ func advisorPools(ctx context.Context, p *Previewer, pools []*mcfgv1.MachineConf
 			ws = append(ws, fmt.Sprintf("MCO: pool %s: no preview: %v", pool.Name, err))
 			continue
 		}
+		if p.Observe != nil {
+			p.Observe(pp)
+		}
 		ws = append(ws, pp.Warning())
 		if s := pp.NDPWarning(p.lookupPolicy); s != "" {
 			ws = append(ws, s)

@@ -45,6 +45,10 @@ type Previewer struct {
 	// (its render and its daemon's decision), with ndp's own plan beside
 	// it where that is less disruptive, and never deny.
 	Advisor bool
+	// Observe, when set before the previewer serves, is called with every
+	// pool's advisor preview (tests compare its rendering with the one
+	// the MCO then makes).
+	Observe func(*MCOPreview)
 
 	configs    *render.ConfigCache                     // cluster MachineConfigs, by UID and generation
 	candidates *bounded[string, *machineconfig.Config] // candidate MachineConfigs, by content digest

@@ -78,8 +78,10 @@ func advisorWebhooks() *admissionregistrationv1.ValidatingWebhookConfiguration {
 type advisor struct {
 	*MCO
 	kubectl string
-	// decide is the MCO's daemon (mco-decide) for one pair, as JSON.
+	// dir holds the MCO's reference tools.
 	dir string
+	// previews carries the worker pool's advisor previews.
+	previews chan *webhook.MCOPreview
 }
 
 // startAdvisor starts the MCO (startMCO), registers the advisor's
@@ -118,8 +120,18 @@ func startAdvisor(t *testing.T) *advisor {
 			t.Fatal(err)
 		}
 	}
-	if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: true, PreviewDeadline: 20 * time.Second}); err != nil {
+	previewer, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: true, PreviewDeadline: 20 * time.Second})
+	if err != nil {
 		t.Fatal(err)
+	}
+	a.previews = make(chan *webhook.MCOPreview, 64)
+	previewer.Observe = func(pp *webhook.MCOPreview) {
+		if pp.Pool == "worker" {
+			select {
+			case a.previews <- pp:
+			default:
+			}
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -359,7 +371,16 @@ func checkWarning(t *testing.T, ws []string, want string) string {
 func (a *advisor) step(t *testing.T, manifest string, verb string, want string) (warnings []string, from, to string) {
 	t.Helper()
 	from = a.nodesOn(t)
+	for len(a.previews) > 0 {
+		<-a.previews // the MCO's own writes, previewed too
+	}
 	ws := a.dryRun(t, manifest, verb)
+	var preview *webhook.MCOPreview
+	select {
+	case preview = <-a.previews:
+	default:
+		t.Fatal("the dry-run gave no preview of pool worker")
+	}
 	// A dry-run writes nothing: the MCO renders nothing new.
 	time.Sleep(6 * time.Second) // past the MCO render controller's delay
 	if pool := a.WaitRendered(t, "worker", nil); pool.Spec.Configuration.Name != from {
@@ -367,6 +388,11 @@ func (a *advisor) step(t *testing.T, manifest string, verb string, want string) 
 	}
 	a.apply(t, manifest, verb)
 	to = a.waitNewRendered(t, from)
+	// The config the preview rendered is the one the MCO renders: same
+	// spec, so same name (the name is the MCO's hash of the spec).
+	if preview.Rendered != to {
+		t.Errorf("the preview rendered %s, the MCO %s", preview.Rendered, to)
+	}
 	d := a.mcoDecide(t, from, to)
 	if want != "" && d.phrase() != want {
 		t.Errorf("premise: mco-decide says %q for %s -> %s, the test expects %q", d.phrase(), from, to, want)
