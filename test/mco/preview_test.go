@@ -449,6 +449,15 @@ spec:
   kubeletConfig: {maxPods: 200}
 `
 
+const containerRuntimeConfig = `apiVersion: machineconfiguration.openshift.io/v1
+kind: ContainerRuntimeConfig
+metadata: {name: pids}
+spec:
+  machineConfigPoolSelector:
+    matchLabels: {pools.operator.machineconfiguration.openshift.io/worker: ""}
+  containerRuntimeConfig: {pidsLimit: 4096, logLevel: debug}
+`
+
 const idms = `apiVersion: config.openshift.io/v1
 kind: ImageDigestMirrorSet
 metadata: {name: ubi}
@@ -520,6 +529,18 @@ func TestAdvisorPreviewsWhatTheMCODoes(t *testing.T) {
 				return nil, err
 			}
 			return render.KubeletConfigIgnition("worker", mcs, &kc)
+		})
+		a.moveNodes(t, to)
+	})
+
+	t.Run("a ContainerRuntimeConfig", func(t *testing.T) {
+		_, _, to := a.step(t, containerRuntimeConfig, "apply", "drain and reboot")
+		a.sameGenerated(t, "99-worker-generated-containerruntime", func(mcs []*ndpmcv1.MachineConfig) ([]byte, error) {
+			var c mcfgv1.ContainerRuntimeConfig
+			if err := a.Client.Get(context.Background(), client.ObjectKey{Name: "pids"}, &c); err != nil {
+				return nil, err
+			}
+			return render.ContainerRuntimeConfigIgnition("worker", mcs, &c)
 		})
 		a.moveNodes(t, to)
 	})
