@@ -10,6 +10,7 @@ import (
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/registries"
 )
 
 // The API server's limits on admission warnings
@@ -323,7 +324,11 @@ type suggestion struct {
 func suggest(d *mcorules.Decision, p *planner.Plan, lookup func(string) (policy.Policy, bool)) suggestion {
 	mcoRule := map[string]int{}
 	for _, r := range d.Rules {
-		mcoRule[r.Change] = max(mcoRule[r.Change], actionsDisruption(r.Actions))
+		dis := actionsDisruption(r.Actions)
+		if d.Drain && slices.ContainsFunc(r.Actions, func(a mcorules.Action) bool { return a.Type == operatorv1.SpecialStatusAction }) {
+			dis = max(dis, 2) // the registries.conf rule drained: the change is unsafe
+		}
+		mcoRule[r.Change] = max(mcoRule[r.Change], dis)
 	}
 	var sg suggestion
 	whySeen := map[string]bool{}
@@ -348,6 +353,13 @@ func suggest(d *mcorules.Decision, p *planner.Plan, lookup func(string) (policy.
 			theirs = mcoDisruption(d)
 		}
 		if mine >= theirs {
+			continue
+		}
+		if kind == "file" && subject == registries.ConfPath {
+			// The MCO decides registries.conf by content too (its Special
+			// rule), but always drains an unsafe change; an entry for the
+			// path would replace that rule for every change.
+			addWhy("the MCO drains every unsafe registries.conf change (its Special rule)")
 			continue
 		}
 		pol, ok := lookup(r.Policy)

@@ -1,13 +1,18 @@
 package webhook
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
@@ -200,6 +205,11 @@ func TestNDPWarning(t *testing.T) {
 	perPool := declarative
 	perPool.PoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "infra"}}
 	rego := policy.Policy{Name: "chrony", Modules: []policy.Module{{Source: "package x"}}}
+	unsafeMCO := &mcorules.Decision{Actions: []mcorules.Action{special}, Drain: true,
+		Rules: []mcorules.Rule{{Change: "file /etc/containers/registries.conf", Rule: "file policy /etc/containers/registries.conf", Actions: []mcorules.Action{special}}}}
+	reloadCrio := policy.Action{Type: policy.ActionReload, Reload: &operatorv1.ReloadService{ServiceName: "crio.service"}}
+	noDrainNDP := &planner.Plan{Actions: []policy.Action{reloadCrio},
+		Reasons: []planner.Reason{{Change: "file /etc/containers/registries.conf: contents changed", Policy: "default", Actions: []policy.Action{reloadCrio}}}}
 	rebootNDP := &planner.Plan{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}
 	for _, tc := range []struct {
 		name   string
@@ -214,6 +224,8 @@ func TestNDPWarning(t *testing.T) {
 			"ndp: pool worker: restart chronyd.service, no drain; the MCO cannot: policy chrony is for some pools only, the MCO's policies are cluster-wide"},
 		{"rego: why not", chronyMCO, chronyNDP, map[string]policy.Policy{"chrony": rego},
 			"ndp: pool worker: restart chronyd.service, no drain; the MCO cannot: policy chrony decides /etc/chrony.conf by its contents (Rego)"},
+		{"an unsafe registries change: why not", unsafeMCO, noDrainNDP, map[string]policy.Policy{"default": {Name: "default"}},
+			"ndp: pool worker: reload crio.service, no drain; the MCO cannot: the MCO drains every unsafe registries.conf change (its Special rule)"},
 		{"ndp no better: no line", chronyMCO, rebootNDP, nil, ""},
 		{"no ndp plan: no line", chronyMCO, nil, nil, ""},
 	} {
@@ -282,5 +294,32 @@ func TestStaleText(t *testing.T) {
 	}
 	if len(s) > MaxWarningBytes {
 		t.Errorf("%d bytes", len(s))
+	}
+}
+
+type answerWith admission.Response
+
+func (a answerWith) Handle(context.Context, admission.Request) admission.Response {
+	return admission.Response(a)
+}
+
+// In advisor mode no answer blocks a change: a denial or an error becomes
+// a warning; an admission passes as it is.
+func TestNeverDeny(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		resp admission.Response
+		want []string
+	}{
+		{"denied", admission.Denied("MachineConfig \"x\": spec.config: bad"), []string{"MCO: no preview: MachineConfig \"x\": spec.config: bad"}},
+		{"errored", admission.Errored(http.StatusBadRequest, errors.New("decoding: eof")), []string{"MCO: no preview: decoding: eof"}},
+		{"allowed", admission.Allowed("").WithWarnings("MCO: pool worker, 3 nodes: drain and reboot"), []string{"MCO: pool worker, 3 nodes: drain and reboot"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := neverDeny{answerWith(tc.resp)}.Handle(context.Background(), admission.Request{})
+			if !got.Allowed || !cmp.Equal(got.Warnings, tc.want) {
+				t.Errorf("allowed %v, warnings %q; want allowed, %q", got.Allowed, got.Warnings, tc.want)
+			}
+		})
 	}
 }

@@ -86,14 +86,20 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	if base == "" {
 		base = render.DefaultRegistriesBase
 	}
+	preview := func(h admission.Handler) *admission.Webhook {
+		if opts.Advisor {
+			h = neverDeny{h}
+		}
+		return &admission.Webhook{Handler: h}
+	}
 	mcPreview := NewMachineConfigPreview(previewer, decoder)
 	mcPreview.Deadline = opts.PreviewDeadline
-	srv.Register(MachineConfigPath, &admission.Webhook{Handler: mcPreview})
-	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}})
-	srv.Register(GeneratedConfigsPath, &admission.Webhook{Handler: &GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
+	srv.Register(MachineConfigPath, preview(mcPreview))
+	srv.Register(ImageMirrorsPath, preview(&ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}))
+	srv.Register(GeneratedConfigsPath, preview(&GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
 	if opts.Advisor {
-		srv.Register(ImageConfigPath, &admission.Webhook{Handler: &ImageConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
-		srv.Register(MachineConfigurationPath, &admission.Webhook{Handler: &MachineConfigurationPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
+		srv.Register(ImageConfigPath, preview(&ImageConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
+		srv.Register(MachineConfigurationPath, preview(&MachineConfigurationPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
 	}
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
@@ -105,6 +111,24 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 		return nil, err
 	}
 	return previewer, nil
+}
+
+// neverDeny admits whatever a preview handler answers: beside the MCO, ndp
+// must never block a change of the MCO's objects, so a denial or an error
+// (an undecodable object) becomes a warning. The MCO's own CRD validation
+// still runs.
+type neverDeny struct{ admission.Handler }
+
+func (n neverDeny) Handle(ctx context.Context, req admission.Request) admission.Response {
+	resp := n.Handler.Handle(ctx, req)
+	if resp.Allowed {
+		return resp
+	}
+	msg := "the preview failed"
+	if resp.Result != nil && resp.Result.Message != "" {
+		msg = resp.Result.Message
+	}
+	return admission.Allowed("").WithWarnings(fitMCOWarnings(append(resp.Warnings, "MCO: no preview: "+msg))...)
 }
 
 type inputsWatch struct {
