@@ -66,8 +66,10 @@ type mcoState struct {
 	policies mcorules.Policies
 	source   mcorules.PolicySource
 	current  *operatorv1.MachineConfiguration // nil: none
-	single   bool
-	base     render.MCOBase
+	// overrides are its spec.irreconcilableValidationOverrides.
+	overrides operatorv1.IrreconcilableValidationOverrides
+	single    bool
+	base      render.MCOBase
 }
 
 // readMCOState reads MachineConfiguration cluster (its policies),
@@ -83,6 +85,7 @@ func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
 		return nil, fmt.Errorf("reading MachineConfiguration %s: %w", ClusterName, err)
 	}
 	st.policies, st.source = mcorules.PoliciesOf(st.current)
+	st.overrides = mcorules.OverridesOf(st.current)
 	var infra configv1.Infrastructure
 	switch err := p.Client.Get(ctx, client.ObjectKey{Name: ClusterName}, &infra); {
 	case err == nil:
@@ -204,7 +207,7 @@ func (p *Previewer) PreviewMCO(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		if err != nil {
 			return nil, err
 		}
-		d, err := p.decide(mcorules.Input{From: fromCfg, To: r.config, Policies: st.policies, SingleNode: st.single})
+		d, err := p.decide(mcorules.Input{From: fromCfg, To: r.config, Policies: st.policies, SingleNode: st.single, Overrides: st.overrides})
 		if err != nil {
 			return nil, fmt.Errorf("the MCO's decision from %s to %s: %w", from, r.Name, err)
 		}

@@ -176,14 +176,19 @@ func (h *MachineConfigurationPreview) Handle(ctx context.Context, req admission.
 	if err != nil {
 		return noMCOPreview(err)
 	}
+	if err := mcorules.Validate(cand.Spec.NodeDisruptionPolicy); err != nil {
+		// The CRD's own rules refuse most of this before it reaches here.
+		return admission.Allowed("").WithWarnings(fitMCOWarnings([]string{"MCO: the operator refuses this nodeDisruptionPolicy: " + err.Error()})...)
+	}
 	after := mcorules.MergePolicies(cand.Spec.NodeDisruptionPolicy)
+	afterOverrides := mcorules.OverridesOf(&cand)
 	pools, err := p.pools(ctx)
 	if err != nil {
 		return noMCOPreview(err)
 	}
 	var ws []string
 	for _, pool := range pools {
-		w, err := p.pendingWarnings(ctx, pool, st, after)
+		w, err := p.pendingWarnings(ctx, pool, st, after, afterOverrides)
 		if err != nil {
 			ws = append(ws, fmt.Sprintf("MCO: pool %s: no preview: %v", pool.Name, err))
 			continue
@@ -199,7 +204,7 @@ func (h *MachineConfigurationPreview) Handle(ctx context.Context, req admission.
 // pendingWarnings decides a pool's pending update (per config its waiting
 // nodes run, towards the pool's target) with the policies in force and
 // with after, and says what changes.
-func (p *Previewer) pendingWarnings(ctx context.Context, pool *mcfgv1.MachineConfigPool, st *mcoState, after mcorules.Policies) ([]string, error) {
+func (p *Previewer) pendingWarnings(ctx context.Context, pool *mcfgv1.MachineConfigPool, st *mcoState, after mcorules.Policies, afterOverrides operatorv1.IrreconcilableValidationOverrides) ([]string, error) {
 	target := pool.Spec.Configuration.Name
 	if target == "" {
 		return nil, nil
@@ -227,12 +232,12 @@ func (p *Previewer) pendingWarnings(ctx context.Context, pool *mcfgv1.MachineCon
 		if err != nil {
 			return nil, err
 		}
-		in := mcorules.Input{From: fromCfg, To: toCfg, Policies: st.policies, SingleNode: st.single}
+		in := mcorules.Input{From: fromCfg, To: toCfg, Policies: st.policies, SingleNode: st.single, Overrides: st.overrides}
 		before, err := p.decide(in)
 		if err != nil {
 			return nil, err
 		}
-		in.Policies = after
+		in.Policies, in.Overrides = after, afterOverrides
 		now, err := p.decide(in)
 		if err != nil {
 			return nil, err

@@ -152,7 +152,11 @@ const (
 // (third), "draining and rebooting" (gerund).
 func decisionPhrase(d *mcorules.Decision, form int) string {
 	if len(d.Refused) > 0 {
-		r := strings.Join(d.Refused, "; ")
+		// The first is what the MCO reports; the others come once it is fixed.
+		r := d.Refused[0]
+		if len(d.Refused) > 1 {
+			r += fmt.Sprintf("; +%d more", len(d.Refused)-1)
+		}
 		return [3]string{"refused (" + r + "): the nodes go Unreconcilable", "is refused (" + r + ")", "being refused (" + r + ")"}[form]
 	}
 	var parts []string
@@ -213,15 +217,26 @@ func decidingRules(d *mcorules.Decision) string {
 // /etc/containers/registries.conf", "osImageURL: always reboot").
 func ruleText(r mcorules.Rule) string {
 	kind, subject, _ := strings.Cut(r.Change, " ")
+	s := r.Change + ": " + r.Rule
 	if r.Change == "" || strings.HasPrefix(r.Rule, r.Change) || r.Rule == kind+" policy "+subject {
-		return r.Rule
+		s = r.Rule
 	}
-	return r.Change + ": " + r.Rule
+	switch {
+	case r.Detail == "":
+	case strings.HasPrefix(r.Detail, "safe"):
+		s += ": safe" // the long form says what was not found
+	default:
+		s += ": " + r.Detail // which entry made it unsafe
+	}
+	return s
 }
 
 // groupText is one group's "drain and reboot (file /etc/chrony.conf: no
 // node disruption policy)".
 func groupText(d *mcorules.Decision) string {
+	if d.Error != "" && len(d.Refused) == 0 {
+		return "fail (" + d.Error + "): the nodes go Degraded and retry"
+	}
 	s := decisionPhrase(d, imperative)
 	if len(d.Refused) == 0 {
 		if why := decidingRules(d); why != "" {

@@ -182,6 +182,10 @@ func TestMCOPreviewWarning(t *testing.T) {
 			"MCO: pool infra, 4 nodes: 2 nodes from a: drain and reboot (file /etc/chrony.conf: no node disruption policy); 1 node from b: refused (spec.config.storage.directories: /var/lib/x added): the nodes go Unreconcilable; 1 node already on it"},
 		{"no nodes", MCOPreview{Pool: "empty", Rendered: "rendered-empty-x"}, "MCO: pool empty, 0 nodes: new rendered config rendered-empty-x, no node to update"},
 		{"unchanged", MCOPreview{Pool: "master", Nodes: 3, Unchanged: true}, "MCO: pool master, 3 nodes: no change to the rendered config, no node is updated"},
+		{"refused twice: the first and a count", MCOPreview{Pool: "worker", Nodes: 1, Groups: []MCOGroup{{From: "a", Nodes: 1, Decision: &mcorules.Decision{Refused: []string{"spec.fips: changed", "spec.config.storage.disks: changed"}}}}},
+			"MCO: pool worker, 1 node: refused (spec.fips: changed; +1 more): the nodes go Unreconcilable"},
+		{"the daemon fails", MCOPreview{Pool: "worker", Nodes: 2, Groups: []MCOGroup{{From: "a", Nodes: 2, Decision: &mcorules.Decision{Actions: []mcorules.Action{special}, Error: "new /etc/containers/registries.conf: failed decoding TOML: line 3"}}}},
+			"MCO: pool worker, 2 nodes: fail (new /etc/containers/registries.conf: failed decoding TOML: line 3): the nodes go Degraded and retry"},
 		{"unchanged, pending", MCOPreview{Pool: "master", Nodes: 3, Unchanged: true, Pending: 2}, "MCO: pool master, 3 nodes: no change to the rendered config (2 nodes still moving to it)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,6 +282,15 @@ func TestRuleText(t *testing.T) {
 	} {
 		if got := ruleText(mcorules.Rule{Change: tc.change, Rule: tc.rule}); got != tc.want {
 			t.Errorf("ruleText(%q, %q) = %q, want %q", tc.change, tc.rule, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ detail, want string }{
+		{"unsafe: registry quay.io/x: mirror m.example.com/x was removed", "file policy /etc/containers/registries.conf: unsafe: registry quay.io/x: mirror m.example.com/x was removed"},
+		{"safe: no registry, mirror or search entry removed or loosened; added mirrors are digest-only", "file policy /etc/containers/registries.conf: safe"},
+	} {
+		r := mcorules.Rule{Change: "file /etc/containers/registries.conf", Rule: "file policy /etc/containers/registries.conf", Detail: tc.detail}
+		if got := ruleText(r); got != tc.want {
+			t.Errorf("ruleText(detail %q) = %q, want %q", tc.detail, got, tc.want)
 		}
 	}
 }
