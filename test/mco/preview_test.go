@@ -546,7 +546,8 @@ func TestAdvisorPreviewsWhatTheMCODoes(t *testing.T) {
 	})
 
 	t.Run("an ImageDigestMirrorSet added", func(t *testing.T) {
-		_, _, to := a.step(t, idms, "apply", "reload crio.service, no drain")
+		ws, _, to := a.step(t, idms, "apply", "reload crio.service, no drain")
+		checkWarning(t, ws, "(file policy /etc/containers/registries.conf: safe)")
 		a.sameRegistries(t)
 		a.moveNodes(t, to)
 	})
@@ -558,7 +559,8 @@ func TestAdvisorPreviewsWhatTheMCODoes(t *testing.T) {
 	})
 
 	t.Run("an ImageDigestMirrorSet deleted", func(t *testing.T) {
-		_, _, to := a.step(t, idms, "delete", "reload crio.service and drain")
+		ws, _, to := a.step(t, idms, "delete", "reload crio.service and drain")
+		checkWarning(t, ws, "unsafe: registry registry.access.redhat.com/ubi9: mirror mirror.example.com/ubi9 was removed")
 		a.sameRegistries(t)
 		a.moveNodes(t, to)
 	})
