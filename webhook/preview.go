@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -93,8 +95,13 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
 		},
 	}
+	optional := map[reflect.Type]bool{}
 	if p.Advisor {
-		// What the MCO's render and decision read besides the configs.
+		// What the MCO's render and decision read besides the configs
+		// (a cluster without one of these kinds has none to watch).
+		for _, o := range []client.Object{&operatorv1.MachineConfiguration{}, &configv1.Infrastructure{}, &mcfgv1.ControllerConfig{}} {
+			optional[reflect.TypeOf(o)] = true
+		}
 		relevant[&operatorv1.MachineConfiguration{}] = func(old, new any) bool {
 			return old.(*operatorv1.MachineConfiguration).ResourceVersion != new.(*operatorv1.MachineConfiguration).ResourceVersion
 		}
@@ -109,6 +116,10 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 	var nodes toolscache.ResourceEventHandlerRegistration
 	for obj, changed := range relevant {
 		inf, err := informers.GetInformer(ctx, obj)
+		if meta.IsNoMatchError(err) && optional[reflect.TypeOf(obj)] {
+			// Not served here: no such object can change, nor be read.
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("watching %T for the preview: %w", obj, err)
 		}
