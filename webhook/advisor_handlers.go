@@ -187,6 +187,9 @@ func (h *MachineConfigurationPreview) Handle(ctx context.Context, req admission.
 		return noMCOPreview(err)
 	}
 	var ws []string
+	if s := staleText(st.source); s != "" {
+		ws = append(ws, s) // "before" is then the spec in force, not yet the status
+	}
 	for _, pool := range pools {
 		w, err := p.pendingWarnings(ctx, pool, st, after, afterOverrides)
 		if err != nil {
