@@ -187,6 +187,7 @@ func (h *MachineConfigurationPreview) Handle(ctx context.Context, req admission.
 		return noMCOPreview(err)
 	}
 	var ws []string
+	pending := 0
 	if s := staleText(st.source); s != "" {
 		ws = append(ws, s) // "before" is then the spec in force, not yet the status
 	}
@@ -194,11 +195,13 @@ func (h *MachineConfigurationPreview) Handle(ctx context.Context, req admission.
 		w, err := p.pendingWarnings(ctx, pool, st, after, afterOverrides)
 		if err != nil {
 			ws = append(ws, fmt.Sprintf("MCO: pool %s: no preview: %v", pool.Name, err))
+			pending++ // unknown: not "none"
 			continue
 		}
 		ws = append(ws, w...)
+		pending += len(w)
 	}
-	if len(ws) == 0 {
+	if pending == 0 {
 		ws = append(ws, "MCO: no pool has a pending update: the new policies apply to the next change")
 	}
 	return admission.Allowed("").WithWarnings(fitMCOWarnings(ws)...)
