@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"go.podman.io/image/v5/pkg/sysregistriesv2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const mcoBasePolicy = `{"default":[{"type":"insecureAcceptAnything"}],"transports":{"docker-daemon":{"":[{"type":"insecureAcceptAnything"}]}}}`
