@@ -376,3 +376,38 @@ func TestIgnitionIsTheMCOsFiles(t *testing.T) {
 	}
 	var _ kubeletv1beta1.KubeletConfiguration
 }
+
+// The base's systemReservedCgroup and enforceNodeAllocatable after a
+// KubeletConfig, as the MCO's controller (at the reference commit) leaves
+// them: kept unless the user enforces node allocatable without the system
+// reservation; reservedSystemCPUs drops the reservation's enforcement and
+// keeps pods first.
+func TestKubeletFilesSystemReservedCgroup(t *testing.T) {
+	base := baseKubelet + "systemReservedCgroup: /system.slice\nenforceNodeAllocatable:\n- pods\n- system-reserved-compressible\n"
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		cgroup  string
+		enforce []string
+	}{
+		{"maxPods only: kept", `{"maxPods": 200}`, "/system.slice", []string{"pods", "system-reserved-compressible"}},
+		{"enforce pods only: cleared", `{"enforceNodeAllocatable": ["pods"]}`, "", []string{"pods"}},
+		{"enforce system-reserved: kept", `{"enforceNodeAllocatable": ["pods", "system-reserved"]}`, "/system.slice", []string{"pods", "system-reserved"}},
+		{"reserved CPUs: cleared, pods kept", `{"reservedSystemCPUs": "0-1"}`, "", []string{"pods"}},
+		{"reserved CPUs without pods: pods first", `{"reservedSystemCPUs": "0-1", "enforceNodeAllocatable": ["system-reserved"]}`, "", []string{"pods"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := KubeletFiles(kubeletConfig("kc", tc.spec), []byte(base), "MachineConfig \"01-worker-kubelet\"")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DecodeBaseKubeletConfig(decodeOut(t, files, KubeletConfPath), "out")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.SystemReservedCgroup != tc.cgroup || !cmp.Equal(got.EnforceNodeAllocatable, tc.enforce) {
+				t.Errorf("systemReservedCgroup %q, enforceNodeAllocatable %q; want %q, %q", got.SystemReservedCgroup, got.EnforceNodeAllocatable, tc.cgroup, tc.enforce)
+			}
+		})
+	}
+}

@@ -123,12 +123,14 @@ func EncodeKubeletConfig(cfg *kubeletv1beta1.KubeletConfiguration) ([]byte, erro
 //     merged key by key, lists replaced; featureGates are ignored (they
 //     come from the cluster's FeatureGate); protectKernelDefaults: false is
 //     honoured although false is the zero value; an unset
-//     systemReservedCgroup clears the base's;
+//     systemReservedCgroup clears the base's only when the user's
+//     enforceNodeAllocatable enforces neither system-reserved nor
+//     system-reserved-compressible;
 //   - systemReserved memory, cpu and ephemeral-storage go to
 //     /etc/node-sizing-enabled.env, not to kubelet.conf (as does
 //     spec.autoSizingReserved);
-//   - reservedSystemCPUs clears systemReservedCgroup and enforces node
-//     allocatable on pods only;
+//   - reservedSystemCPUs clears systemReservedCgroup and drops the
+//     system-reserved enforcements, keeping pods (added first if missing);
 //   - spec.logLevel is the kubelet.service drop-in 20-logging.conf
 //     (KUBELET_LOG_LEVEL).
 //
@@ -167,13 +169,30 @@ func KubeletFiles(kc *mcfgv1.KubeletConfig, base []byte, source string) ([]File,
 		if err := mergo.Merge(original, user, mergo.WithOverride); err != nil {
 			return nil, fmt.Errorf("%s: merging spec.kubeletConfig into %s: %w", kubeletObject(kc), KubeletConfPath, err)
 		}
-		if user.SystemReservedCgroup == "" {
+		// mergo keeps the base's value for an unset string: the base's
+		// systemReservedCgroup is cleared only when the user's
+		// enforceNodeAllocatable enforces no system reservation.
+		if user.SystemReservedCgroup == "" && len(user.EnforceNodeAllocatable) > 0 && !enforcesSystemReserved(user.EnforceNodeAllocatable) {
 			original.SystemReservedCgroup = ""
 		}
 	}
 	if original.ReservedSystemCPUs != "" {
+		// Reserved CPUs replace the system reservation's cgroup: its
+		// enforcement goes, pods' stays (first, if it was not there).
 		original.SystemReservedCgroup = ""
-		original.EnforceNodeAllocatable = []string{"pods"}
+		var kept []string
+		hasPods := false
+		for _, v := range original.EnforceNodeAllocatable {
+			if enforcesSystemReserved([]string{v}) {
+				continue
+			}
+			hasPods = hasPods || v == "pods"
+			kept = append(kept, v)
+		}
+		if !hasPods {
+			kept = append([]string{"pods"}, kept...)
+		}
+		original.EnforceNodeAllocatable = kept
 	}
 	// The kubelet reads the merged file: what it would refuse there (a
 	// soft threshold whose grace period is in the base, reservedSystemCPUs
@@ -263,4 +282,16 @@ var openSSLToIANA = map[string]string{
 	"AES128-SHA":                    "TLS_RSA_WITH_AES_128_CBC_SHA",
 	"AES256-SHA":                    "TLS_RSA_WITH_AES_256_CBC_SHA",
 	"DES-CBC3-SHA":                  "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+}
+
+// enforcesSystemReserved: one of the enforceNodeAllocatable values
+// enforces the system reservation (system-reserved or
+// system-reserved-compressible).
+func enforcesSystemReserved(vals []string) bool {
+	for _, v := range vals {
+		if v == "system-reserved" || v == "system-reserved-compressible" {
+			return true
+		}
+	}
+	return false
 }

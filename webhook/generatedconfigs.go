@@ -103,6 +103,16 @@ func (h *GeneratedConfigPreview) owners(ctx context.Context, kind generated.Kind
 	return out, nil
 }
 
+// refuse answers a config its controller would refuse: denied, or in
+// advisor mode allowed with a warning (the MCO's controller reports it on
+// the object's status, and nothing is rendered).
+func (h *GeneratedConfigPreview) refuse(kind, msg string) admission.Response {
+	if h.Previewer.Advisor {
+		return admission.Allowed("").WithWarnings(fitMCOWarnings([]string{fmt.Sprintf("MCO: the %s controller refuses it, nothing is rendered: %s", kind, msg)})...)
+	}
+	return admission.Denied(msg)
+}
+
 // Handle implements admission.Handler.
 func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Request) admission.Response {
 	ctx, cancel := context.WithTimeout(ctx, previewDeadline(h.Deadline))
@@ -120,7 +130,7 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 		}
 		// The controller's own check: what it would refuse is refused here.
 		if err := cand.validate(); err != nil {
-			return admission.Denied(err.Error())
+			return h.refuse(kind, err.Error())
 		}
 	}
 	if req.Operation != admissionv1.Create && len(req.OldObject.Raw) > 0 {
@@ -167,7 +177,7 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 		inNew, inOld := false, false
 		if cand != nil {
 			if inNew, err = generated.SelectsPool(cand.owner.Selector, pool); err != nil {
-				return admission.Denied(fmt.Sprintf("%s: %v", object, err))
+				return h.refuse(kind, fmt.Sprintf("%s: %v", object, err))
 			}
 		}
 		if old != nil {
@@ -197,7 +207,7 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 			}
 			ign, err := cand.ignition(pool.Name, mcs)
 			if generated.IsInvalid(err) {
-				return admission.Denied(err.Error())
+				return h.refuse(kind, err.Error())
 			}
 			if err != nil {
 				warnings = append(warnings, fmt.Sprintf("%sno preview for pool %s: %v", prefix, pool.Name, err))
@@ -211,7 +221,15 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 	if cand != nil && len(selected) == 0 && len(warnings) == 0 {
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("%s%s does not match any MachineConfigPools: nothing would be rendered", prefix, object))
 	}
-	resp, _ := previewPools(ctx, h.Previewer, selected, func(pool *mcfgv1.MachineConfigPool) Overrides { return overrides[pool.Name] }, prefix, object)
+	byPool := func(pool *mcfgv1.MachineConfigPool) Overrides { return overrides[pool.Name] }
+	if h.Previewer.Advisor {
+		resp := advisorPools(ctx, h.Previewer, selected, byPool, object)
+		if len(warnings) > 0 {
+			resp.Warnings = fitMCOWarnings(append(warnings, resp.Warnings...))
+		}
+		return resp
+	}
+	resp, _ := previewPools(ctx, h.Previewer, selected, byPool, prefix, object)
 	if len(warnings) > 0 {
 		resp.Warnings = append(warnings, resp.Warnings...)
 	}

@@ -65,6 +65,14 @@ func (h *ImageMirrorPreview) Handle(ctx context.Context, req admission.Request) 
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s %q: %w", kind, req.Name, err))
 	}
+	if h.Previewer.Advisor {
+		in, err := h.Previewer.mcoImageInputs(ctx)
+		if err != nil {
+			return noMCOPreview(err)
+		}
+		in.IDMS, in.ITMS, in.ICSP = idms.Items, itms.Items, icsp.Items
+		return advisorRegistries(ctx, h.Previewer, in, fmt.Sprintf("%s %s", kind, req.Name))
+	}
 	ign, _, err := render.RegistriesConfig(h.RegistriesBase, idms.Items, itms.Items, icsp.Items)
 	var invalid *render.InvalidMirrorsError
 	if errors.As(err, &invalid) {

@@ -16,6 +16,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"golang.org/x/sync/singleflight"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -209,10 +210,18 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 		if mc != nil && mc.Labels[ndpmcv1.RenderedForLabel] != "" {
 			return admission.Allowed(""), true
 		}
+		// The MCO's rendered configs are owned by their pool.
+		if h.Previewer.Advisor && mc != nil && slices.ContainsFunc(mc.OwnerReferences, func(r metav1.OwnerReference) bool { return r.Kind == "MachineConfigPool" }) {
+			return admission.Allowed(""), true
+		}
 	}
 	if candidate != nil {
 		// An invalid Ignition config is refused whichever pool selects it.
 		if _, _, err := h.Previewer.candidate(req.Name, candidate); err != nil {
+			if h.Previewer.Advisor {
+				// The MCO admits it, and its render controller refuses it.
+				return admission.Allowed("").WithWarnings(fitMCOWarnings([]string{fmt.Sprintf("MCO: the render controller refuses MachineConfig %s, the pools selecting it go Degraded: %v", req.Name, err)})...), true
+			}
 			return admission.Denied(err.Error()), true // names the object and the field
 		}
 		newLabels = nonNil(candidate.Labels)
@@ -225,11 +234,17 @@ func (h *MachineConfigPreview) handle(ctx context.Context, req admission.Request
 		return noPreview(err), false
 	}
 	if len(pools) == 0 {
-		return admission.Allowed("").WithWarnings(fmt.Sprintf("MachineConfig %s is selected by no MachineConfigPool: no node is affected", req.Name)), true
+		prefix := ""
+		if h.Previewer.Advisor {
+			prefix = "MCO: "
+		}
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("%sMachineConfig %s is selected by no MachineConfigPool: no node is affected", prefix, req.Name)), true
 	}
-	return previewPools(ctx, h.Previewer, pools, func(*mcfgv1.MachineConfigPool) Overrides {
-		return Overrides{req.Name: candidate}
-	}, "", fmt.Sprintf("MachineConfig %q", req.Name))
+	overrides := func(*mcfgv1.MachineConfigPool) Overrides { return Overrides{req.Name: candidate} }
+	if h.Previewer.Advisor {
+		return advisorPools(ctx, h.Previewer, pools, overrides, fmt.Sprintf("MachineConfig %s", req.Name)), true
+	}
+	return previewPools(ctx, h.Previewer, pools, overrides, "", fmt.Sprintf("MachineConfig %q", req.Name))
 }
 
 // previewPools previews each pool and answers: the warnings, or a denial

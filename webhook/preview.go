@@ -7,12 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"sort"
 	"strings"
 	"sync/atomic"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +26,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
@@ -38,11 +43,24 @@ import (
 type Previewer struct {
 	Client client.Reader
 	Active *policyset.ActivePolicies
+	// Advisor: the previews say what the Machine Config Operator will do
+	// (its render and its daemon's decision), with ndp's own plan beside
+	// it where that is less disruptive, and never deny.
+	Advisor bool
+	// Observe, when set before the previewer serves, is called with every
+	// pool's advisor preview (tests compare its rendering with the one
+	// the MCO then makes).
+	Observe func(*MCOPreview)
 
 	configs    *render.ConfigCache                     // cluster MachineConfigs, by UID and generation
 	candidates *bounded[string, *machineconfig.Config] // candidate MachineConfigs, by content digest
 	renders    *bounded[string, *rendering]            // renderings, by pool and sources
 	plans      *bounded[planKey, *planner.Plan]        // plans, by policy revision and configs
+
+	// The MCO's rules and render (mcorules.Decide, render.MergeMCO), for
+	// the advisor's previews; tests may put the MCO's own tools here.
+	decide   func(mcorules.Input) (*mcorules.Decision, error)
+	mergeMCO func(pool string, sources []render.Source, base render.MCOBase) (*render.Rendered, error)
 
 	// inputs counts changes of what a preview reads besides the candidate
 	// and the policy revision: pools, MachineConfigs, and the nodes' pool
@@ -77,9 +95,31 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 			return o.Generation != n.Generation || !maps.Equal(o.Labels, n.Labels)
 		},
 	}
+	optional := map[reflect.Type]bool{}
+	if p.Advisor {
+		// What the MCO's render and decision read besides the configs
+		// (a cluster without one of these kinds has none to watch).
+		for _, o := range []client.Object{&operatorv1.MachineConfiguration{}, &configv1.Infrastructure{}, &mcfgv1.ControllerConfig{}} {
+			optional[reflect.TypeOf(o)] = true
+		}
+		relevant[&operatorv1.MachineConfiguration{}] = func(old, new any) bool {
+			return old.(*operatorv1.MachineConfiguration).ResourceVersion != new.(*operatorv1.MachineConfiguration).ResourceVersion
+		}
+		relevant[&configv1.Infrastructure{}] = func(old, new any) bool {
+			return old.(*configv1.Infrastructure).Status.ControlPlaneTopology != new.(*configv1.Infrastructure).Status.ControlPlaneTopology
+		}
+		relevant[&mcfgv1.ControllerConfig{}] = func(old, new any) bool {
+			o, n := old.(*mcfgv1.ControllerConfig), new.(*mcfgv1.ControllerConfig)
+			return render.MCOBaseOf(o) != render.MCOBaseOf(n)
+		}
+	}
 	var nodes toolscache.ResourceEventHandlerRegistration
 	for obj, changed := range relevant {
 		inf, err := informers.GetInformer(ctx, obj)
+		if meta.IsNoMatchError(err) && optional[reflect.TypeOf(obj)] {
+			// Not served here: no such object can change, nor be read.
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("watching %T for the preview: %w", obj, err)
 		}
@@ -128,8 +168,10 @@ func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer 
 		// A rendering holds a whole rendered config twice (JSON and
 		// parsed), up to a few MB in a real cluster: a repeated dry-run
 		// is answered from the answer cache, so few are kept.
-		renders: newBounded[string, *rendering](32),
-		plans:   newBounded[planKey, *planner.Plan](4096),
+		renders:  newBounded[string, *rendering](32),
+		plans:    newBounded[planKey, *planner.Plan](4096),
+		decide:   mcorules.Decide,
+		mergeMCO: render.MergeMCO,
 	}
 }
 

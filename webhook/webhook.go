@@ -31,6 +31,10 @@ const (
 	// GeneratedConfigsPath previews KubeletConfigs and ContainerRuntimeConfigs.
 	GeneratedConfigsPath = "/preview-generatedconfigs"
 	PolicyPath           = "/validate-nodedisruptionpolicy"
+	// ImageConfigPath previews image.config.openshift.io cluster and
+	// MachineConfigurationPath MachineConfiguration cluster (advisor mode).
+	ImageConfigPath          = "/preview-imageconfig"
+	MachineConfigurationPath = "/preview-machineconfiguration"
 )
 
 // DefaultPreviewDeadline and ValidationDeadline are the deadlines of the
@@ -77,15 +81,26 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 	srv := mgr.GetWebhookServer()
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	previewer := NewPreviewer(mgr.GetClient(), active)
+	previewer.Advisor = opts.Advisor
 	base := opts.RegistriesBase
 	if base == "" {
 		base = render.DefaultRegistriesBase
 	}
+	preview := func(h admission.Handler) *admission.Webhook {
+		if opts.Advisor {
+			h = neverDeny{h}
+		}
+		return &admission.Webhook{Handler: h}
+	}
 	mcPreview := NewMachineConfigPreview(previewer, decoder)
 	mcPreview.Deadline = opts.PreviewDeadline
-	srv.Register(MachineConfigPath, &admission.Webhook{Handler: mcPreview})
-	srv.Register(ImageMirrorsPath, &admission.Webhook{Handler: &ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}})
-	srv.Register(GeneratedConfigsPath, &admission.Webhook{Handler: &GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}})
+	srv.Register(MachineConfigPath, preview(mcPreview))
+	srv.Register(ImageMirrorsPath, preview(&ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}))
+	srv.Register(GeneratedConfigsPath, preview(&GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
+	if opts.Advisor {
+		srv.Register(ImageConfigPath, preview(&ImageConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
+		srv.Register(MachineConfigurationPath, preview(&MachineConfigurationPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
+	}
 	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder:   decoder,
@@ -96,6 +111,24 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 		return nil, err
 	}
 	return previewer, nil
+}
+
+// neverDeny admits whatever a preview handler answers: beside the MCO, ndp
+// must never block a change of the MCO's objects, so a denial or an error
+// (an undecodable object) becomes a warning. The MCO's own CRD validation
+// still runs.
+type neverDeny struct{ admission.Handler }
+
+func (n neverDeny) Handle(ctx context.Context, req admission.Request) admission.Response {
+	resp := n.Handler.Handle(ctx, req)
+	if resp.Allowed {
+		return resp
+	}
+	msg := "the preview failed"
+	if resp.Result != nil && resp.Result.Message != "" {
+		msg = resp.Result.Message
+	}
+	return admission.Allowed("").WithWarnings(fitMCOWarnings(append(resp.Warnings, "MCO: no preview: "+msg))...)
 }
 
 type inputsWatch struct {

@@ -33,8 +33,8 @@ func New() *runtime.Scheme {
 	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{},
 		&mcfgv1.KubeletConfig{}, &mcfgv1.KubeletConfigList{}, &mcfgv1.ContainerRuntimeConfig{}, &mcfgv1.ContainerRuntimeConfigList{},
 		&mcfgv1.ControllerConfig{}, &mcfgv1.ControllerConfigList{})
-	// The MCO's MachineConfiguration (its node disruption policies), read
-	// by the advisor.
+	// The MCO's MachineConfiguration (its node disruption policies), which
+	// the advisor reads; the rest of operator.openshift.io/v1 is not needed.
 	s.AddKnownTypes(operatorv1.GroupVersion, &operatorv1.MachineConfiguration{}, &operatorv1.MachineConfigurationList{})
 	metav1.AddToGroupVersion(s, operatorv1.GroupVersion)
 	return s

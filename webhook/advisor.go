@@ -1,0 +1,296 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/render"
+)
+
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=controllerconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.openshift.io,resources=machineconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures;images,verbs=get;list;watch
+
+// The MCO's singletons the advisor reads.
+const (
+	// ControllerConfigName is the MCO's ControllerConfig, the base of its
+	// render controller (the OS and extensions images).
+	ControllerConfigName = "machine-config-controller"
+	// ClusterName names MachineConfiguration, Infrastructure and Image.
+	ClusterName = "cluster"
+)
+
+// MCOPreview is what the MCO would do to one pool's nodes after a change:
+// its daemon's decision (mcorules.Decide) per group of nodes on the same
+// current config, towards the config its render controller would render.
+type MCOPreview struct {
+	Pool  string
+	Nodes int
+	// Rendered is the rendered config's name, as the MCO names it.
+	Rendered  string
+	Unchanged bool
+	Groups    []MCOGroup
+	// As in PoolPreview.
+	UpToDate, Unconfigured, Pending int
+}
+
+// MCOGroup is the nodes of a pool on one config, and the MCO's decision.
+type MCOGroup struct {
+	From     string
+	Nodes    int
+	Decision *mcorules.Decision
+	// NDP is ndp's own plan for the same pair with the active policy set,
+	// nil when there is none yet.
+	NDP *planner.Plan
+}
+
+// mcoState is what the MCO's decision and render read besides the configs,
+// read once per request.
+type mcoState struct {
+	policies mcorules.Policies
+	source   mcorules.PolicySource
+	current  *operatorv1.MachineConfiguration // nil: none
+	// overrides are its spec.irreconcilableValidationOverrides.
+	overrides operatorv1.IrreconcilableValidationOverrides
+	single    bool
+	base      render.MCOBase
+}
+
+// readMCOState reads MachineConfiguration cluster (its policies),
+// Infrastructure cluster (a single-replica control plane is never drained)
+// and ControllerConfig machine-config-controller (the render base).
+func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
+	st := &mcoState{}
+	var mc operatorv1.MachineConfiguration
+	switch err := p.Client.Get(ctx, client.ObjectKey{Name: ClusterName}, &mc); {
+	case err == nil:
+		st.current = &mc
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading MachineConfiguration %s: %w", ClusterName, err)
+	}
+	st.policies, st.source = mcorules.PoliciesOf(st.current)
+	st.overrides = mcorules.OverridesOf(st.current)
+	var infra configv1.Infrastructure
+	switch err := p.Client.Get(ctx, client.ObjectKey{Name: ClusterName}, &infra); {
+	case err == nil:
+		st.single = infra.Status.ControlPlaneTopology == configv1.SingleReplicaTopologyMode
+	case apierrors.IsNotFound(err):
+		// The MCO reads the topology from Infrastructure; without one,
+		// a single node is the best evidence.
+		single, err := p.singleNode(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st.single = single
+	default:
+		return nil, fmt.Errorf("reading Infrastructure %s: %w", ClusterName, err)
+	}
+	var cc mcfgv1.ControllerConfig
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: ControllerConfigName}, &cc); err != nil {
+		return nil, fmt.Errorf("reading ControllerConfig %s, the base of the MCO's render: %w", ControllerConfigName, err)
+	}
+	st.base = render.MCOBaseOf(&cc)
+	return st, nil
+}
+
+// renderMCO merges the pool's MachineConfigs with the overrides in place,
+// as the MCO's render controller does.
+func (p *Previewer) renderMCO(ctx context.Context, view *render.PoolView, overrides Overrides, base render.MCOBase) (*rendering, error) {
+	pool := view.Pool
+	sel, err := view.MachineConfigSelector()
+	if err != nil {
+		return nil, err
+	}
+	mcs, err := view.Sources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var sources []render.Source
+	ids := []string{"mco", base.OSImageURL, base.BaseOSExtensionsContainerImage}
+	for _, mc := range mcs {
+		if _, overridden := overrides[mc.Name]; overridden {
+			continue
+		}
+		cfg, err := p.configs.Get(mc)
+		if err != nil {
+			return nil, fmt.Errorf("MachineConfig %q already in the cluster is invalid: %w", mc.Name, err)
+		}
+		sources = append(sources, render.SourceOf(mc, cfg))
+		ids = append(ids, fmt.Sprintf("%s/%s/%d", mc.Name, mc.UID, mc.Generation))
+	}
+	for name, mc := range overrides {
+		if mc == nil || !sel.Matches(labels.Set(mc.Labels)) {
+			continue
+		}
+		cfg, digest, err := p.candidate(name, mc)
+		if err != nil {
+			return nil, err
+		}
+		src := render.SourceOf(mc, cfg)
+		src.Name = name
+		sources = append(sources, src)
+		ids = append(ids, name+"@"+digest)
+	}
+	sort.Strings(ids[3:])
+	key := pool.Name + "\x00" + strings.Join(ids, "\x00")
+	if r, ok := p.renders.get(key); ok {
+		return r, nil
+	}
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("MachineConfigPool %q would select no MachineConfig", pool.Name)
+	}
+	merged, err := p.mergeMCO(pool.Name, sources, base)
+	if err != nil {
+		return nil, &InvalidChangeError{err}
+	}
+	cfg, err := machineconfig.New(merged.Name, merged.Spec)
+	if err != nil {
+		return nil, &InvalidChangeError{fmt.Errorf("the rendered config of pool %q would be invalid: %w", pool.Name, err)}
+	}
+	cfg.Sources = merged.Sources
+	r := &rendering{Rendered: merged, config: cfg}
+	p.renders.put(key, r)
+	return r, nil
+}
+
+// PreviewMCO renders pool with the overrides in place as the MCO would,
+// and decides, for each config its nodes run, what the MCO's daemon does;
+// ndp's own plan for the same pair is kept beside it.
+func (p *Previewer) PreviewMCO(ctx context.Context, pool *mcfgv1.MachineConfigPool, overrides Overrides, st *mcoState) (*MCOPreview, error) {
+	view := p.view(pool)
+	r, err := p.renderMCO(ctx, view, overrides, st.base)
+	if err != nil {
+		return nil, err
+	}
+	out := &MCOPreview{Pool: pool.Name, Rendered: r.Name, Unchanged: r.Name == pool.Spec.Configuration.Name}
+	byConfig, err := view.NodesByConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for cur, nodes := range byConfig {
+		out.Nodes += len(nodes)
+		switch cur {
+		case "":
+			out.Unconfigured += len(nodes)
+		case r.Name:
+			out.UpToDate += len(nodes)
+		default:
+			counts[cur] = len(nodes)
+		}
+	}
+	if out.Unchanged {
+		for _, n := range counts {
+			out.Pending += n
+		}
+		return out, nil
+	}
+	froms := fromsByCount(counts, pool.Spec.Configuration.Name, r.Name)
+	for _, from := range froms {
+		fromCfg, err := p.configNamed(ctx, pool, from)
+		if err != nil {
+			return nil, err
+		}
+		d, err := p.decide(mcorules.Input{From: fromCfg, To: r.config, Policies: st.policies, SingleNode: st.single, Overrides: st.overrides})
+		if err != nil {
+			return nil, fmt.Errorf("the MCO's decision from %s to %s: %w", from, r.Name, err)
+		}
+		g := MCOGroup{From: from, Nodes: counts[from], Decision: d}
+		if pl := p.Active.Planner(); pl != nil {
+			// ndp's own plan is a comparison only: without it, the MCO's
+			// decision still stands.
+			if plan, err := p.plan(ctx, pl, pool, from, r.Name, r.config, st.single); err == nil {
+				g.NDP = plan
+			}
+		}
+		out.Groups = append(out.Groups, g)
+	}
+	return out, nil
+}
+
+// fromsByCount orders the configs nodes run, most nodes first; a pool
+// without nodes on other configs is checked from its target.
+func fromsByCount(counts map[string]int, target, rendered string) []string {
+	froms := make([]string, 0, len(counts)+1)
+	for from := range counts {
+		froms = append(froms, from)
+	}
+	if len(froms) == 0 && target != "" && target != rendered {
+		froms = append(froms, target)
+	}
+	sort.Slice(froms, func(i, j int) bool {
+		if counts[froms[i]] != counts[froms[j]] {
+			return counts[froms[i]] > counts[froms[j]]
+		}
+		return froms[i] < froms[j]
+	})
+	return froms
+}
+
+// configNamed is a rendered MachineConfig of the cluster, parsed.
+func (p *Previewer) configNamed(ctx context.Context, pool *mcfgv1.MachineConfigPool, name string) (*machineconfig.Config, error) {
+	var mc ndpmcv1.MachineConfig
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, &mc); err != nil {
+		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", name, pool.Name, err)
+	}
+	return p.configs.Get(&mc)
+}
+
+// lookupPolicy finds an active ndp policy by name.
+func (p *Previewer) lookupPolicy(name string) (policy.Policy, bool) {
+	if p.Active == nil {
+		return policy.Policy{}, false
+	}
+	return p.Active.Get(name)
+}
+
+// advisorPools previews each pool as the MCO would handle the change and
+// answers with warnings only: in advisor mode nothing is ever denied (the
+// MCO's own CRD validation still runs); a change the MCO's render
+// controller would refuse is a warning too.
+func advisorPools(ctx context.Context, p *Previewer, pools []*mcfgv1.MachineConfigPool, overrides func(*mcfgv1.MachineConfigPool) Overrides, object string) admission.Response {
+	st, err := p.readMCOState(ctx)
+	if err != nil {
+		return admission.Allowed("").WithWarnings(fitMCOWarnings([]string{"MCO: no preview: " + err.Error()})...)
+	}
+	var ws []string
+	if s := staleText(st.source); s != "" {
+		ws = append(ws, s)
+	}
+	for _, pool := range pools {
+		pp, err := p.PreviewMCO(ctx, pool, overrides(pool), st)
+		var invalid *InvalidChangeError
+		switch {
+		case errors.As(err, &invalid):
+			ws = append(ws, fmt.Sprintf("MCO: pool %s: the MCO's render controller refuses %s (the pool goes Degraded): %v", pool.Name, object, invalid.Err))
+			continue
+		case err != nil:
+			ws = append(ws, fmt.Sprintf("MCO: pool %s: no preview: %v", pool.Name, err))
+			continue
+		}
+		if p.Observe != nil {
+			p.Observe(pp)
+		}
+		ws = append(ws, pp.Warning())
+		if s := pp.NDPWarning(p.lookupPolicy); s != "" {
+			ws = append(ws, s)
+		}
+	}
+	return admission.Allowed("").WithWarnings(fitMCOWarnings(ws)...)
+}
