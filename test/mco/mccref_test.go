@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
@@ -78,11 +79,24 @@ func Scheme() *runtime.Scheme {
 // when the reference tools are absent.
 func startMCO(t *testing.T) *MCO {
 	t.Helper()
+	return startMCOWith(t, mcoOptions{})
+}
+
+// mcoOptions changes the control plane startMCOWith starts.
+type mcoOptions struct {
+	// Configure changes the environment before it starts (the API
+	// server's flags, e.g. an audit log).
+	Configure func(*envtest.Environment)
+}
+
+// startMCOWith is startMCO on a control plane configured by o.
+func startMCOWith(t *testing.T, o mcoOptions) *MCO {
+	t.Helper()
 	dir := RefDir()
 	if dir == "" {
 		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF, ../shared/mco-ref or /work/shared/mco-ref): these tests compare ndp with the MCO's own controllers")
 	}
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true})
+	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true, Configure: o.Configure})
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WarningHandlerWithContext = warningLog{t}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
