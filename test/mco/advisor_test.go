@@ -38,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/controlplane"
@@ -607,6 +608,13 @@ func (a *installedAdvisor) step(t *testing.T, s advisorStep) {
 	from := a.nodesOn(t)
 	ws := a.previewUntil(t, s)
 
+	// A MachineConfig is rendered before it exists, as the preview of its
+	// dry-run renders it: the pool's MachineConfigs with it in place.
+	var before *render.Rendered
+	if candidate := machineConfigIn(t, s.manifest); candidate != nil && s.verb == "apply" {
+		before = a.ndpRenderingWith(t, candidate)
+	}
+
 	seen := a.watchForecasts(t)
 	if out, err := a.kubectlRun(s.verb, "-f", s.manifest); err != nil {
 		t.Fatalf("kubectl %s -f %s: %v\n%s", s.verb, s.manifest, err, out)
@@ -621,6 +629,15 @@ func (a *installedAdvisor) step(t *testing.T, s advisorStep) {
 	t.Logf("names: the MCO's %s, ndp's %s: match %t", to, ours.Name, to == ours.Name)
 	if ours.Name != to {
 		t.Errorf("ndp names pool worker's rendered config %s, the MCO %s", ours.Name, to)
+	}
+	if before != nil {
+		if d := specDiff(rendered.Spec, before.Spec); d != "" {
+			t.Errorf("ndp's rendering before the apply differs from the MCO's %s after it:\n%s", to, d)
+		}
+		t.Logf("before the apply, ndp rendered %s from the pool's MachineConfigs and %s: match %t", before.Name, filepath.Base(s.manifest), before.Name == to)
+		if before.Name != to {
+			t.Errorf("before the apply, ndp named the rendered config %s; the MCO %s", before.Name, to)
+		}
 	}
 
 	// ndp-controller's forecast for the nodes' move: its target is its
@@ -676,6 +693,47 @@ func (a *installedAdvisor) ndpRendering(t *testing.T) (*mcfgv1.MachineConfigPool
 		t.Fatalf("MergeMCO over pool worker's %d MachineConfigs: %v", len(sources), err)
 	}
 	return pool, ours
+}
+
+// ndpRenderingWith is ndpRendering with candidate among pool worker's
+// MachineConfigs (in place of one of the same name).
+func (a *installedAdvisor) ndpRenderingWith(t *testing.T, candidate *ndpmcv1.MachineConfig) *render.Rendered {
+	t.Helper()
+	pool := a.WaitRendered(t, "worker", nil)
+	mcs, err := a.SourcesOf(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []render.Source
+	for i := range mcs {
+		if mcs[i].Name != candidate.Name {
+			sources = append(sources, render.SourceOf(&mcs[i], nil))
+		}
+	}
+	sources = append(sources, render.SourceOf(candidate, nil))
+	ours, err := render.MergeMCO("worker", sources, render.MCOBaseOf(a.ControllerConfig(t)))
+	if err != nil {
+		t.Fatalf("MergeMCO over pool worker's MachineConfigs and %s: %v", candidate.Name, err)
+	}
+	return ours
+}
+
+// machineConfigIn is the MachineConfig a manifest holds, nil when it
+// holds another kind.
+func machineConfigIn(t *testing.T, path string) *ndpmcv1.MachineConfig {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc ndpmcv1.MachineConfig
+	if err := sigsyaml.Unmarshal(data, &mc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if mc.Kind != "MachineConfig" {
+		return nil
+	}
+	return &mc
 }
 
 // settled waits until the MCO has rendered pool worker from its
