@@ -87,7 +87,7 @@ func (c *advisorClient) check(verb string, obj runtime.Object) error {
 }
 
 // applyKind reads an apply configuration's apiVersion and kind (the typed
-// and unstructured ones carry them).
+// and unstructured ones carry them, differently).
 func applyKind(obj runtime.ApplyConfiguration) (schema.GroupVersionKind, string, bool) {
 	type typed interface {
 		GetAPIVersion() *string
@@ -101,6 +101,16 @@ func applyKind(obj runtime.ApplyConfiguration) (schema.GroupVersionKind, string,
 			name = *t.GetName()
 		}
 		return gv.WithKind(*t.GetKind()), name, err == nil
+	}
+	// client.ApplyConfigurationFromUnstructured: an Unstructured inside,
+	// whose apiVersion and kind are strings.
+	type object interface {
+		GetObjectKind() schema.ObjectKind
+		GetName() string
+	}
+	if o, ok := obj.(object); ok {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		return gvk, o.GetName(), !gvk.Empty()
 	}
 	return schema.GroupVersionKind{}, "", false
 }

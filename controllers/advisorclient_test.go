@@ -90,6 +90,9 @@ func TestAdvisorClientWritesOnlyNdpObjectsEventsAndLeases(t *testing.T) {
 		{"update the MachineConfiguration", func() error { return c.Update(ctx, mcfg()) }, "MachineConfiguration cluster (operator.openshift.io/v1)"},
 		{"delete an unstructured MachineConfig", func() error { return c.Delete(ctx, unstructuredMC()) }, "delete of MachineConfig rendered-worker-1"},
 		{"apply a Node", func() error { return c.Apply(ctx, corev1ac.Node("worker-a")) }, "apply of Node worker-a (v1)"},
+		{"apply an unstructured MachineConfig's status", func() error {
+			return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(unstructuredMC()))
+		}, "apply status of MachineConfig rendered-worker-1 (machineconfiguration.openshift.io/v1)"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,5 +143,14 @@ func TestAdvisorClientWritesOnlyNdpObjectsEventsAndLeases(t *testing.T) {
 		if err := step.do(); err != nil {
 			t.Errorf("%s: %v", step.name, err)
 		}
+	}
+	// The forecast controller applies its status unstructured
+	// (client.ApplyConfigurationFromUnstructured): its kind is read, and
+	// let through.
+	forecast := &unstructured.Unstructured{}
+	forecast.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("UpdateForecast"))
+	forecast.SetName("worker-a-b")
+	if err := c.(*advisorClient).checkApply("apply status", client.ApplyConfigurationFromUnstructured(forecast)); err != nil {
+		t.Errorf("an unstructured UpdateForecast's status apply: %v", err)
 	}
 }
