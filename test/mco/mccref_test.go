@@ -17,10 +17,19 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
@@ -78,11 +87,36 @@ func Scheme() *runtime.Scheme {
 // when the reference tools are absent.
 func startMCO(t *testing.T) *MCO {
 	t.Helper()
+	return startMCOWith(t, mcoOptions{})
+}
+
+// mcoOptions changes the control plane startMCOWith starts.
+type mcoOptions struct {
+	// Configure changes the environment before it starts (the API
+	// server's flags, e.g. an audit log).
+	Configure func(*envtest.Environment)
+	// AsMCOAccount runs the controllers as the MCO's controller does, as
+	// the service account machine-config-controller in
+	// openshift-machine-config-operator (bound to cluster-admin here),
+	// not as the administrator: what admission sees of the MCO's writes is
+	// then what it sees on OpenShift.
+	AsMCOAccount bool
+}
+
+// The MCO's controller's service account.
+const (
+	MCONamespace = "openshift-machine-config-operator"
+	MCOAccount   = "machine-config-controller"
+)
+
+// startMCOWith is startMCO on a control plane configured by o.
+func startMCOWith(t *testing.T, o mcoOptions) *MCO {
+	t.Helper()
 	dir := RefDir()
 	if dir == "" {
 		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF, ../shared/mco-ref or /work/shared/mco-ref): these tests compare ndp with the MCO's own controllers")
 	}
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true})
+	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true, Configure: o.Configure})
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WarningHandlerWithContext = warningLog{t}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
@@ -96,7 +130,11 @@ func startMCO(t *testing.T) *MCO {
 		t.Fatalf("mcc-ref setup: %v\n%s", err, out)
 	}
 
-	run := exec.Command(filepath.Join(dir, "mcc-ref"), "--kubeconfig", m.Kubeconfig, "--templates", filepath.Join(dir, "templates"))
+	controllers := m.Kubeconfig
+	if o.AsMCOAccount {
+		controllers = m.mcoAccountKubeconfig(t)
+	}
+	run := exec.Command(filepath.Join(dir, "mcc-ref"), "--kubeconfig", controllers, "--templates", filepath.Join(dir, "templates"))
 	run.Stdout, run.Stderr = m.Logs, m.Logs
 	if err := run.Start(); err != nil {
 		t.Fatalf("starting mcc-ref: %v", err)
@@ -115,6 +153,65 @@ func startMCO(t *testing.T) *MCO {
 		m.WaitRendered(t, pool, nil)
 	}
 	return m
+}
+
+// mcoAccountKubeconfig creates the MCO controller's service account, binds
+// it to cluster-admin, and returns a kubeconfig with its token once the
+// binding is in force.
+func (m *MCO) mcoAccountKubeconfig(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: MCONamespace, Name: MCOAccount}}
+	if err := m.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the MCO's service account: %v", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "mcc-ref-" + MCOAccount},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: MCONamespace, Name: MCOAccount}},
+	}
+	if err := m.Client.Create(ctx, binding); err != nil {
+		t.Fatalf("binding the MCO's service account: %v", err)
+	}
+	kc, cfg := m.tokenKubeconfig(t, MCONamespace, MCOAccount)
+	as, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The API server loads bindings asynchronously.
+	testkit.Eventually(t, "the MCO's service account bound to cluster-admin", func() (bool, string) {
+		err := as.List(ctx, &mcfgv1.MachineConfigPoolList{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return kc
+}
+
+// tokenKubeconfig writes a kubeconfig that authenticates as a service
+// account with a token, as a pod's projected volume holds it, and returns
+// its path and the same as a rest.Config.
+func (m *MCO) tokenKubeconfig(t *testing.T, namespace, name string) (string, *rest.Config) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for %s/%s: %v", namespace, name, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: m.Config.Host, CertificateAuthorityData: m.Config.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: name}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig-"+namespace+"-"+name)
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(m.Config)
+	cfg.BearerToken = tok.Status.Token
+	return path, cfg
 }
 
 // WaitRendered waits until the MCO has rendered pool from exactly the
