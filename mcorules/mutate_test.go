@@ -261,6 +261,17 @@ func (g *gen) text(what string) []byte {
 	return fmt.Appendf(nil, "# %s, generated change %d of %d\nkey=%d\n", what, g.n, g.r.Uint32()%1000, g.r.IntN(1<<20))
 }
 
+// ensureFile makes p a file of OLD and of NEW (as OLD has it), unless it
+// is one already.
+func (g *gen) ensureFile(p string) {
+	if g.old.file(p) == nil {
+		g.old.putFile(p, g.text(p))
+	}
+	if g.new.file(p) == nil {
+		g.new.setFiles(append(g.new.files(), deepCopy(g.old.file(p))))
+	}
+}
+
 // changeFile changes, adds or removes p in NEW (adding it to OLD first when
 // the mutation is a change or removal of a file the base lacks).
 func (g *gen) changeFile(p string) {
@@ -270,24 +281,15 @@ func (g *gen) changeFile(p string) {
 		g.new.putFile(p, g.text(p))
 		g.say("add file %s", p)
 	case 1: // removed
-		if g.old.file(p) == nil {
-			g.old.putFile(p, g.text(p))
-			g.new.putFile(p, contents(g.old.file(p)))
-		}
+		g.ensureFile(p)
 		g.new.removeFile(p)
 		g.say("remove file %s", p)
 	case 2: // mode
-		if g.old.file(p) == nil {
-			g.old.putFile(p, g.text(p))
-			g.new.putFile(p, contents(g.old.file(p)))
-		}
+		g.ensureFile(p)
 		g.new.file(p)["mode"] = json.Number(pick(g.r, []string{"384", "493", "511", "256"}))
 		g.say("mode of %s", p)
 	default: // contents
-		if g.old.file(p) == nil {
-			g.old.putFile(p, g.text(p))
-			g.new.putFile(p, contents(g.old.file(p)))
-		}
+		g.ensureFile(p)
 		g.new.putFile(p, append(contents(g.new.file(p)), g.text(p)...))
 		g.say("change file %s", p)
 	}
@@ -611,8 +613,8 @@ func classList() []classDef {
 		{"policy", policyClass}, // twice the weight
 		{"identity", func(g *gen) {
 			if g.r.IntN(2) == 0 {
-				// Only the Ignition version and file order change: no
-				// change for the MCO's diff, but not DeepEqual files.
+				// Only the order of the files changes: no changed path
+				// for the MCO, but its files flag is set (DeepEqual).
 				fs := slices.Clone(g.new.files())
 				if len(fs) > 1 {
 					fs[0], fs[1] = fs[1], fs[0]
@@ -1103,6 +1105,8 @@ func policyTarget(g *gen) {
 		n := pick(g.r, p.Units).Key
 		if g.old.unit(n) == nil {
 			g.old.setUnits(append(g.old.units(), obj{"name": n, "enabled": true, "contents": unitText(g, n)}))
+		}
+		if g.new.unit(n) == nil {
 			g.new.setUnits(append(g.new.units(), obj{"name": n, "enabled": true, "contents": unitText(g, n)}))
 		} else {
 			g.new.unit(n)["contents"] = unitText(g, n)
