@@ -191,7 +191,7 @@ func (m mc) core() obj {
 	return u
 }
 
-func dataURL(b []byte) string {
+func genDataURL(b []byte) string {
 	return "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString(b)
 }
 
@@ -209,13 +209,13 @@ func contents(f obj) []byte {
 }
 
 func newFile(p string, data []byte) obj {
-	return obj{"path": p, "mode": json.Number("420"), "overwrite": true, "contents": obj{"source": dataURL(data)}}
+	return obj{"path": p, "mode": json.Number("420"), "overwrite": true, "contents": obj{"source": genDataURL(data)}}
 }
 
 // putFile writes p with data, adding the entry when it is not there.
 func (m mc) putFile(p string, data []byte) {
 	if f := m.file(p); f != nil {
-		child(f, "contents")["source"] = dataURL(data)
+		child(f, "contents")["source"] = genDataURL(data)
 		return
 	}
 	m.setFiles(append(m.files(), newFile(p, data)))
@@ -686,7 +686,7 @@ var refusedEdits = []mutation{
 	},
 	func(g *gen) {
 		f := newFile("/etc/gen-append.conf", []byte("a\n"))
-		f["append"] = []any{obj{"source": dataURL([]byte("b\n"))}}
+		f["append"] = []any{obj{"source": genDataURL([]byte("b\n"))}}
 		g.new.setFiles(append(g.new.files(), f))
 		g.say("appended file")
 	},
