@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -468,6 +469,9 @@ func TestMCOAgreement(t *testing.T) {
 		t.Logf("mco-decide not found (../shared/mco-ref/mco-decide or NDP_MCO_DECIDE): the live re-run is skipped, the recording alone is the judge")
 	}
 
+	// The cases allocate a few hundred KB each and keep little: collect
+	// less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	planners := &beforePlanners{m: map[string]*plannerOnce{}}
 	outcomes := make([]outcome, agreementCases)
 	var next, notImplemented atomic.Int64
