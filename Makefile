@@ -94,10 +94,15 @@ fuzz:
 ## mutations of the real rendered configs, MachineConfiguration policies, real pairs) run live through
 ## ../shared/mco-ref/mco-decide, the MCO daemon's own code (about 15 minutes on 2 cores); prints per-class agreement of
 ## mcorules.Decide (after) and of ndp's planner with the imported MachineConfiguration (before). `make test` checks the
-## recording and re-runs a sample live; re-record after changing the generator (mcorules/mutate_test.go)
+## recording and re-runs a sample live; re-record after changing the generator (mcorules/mutate_test.go). Verdicts are
+## also kept by input digest in bin/mco-agreement.resume, so an interrupted run resumes (delete it when mco-decide
+## changes); MCO_AGREEMENT_WORKERS sets the cases run at once (default: GOMAXPROCS)
+MCO_AGREEMENT_WORKERS ?= 0
 .PHONY: mco-agreement
 mco-agreement:
-	$(GO) test -run '^TestMCOAgreement$$' -count 1 -timeout 90m -v ./mcorules/ -args -update -agreement.before 2>&1 | \
+	@mkdir -p $(BIN)
+	$(GO) test -run '^TestMCOAgreement$$' -count 1 -timeout 180m -v ./mcorules/ -args -update -agreement.before \
+		-agreement.workers $(MCO_AGREEMENT_WORKERS) -agreement.resume $(BIN)/mco-agreement.resume 2>&1 | \
 		grep -v -E '^=== RUN'
 
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio, and vs the floor (a

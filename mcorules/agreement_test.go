@@ -55,6 +55,8 @@ var (
 	update     = flag.Bool("update", false, "run every agreement case live through mco-decide and rewrite the recording")
 	liveSample = flag.Int("agreement.live", 100, "agreement cases re-run live through mco-decide (a random sample)")
 	sampleSeed = flag.Uint64("agreement.seed", 0, "seed of the live sample (0: from the clock; the log names it)")
+	workers    = flag.Int("agreement.workers", 0, "cases run at once (0: GOMAXPROCS)")
+	resume     = flag.String("agreement.resume", "", "with -update: a file of verdicts by input digest, read first and appended to, so an interrupted recording resumes")
 	withBefore = flag.Bool("agreement.before", false, "also count the cases ndp's own planner (defaults + imported MachineConfiguration) agrees on (about 7 ms a case more)")
 )
 
@@ -423,6 +425,34 @@ type outcome struct {
 	policy         bool // the case has a MachineConfiguration
 }
 
+// resumed is one line of the -agreement.resume file.
+type resumed struct {
+	Digest  string  `json:"h"`
+	Verdict verdict `json:"v"`
+	Commit  string  `json:"mco"`
+}
+
+var resumedCommit string
+
+func readResume(file string) (map[string]verdict, error) {
+	m := map[string]verdict{}
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var r resumed
+		if json.Unmarshal(line, &r) == nil && r.Digest != "" {
+			m[r.Digest] = r.Verdict
+			resumedCommit = r.Commit
+		}
+	}
+	return m, nil
+}
+
 // safeGenerate is generateCase with a generator bug as an error.
 func safeGenerate(i int, bs []*base) (c *agreementCase, err error) {
 	defer func() {
@@ -479,8 +509,23 @@ func TestMCOAgreement(t *testing.T) {
 	var errMu sync.Mutex
 	var errs []string
 	var mcoCommit atomic.Value
-	workers := runtime.GOMAXPROCS(0)
-	for range workers {
+	nworkers := runtime.GOMAXPROCS(0)
+	if *workers > 0 {
+		nworkers = *workers
+	}
+	done := map[string]verdict{}
+	var resumeFile *os.File
+	if *update && *resume != "" {
+		if done, err = readResume(*resume); err != nil {
+			t.Fatal(err)
+		}
+		if resumeFile, err = os.OpenFile(*resume, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer resumeFile.Close()
+		t.Logf("resuming: %d verdicts in %s", len(done), *resume)
+	}
+	for range nworkers {
 		wg.Go(func() {
 			dir := t.TempDir()
 			for {
@@ -496,7 +541,9 @@ func TestMCOAgreement(t *testing.T) {
 					continue
 				}
 				o := outcome{class: c.Class, digest: c.Digest(), desc: c.Desc, base: c.Base, policy: c.MC != nil}
-				if *update {
+				if v, ok := done[o.digest]; *update && ok {
+					o.tool, o.haveTool = v, true
+				} else if *update {
 					v, commit, err := runTool(tool, dir, c)
 					if err != nil {
 						errMu.Lock()
@@ -506,6 +553,12 @@ func TestMCOAgreement(t *testing.T) {
 					}
 					mcoCommit.Store(commit)
 					o.tool, o.haveTool = v, true
+					if resumeFile != nil {
+						line, _ := json.Marshal(resumed{Digest: o.digest, Verdict: v, Commit: commit})
+						errMu.Lock()
+						_, _ = resumeFile.Write(append(line, '\n'))
+						errMu.Unlock()
+					}
 				} else if r, ok := rec[i]; ok {
 					o.tool, o.haveTool = r.Verdict, true
 					o.digestMismatch = r.Digest != o.digest
@@ -546,12 +599,15 @@ func TestMCOAgreement(t *testing.T) {
 			recs[i] = recorded{Index: i, Class: o.class, Digest: o.digest, Verdict: o.tool}
 		}
 		commit, _ := mcoCommit.Load().(string)
+		if commit == "" {
+			commit = resumedCommit
+		}
 		h := recordingHeader{Generator: "mcorules/mutate_test.go", Seed: generatorSeed, Cases: agreementCases, Tool: "mco-decide, MCO " + commit,
 			Recorded: time.Now().UTC().Format(time.RFC3339), Took: elapsed.Round(time.Second).String()}
 		if err := writeRecording(h, recs); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("recorded %d cases live through mco-decide in %s (%d workers)", agreementCases, elapsed.Round(time.Second), workers)
+		t.Logf("recorded %d cases live through mco-decide in %s (%d workers, %d verdicts resumed)", agreementCases, elapsed.Round(time.Second), nworkers, len(done))
 	}
 
 	// The recording is the generator's: every input digest must match.
