@@ -11,6 +11,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/generated"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -33,12 +34,14 @@ import (
 type ContainerRuntimeConfigReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// MCO tells whether the Machine Config Operator manages the nodes.
+	MCO *mcoguard.Guard
 }
 
 // SetupWithManager watches ContainerRuntimeConfigs, their MachineConfigs, the pools
 // and the base MachineConfigs.
 func (r *ContainerRuntimeConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return (&generatedConfigs{Client: r.Client, Recorder: r.Recorder, kind: containerRuntimeKind{}}).setup(mgr, "containerruntimeconfig")
+	return (&generatedConfigs{Client: r.Client, Recorder: r.Recorder, MCO: r.MCO, kind: containerRuntimeKind{}}).setup(mgr, "containerruntimeconfig")
 }
 
 type containerRuntimeKind struct{}

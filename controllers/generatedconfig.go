@@ -7,9 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +23,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/generated"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -49,6 +48,7 @@ type configKind interface {
 type generatedConfigs struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	MCO      *mcoguard.Guard
 	kind     configKind
 }
 
@@ -64,6 +64,10 @@ func (r *generatedConfigs) setup(mgr ctrl.Manager, name string) error {
 		}
 		return out
 	})
+	mco, err := mcoChanges(r.MCO, all)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(r.kind.newObject(), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -73,8 +77,7 @@ func (r *generatedConfigs) setup(mgr ctrl.Manager, name string) error {
 		// the pools' other MachineConfigs.
 		Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&ndpmcv1.MachineConfig{}, all, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}), notRendered)).
-		Watches(&configv1.ClusterOperator{}, all, mcoObjects).
-		Watches(&appsv1.DaemonSet{}, all, mcoObjects).
+		WatchesRawSource(mco).
 		Complete(r)
 }
 
@@ -93,7 +96,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	// The MCO's kubelet and container runtime config controllers write
 	// the same MachineConfigs, statuses and finalizers: where it manages
 	// the nodes, touch nothing.
-	if v, err := mcoVerdict(ctx, r.Client); err != nil || v.StandDown {
+	if v, err := mcoVerdict(r.MCO); err != nil || v.StandDown {
 		return reconcile.Result{}, err
 	}
 	if obj.GetDeletionTimestamp() != nil {

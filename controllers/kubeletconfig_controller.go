@@ -11,6 +11,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/generated"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -37,12 +38,14 @@ import (
 type KubeletConfigReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// MCO tells whether the Machine Config Operator manages the nodes.
+	MCO *mcoguard.Guard
 }
 
 // SetupWithManager watches KubeletConfigs, their MachineConfigs, the pools
 // and the base MachineConfigs.
 func (r *KubeletConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return (&generatedConfigs{Client: r.Client, Recorder: r.Recorder, kind: kubeletKind{}}).setup(mgr, "kubeletconfig")
+	return (&generatedConfigs{Client: r.Client, Recorder: r.Recorder, MCO: r.MCO, kind: kubeletKind{}}).setup(mgr, "kubeletconfig")
 }
 
 type kubeletKind struct{}

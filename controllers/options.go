@@ -22,6 +22,11 @@ type Options struct {
 	// RetryRejected is how often a rejected NodeDisruptionPolicy is
 	// compiled again (PolicyReconciler.RetryRejected; a minute when zero).
 	RetryRejected time.Duration
+	// MCO tells the controllers that stand down beside the Machine Config
+	// Operator whether it is there; nil: SetupWithManager makes one, run
+	// by the manager. ndp-controller passes the guard its mode was decided
+	// with.
+	MCO *mcoguard.Guard
 }
 
 // ClientOptions configure the manager's client: bundles live in ConfigMaps
@@ -32,12 +37,12 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}}
 }
 
-// CacheOptions configure the manager's cache: the only DaemonSet the
-// controllers read is the MCO's daemon (the rollout stands down while it
-// exists, mcoguard), so the cache lists and watches that one by name and
-// namespace. ndp-controller's role may then read no other DaemonSet, and
-// a cluster's DaemonSets are not cached for nothing. Every manager that
-// runs SetupWithManager must use it.
+// CacheOptions configure the manager's cache: no controller reads a
+// DaemonSet through it (the MCO's daemon is watched by mcoguard's Guard),
+// and should one, the cache lists and watches only the MCO's daemon, by
+// name and namespace: ndp-controller's role may read no other DaemonSet,
+// and a cluster's DaemonSets are not cached for nothing. Every manager
+// that runs SetupWithManager must use it.
 func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&appsv1.DaemonSet{}: {

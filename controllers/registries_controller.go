@@ -8,7 +8,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -46,11 +46,17 @@ type RegistriesReconciler struct {
 	// Base is the registries.conf the mirrors are added to
 	// (render.DefaultRegistriesBase when empty).
 	Base string
+	// MCO tells whether the Machine Config Operator manages the nodes.
+	MCO *mcoguard.Guard
 }
 
 // SetupWithManager reconciles every pool when any image-mirror object changes.
 func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
+	mco, err := mcoChanges(r.MCO, allPools)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registries").
 		For(&mcfgv1.MachineConfigPool{}).
@@ -58,8 +64,7 @@ func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.ImageDigestMirrorSet{}, allPools).
 		Watches(&configv1.ImageTagMirrorSet{}, allPools).
 		Watches(&operatorv1alpha1.ImageContentSourcePolicy{}, allPools).
-		Watches(&configv1.ClusterOperator{}, allPools, mcoObjects).
-		Watches(&appsv1.DaemonSet{}, allPools, mcoObjects).
+		WatchesRawSource(mco).
 		Complete(r)
 }
 
@@ -72,7 +77,7 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	// The MCO's container runtime config controller writes the same
 	// 99-<pool>-generated-registries: where it manages the nodes, write
 	// nothing (the rollout reports MCOPresent).
-	if v, err := mcoVerdict(ctx, r.Client); err != nil || v.StandDown {
+	if v, err := mcoVerdict(r.MCO); err != nil || v.StandDown {
 		return reconcile.Result{}, err
 	}
 	var idms configv1.ImageDigestMirrorSetList

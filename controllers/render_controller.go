@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +27,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/render"
 )
@@ -50,12 +49,18 @@ type RenderReconciler struct {
 	Recorder events.EventRecorder
 	// Conditions gets the pool condition RenderDegraded.
 	Conditions *PoolConditions
+	// MCO tells whether the Machine Config Operator manages the nodes.
+	MCO *mcoguard.Guard
 }
 
 // SetupWithManager reconciles every pool on any MachineConfig change: a
 // label change can move a config from one pool to another.
 func (r *RenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
+	mco, err := mcoChanges(r.MCO, allPools)
+	if err != nil {
+		return err
+	}
 	// A rendering depends on the pool's spec and on the MachineConfigs'
 	// specs and labels: the status writes of the other controllers (plans,
 	// pool status), an event per step of every node at scale, are left out.
@@ -63,8 +68,7 @@ func (r *RenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("render").
 		For(&mcfgv1.MachineConfigPool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&ndpmcv1.MachineConfig{}, allPools, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Watches(&configv1.ClusterOperator{}, allPools, mcoObjects).
-		Watches(&appsv1.DaemonSet{}, allPools, mcoObjects).
+		WatchesRawSource(mco).
 		Complete(r)
 }
 
@@ -76,7 +80,7 @@ func (r *RenderReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	// Where the MCO manages the nodes, its render controller owns the
 	// pool's target: write nothing (the rollout reports MCOPresent).
-	if v, err := mcoVerdict(ctx, r.Client); err != nil || v.StandDown {
+	if v, err := mcoVerdict(r.MCO); err != nil || v.StandDown {
 		return reconcile.Result{}, err
 	}
 	mcs, err := render.NewPoolView(r.Client, &pool).Sources(ctx)

@@ -3,24 +3,23 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/mcoguard"
@@ -50,6 +49,8 @@ type RolloutReconciler struct {
 	Recorder events.EventRecorder
 	// Conditions gets each pool's MCOPresent.
 	Conditions *PoolConditions
+	// MCO tells whether the Machine Config Operator manages the nodes.
+	MCO *mcoguard.Guard
 	// Recheck is how often a pool waiting for a slot or a plan is looked
 	// at again besides the events that wake it.
 	Recheck time.Duration
@@ -59,28 +60,28 @@ type RolloutReconciler struct {
 	warned sync.Map
 }
 
-// mcoObjects passes the events of the MCO's objects that mcoguard looks
-// for, and no other ClusterOperator's or DaemonSet's.
-var mcoObjects = builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-	switch o.(type) {
-	case *configv1.ClusterOperator:
-		return o.GetName() == mcoguard.ClusterOperatorName
-	case *appsv1.DaemonSet:
-		return o.GetNamespace() == mcoguard.DaemonSetNamespace && o.GetName() == mcoguard.DaemonSetName
-	}
-	return false
-}))
-
 // mcoVerdict tells whether the Machine Config Operator manages the
-// cluster's nodes. The render, registries and rollout controllers all
-// stand down on it: the MCO writes the same rendered configs, the same
-// 99-<pool>-generated-registries and the same pool and node fields.
-func mcoVerdict(ctx context.Context, r client.Reader) (mcoguard.Verdict, error) {
-	o, err := mcoguard.Observe(ctx, r, nil)
-	if err != nil {
-		return mcoguard.Verdict{}, err
+// cluster's nodes, from the guard's watches (no request). The render,
+// registries, kubelet and container runtime config and rollout controllers
+// all stand down on it: the MCO writes the same rendered configs, the same
+// generated MachineConfigs and the same pool and node fields. Before the
+// guard knows, it is an error (retried; the guard's first sync wakes them).
+func mcoVerdict(g *mcoguard.Guard) (mcoguard.Verdict, error) {
+	if g == nil {
+		return mcoguard.Verdict{}, errNoGuard
 	}
-	return mcoguard.Decide(o), nil
+	return g.Verdict()
+}
+
+var errNoGuard = errors.New("no Machine Config Operator guard (Options.MCO): cannot tell whether the MCO manages the nodes")
+
+// mcoChanges is a source that enqueues with h whenever the MCO comes or
+// goes (the guard's Subscribe).
+func mcoChanges(g *mcoguard.Guard, h handler.EventHandler) (source.Source, error) {
+	if g == nil {
+		return nil, errNoGuard
+	}
+	return source.Channel(g.Subscribe(), h), nil
 }
 
 // SetupWithManager reconciles every pool when nodes or MachineConfigs
@@ -88,14 +89,17 @@ func mcoVerdict(ctx context.Context, r client.Reader) (mcoguard.Verdict, error) 
 // goes.
 func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
+	mco, err := mcoChanges(r.MCO, allPools)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rollout").
 		For(&mcfgv1.MachineConfigPool{}).
 		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
-		Watches(&configv1.ClusterOperator{}, allPools, mcoObjects).
-		Watches(&appsv1.DaemonSet{}, allPools, mcoObjects).
+		WatchesRawSource(mco).
 		// Pools are independent (the queue never hands one pool to two
 		// workers): one slow pool must not hold the others back.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -200,10 +204,10 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 // standDown reports on the pool whether the Machine Config Operator manages
 // the nodes (MCOPresent, with a Warning event when that changes), and
 // tells the rollout to write nothing if it does: both would set the
-// nodes' desiredConfig. Read from the cache at every reconcile; a failed
-// read is retried, never taken for an absence.
+// nodes' desiredConfig. Read from the guard at every reconcile; a guard
+// that does not know yet is an error, retried, never taken for an absence.
 func (r *RolloutReconciler) standDown(ctx context.Context, pool *mcfgv1.MachineConfigPool) (bool, error) {
-	v, err := mcoVerdict(ctx, r.Client)
+	v, err := mcoVerdict(r.MCO)
 	if err != nil {
 		return true, err
 	}

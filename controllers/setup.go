@@ -5,6 +5,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 )
@@ -16,17 +17,32 @@ const LeaderElectionID = "ndp-controller.ndp.dev"
 // policy set compiled with engineOpts, and returns that set. ndp-controller and
 // the cluster tests call it, so the tests run exactly the wiring that
 // ships (opts tunes its timing).
+//
+// The render, registries, kubelet and container runtime config and rollout
+// controllers stand down where the Machine Config Operator manages the
+// nodes: they read opts.MCO, or, when nil, a guard made here and run by
+// mgr.
 func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(engineOpts)
 	conds := NewPoolConditions()
+	mco := opts.MCO
+	if mco == nil {
+		var err error
+		if mco, err = mcoguard.NewGuardForConfig(mgr.GetConfig()); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(mco); err != nil {
+			return nil, err
+		}
+	}
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
 		"policy":                 &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
-		"render":                 &RenderReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
-		"registries":             &RegistriesReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
-		"kubeletconfig":          &KubeletConfigReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller")},
-		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
+		"render":                 &RenderReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
+		"registries":             &RegistriesReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
+		"kubeletconfig":          &KubeletConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller")},
+		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
 		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Active: active},
-		"rollout":                &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds},
+		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds},
 		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":               &OperatorReconciler{Client: mgr.GetClient()},
 	} {

@@ -10,14 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // The daemon's RBAC: its own Node (read, annotate, cordon), pods on it
 // (drain: list, evict, wait for them to go), DaemonSets (the drain checks
-// DaemonSet pods' owners; the MCO's daemon, mcoguard), the ClusterOperator
-// machine-config (mcoguard), MachineConfigs (read plans) and its
+// DaemonSet pods' owners; the MCO's daemon, watched by name: mcoguard), the
+// ClusterOperator machine-config (watched by name: mcoguard), MachineConfigs (read plans) and its
 // MachineConfigNode (server-side apply creates it). No update of nodes
 // (cordon is a patch) and no delete of pods (the drain deletes only where
 // the API server has no eviction subresource, which no supported
@@ -28,7 +30,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
-// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get,resourceNames=machine-config
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch,resourceNames=machine-config-daemon
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=list;watch,resourceNames=machine-config
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;create;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes/status,verbs=patch
@@ -42,9 +45,17 @@ func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
 	drainBlockedPods.WithLabelValues(d.NodeName).Set(0)
 	degraded.WithLabelValues(d.NodeName).Set(0)
 	own := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == d.NodeName })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("ndp-daemon").
-		For(&corev1.Node{}, builder.WithPredicates(own, notTaintsOnly)).
+		For(&corev1.Node{}, builder.WithPredicates(own, notTaintsOnly))
+	// The MCO coming or going wakes the daemon (its guard's watch).
+	if n, ok := d.MCO.(mcoNotifies); ok {
+		b = b.WatchesRawSource(source.Channel(n.Subscribe(), handler.EnqueueRequestsFromMapFunc(
+			func(context.Context, client.Object) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: d.NodeName}}}
+			})))
+	}
+	return b.
 		// One update at a time: the steps of a node are sequential.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -40,6 +41,10 @@ type Daemon struct {
 	// uncached.
 	Client client.Client
 	Reader client.Reader
+	// MCO tells whether the Machine Config Operator manages the node:
+	// an *mcoguard.Guard (watches; no request per Sync, and a change of
+	// presence wakes the daemon, SetupWithManager) in ndp-daemon.
+	MCO mcoguard.Source
 
 	Host     *Host
 	Systemd  Systemd
@@ -112,6 +117,9 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if down {
+		if _, ok := d.MCO.(mcoNotifies); ok {
+			return 0, nil
+		}
 		return mcoRecheck, nil
 	}
 	d.Status.load(ctx)
@@ -149,9 +157,14 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 }
 
 // mcoRecheck is how often a daemon that stands down for the Machine Config
-// Operator looks again: nothing it watches (its own Node) tells when the
-// MCO goes.
+// Operator looks again when its MCO source cannot tell it that the MCO
+// went (a Lookup; a Guard's Subscribe wakes it).
 const mcoRecheck = time.Minute
+
+// mcoNotifies is an MCO source that tells when presence changes.
+type mcoNotifies interface {
+	Subscribe() <-chan event.GenericEvent
+}
 
 // standDown tells whether the Machine Config Operator manages this node
 // (mcoguard). Then the daemon does nothing: no plan step, no write to the
@@ -160,7 +173,10 @@ const mcoRecheck = time.Minute
 // (once per message) and the log. A failed lookup is an error, retried:
 // the daemon does not act on a guess.
 func (d *Daemon) standDown(ctx context.Context, node *corev1.Node) (bool, error) {
-	o, err := mcoguard.Observe(ctx, d.Reader, node)
+	if d.MCO == nil {
+		return true, errors.New("no Machine Config Operator source (Daemon.MCO): the daemon cannot tell whether the MCO manages the node")
+	}
+	o, err := d.MCO.Observe(ctx, node)
 	if err != nil {
 		return true, transient(fmt.Errorf("looking for the Machine Config Operator: %w", err))
 	}

@@ -27,6 +27,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // The fuzzed node: it runs fuzzFrom (recorded on its host) and is told to
@@ -332,7 +333,7 @@ func newFuzzRig(t *testing.T, sch *runtime.Scheme, target *ndpmcv1.MachineConfig
 	k8s, kube := fuzzCluster(t, sch, node, target)
 	r := &fuzzRig{k8s: k8s, kube: kube, sd: &recordingSystemd{}, os: &countingOS{}, reboots: &countingRebooter{}, root: h.Path}
 	r.d = &Daemon{
-		NodeName: fuzzNode, Client: k8s, Reader: k8s, Host: h, Systemd: r.sd, OS: r.os, Rebooter: r.reboots,
+		NodeName: fuzzNode, Client: k8s, Reader: k8s, MCO: mcoguard.Lookup{Reader: k8s}, Host: h, Systemd: r.sd, OS: r.os, Rebooter: r.reboots,
 		Drainer:    &Drainer{Client: kube, AttemptTimeout: 5 * time.Second, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond},
 		Status:     &Status{Client: k8s, Reader: k8s, NodeName: fuzzNode},
 		BootIDPath: bootID, PollInterval: time.Second,

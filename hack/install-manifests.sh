@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Renders the install manifests with the image pinned by digest:
-# dist/install.yaml (the kustomize base, manifests/) and
-# dist/install-openshift.yaml (overlays/openshift), with kubectl's built-in
-# kustomize.
+# dist/install.yaml (the kustomize base, manifests/: the executor, for
+# Kubernetes without the Machine Config Operator) and
+# dist/install-openshift.yaml (overlays/openshift: the advisor beside the
+# MCO), with kubectl's built-in kustomize.
 #
 # Usage: [DIST=DIR] hack/install-manifests.sh IMAGE DIGEST [KUBECTL]
 #   IMAGE   registry/repository the image is pushed to (ghcr.io/ndp-dev/ndp)

@@ -4,8 +4,8 @@
 // 99-<pool>-generated-registries, the node annotations currentConfig,
 // desiredConfig and state): where the MCO is present, ndp's render,
 // registries and rollout controllers and its daemon must stand down.
-// Decide is the decision, from what Observe found; what standing down
-// means is each of theirs.
+// Decide is the decision, from what a Guard (watches) or Observe (GETs)
+// found; what standing down means is each of theirs.
 package mcoguard
 
 import (

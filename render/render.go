@@ -9,6 +9,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,7 +32,13 @@ type Source struct {
 	// label (ndpmcv1.RoleLabel): configs of role worker merge before the
 	// others, as in the MCO.
 	Role string
-	Spec mcfgv1.MachineConfigSpec
+	// Generated is set for a MachineConfig an MCO controller wrote (it
+	// carries GeneratedByControllerVersionAnnotation): 00-worker,
+	// 99-worker-generated-kubelet... Its osImageURL and
+	// baseOSExtensionsContainerImage never override the ControllerConfig's
+	// in the MCO's rendering (MergeMCO).
+	Generated bool
+	Spec      mcfgv1.MachineConfigSpec
 	// Config, when set, is Spec already parsed (machineconfig.New): callers
 	// that render often (the admission webhook) keep parsed configs, since
 	// parsing is most of the cost of a rendering.
@@ -40,7 +47,13 @@ type Source struct {
 
 // SourceOf is the Source of a MachineConfig in the cluster.
 func SourceOf(mc *ndpmcv1.MachineConfig, cfg *machineconfig.Config) Source {
-	return Source{Name: mc.Name, Role: mc.Labels[ndpmcv1.RoleLabel], Spec: mc.Spec, Config: cfg}
+	return Source{
+		Name:      mc.Name,
+		Role:      mc.Labels[ndpmcv1.RoleLabel],
+		Generated: mc.Annotations[GeneratedByControllerVersionAnnotation] != "",
+		Spec:      mc.Spec,
+		Config:    cfg,
+	}
 }
 
 // Rendered is a pool's merged config.
@@ -80,11 +93,14 @@ const workerRole = "worker"
 // checking each as its ValidateMachineConfig does (machineconfig.Validate):
 //
 //   - order: the configs of role worker, then the others, each by name (Order);
-//   - Ignition configs are merged with Ignition's own merge (config/v3_5.Merge,
-//     what the MCO calls as ign3.Merge): files, directories and links by
-//     path, units by name with their drop-ins by name, users and groups by
-//     name, field by field (a later config's set fields win, its unset ones
-//     keep the earlier values; lists of keys, such as SSH keys, are united);
+//   - the first config is the base, as it is; each later one is merged into
+//     it with Ignition's own merge (config/v3_5.Merge, what the MCO calls as
+//     ign3.Merge): files, directories and links by path, units by name with
+//     their drop-ins by name, users and groups by name, field by field (a
+//     later config's set fields win, its unset ones keep the earlier values;
+//     lists of keys, such as SSH keys, are united) — except a file's
+//     compression, which goes with its contents: a later file without
+//     compression clears an earlier one's gzip;
 //   - a file with no overwrite gets overwrite: true;
 //   - kernel arguments are concatenated, in merge order;
 //   - extensions are concatenated, in merge order (kernel-devel is refused
@@ -92,16 +108,66 @@ const workerRole = "worker"
 //   - FIPS is on if any source turns it on;
 //   - kernelType is the last realtime or 64k-pages asked for, else default;
 //   - the last non-empty osImageURL and baseOSExtensionsContainerImage win
-//     (the MCO starts from its ControllerConfig's, which ndp has not).
+//     (the MCO starts from its ControllerConfig's, which ndp has not: MergeMCO
+//     does).
+//
+// Its name is ndp's own digest of the spec; MergeMCO gives the MCO's.
 func Merge(pool string, sources []Source) (*Rendered, error) {
+	m, err := fold(sources, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range m.sorted {
+		for dst, v := range map[*string]string{&m.spec.OSImageURL: src.Spec.OSImageURL, &m.spec.BaseOSExtensionsContainerImage: src.Spec.BaseOSExtensionsContainerImage} {
+			if v != "" {
+				*dst = v
+			}
+		}
+	}
+	raw, err := json.Marshal(m.ignition)
+	if err != nil {
+		return nil, err
+	}
+	m.spec.Config = runtime.RawExtension{Raw: raw}
+	digest, err := json.Marshal(m.spec)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(digest)
+	return &Rendered{
+		Name:           fmt.Sprintf("rendered-%s-%s", pool, hex.EncodeToString(sum[:16])),
+		Spec:           m.spec,
+		Sources:        m.origin,
+		SectionSources: m.sections,
+	}, nil
+}
+
+// folded is what Merge and MergeMCO share: the sources merged, but for the
+// images and the encoding of the Ignition config, where they differ.
+type folded struct {
+	sorted   []Source
+	ignition igntypes.Config
+	// spec has all but Config, OSImageURL and BaseOSExtensionsContainerImage.
+	spec     mcfgv1.MachineConfigSpec
+	origin   map[string]string
+	sections map[string][]string
+}
+
+// fold validates and merges sources (Merge's list, but for the images).
+// With mcoValidation, a source's extensions are checked only when it has
+// an Ignition config, as the MCO's ValidateMachineConfig does; ndp checks
+// them always.
+func fold(sources []Source, mcoValidation bool) (*folded, error) {
 	sorted := Order(sources)
-	var out igntypes.Config
-	out.Ignition.Version = igntypes.MaxVersion.String()
-	spec := mcfgv1.MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}}
-	origin := map[string]string{}
-	sections := map[string][]string{}
+	m := &folded{
+		sorted:   sorted,
+		spec:     mcfgv1.MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}},
+		origin:   map[string]string{},
+		sections: map[string][]string{},
+	}
+	out := igntypes.Config{Ignition: igntypes.Ignition{Version: igntypes.MaxVersion.String()}}
 	kernelTypeFrom := ""
-	for _, src := range sorted {
+	for i, src := range sorted {
 		object := fmt.Sprintf("MachineConfig %q", src.Name)
 		cfg := src.Config
 		if cfg == nil {
@@ -110,20 +176,38 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 				return nil, err
 			}
 		}
-		if err := machineconfig.Validate(object, cfg); err != nil {
+		checked := cfg
+		if mcoValidation && len(bytes.TrimSpace(src.Spec.Config.Raw)) == 0 && len(cfg.Spec.Extensions) > 0 {
+			unchecked := *cfg
+			unchecked.Spec.Extensions = nil
+			checked = &unchecked
+		}
+		if err := machineconfig.Validate(object, checked); err != nil {
 			return nil, err
 		}
 		ign := cfg.Ignition
-		if ign.Ignition.Version != "" {
+		switch {
+		case ign.Ignition.Version == "":
+			// No Ignition config: nothing to merge (the MCO skips it too).
+		case i == 0:
+			// The first config is the base as it is, not merged into an
+			// empty one: Ignition's merge of lists of keys would drop
+			// duplicates the MCO keeps. Its files are copied, since the
+			// defaults below write to them and a parsed config may be
+			// shared.
+			out = ign
+			out.Storage.Files = slices.Clone(ign.Storage.Files)
+		default:
 			// The merge builds new lists: a parsed config, which callers
 			// may share, is never written to.
-			out = mergeIgnition(out, ign)
+			out = mergeIgnition(out, withExplicitCompression(ign))
+			clearEmptyCompression(out.Storage.Files)
 		}
 		for _, f := range ign.Storage.Files {
-			origin["file:"+f.Path] = src.Name
+			m.origin["file:"+f.Path] = src.Name
 		}
 		for _, u := range ign.Systemd.Units {
-			origin["unit:"+u.Name] = src.Name
+			m.origin["unit:"+u.Name] = src.Name
 		}
 		for field, n := range map[string]int{
 			"spec.config.passwd.groups":       len(ign.Passwd.Groups),
@@ -137,23 +221,18 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 			"spec.config.kernelArguments":     len(ign.KernelArguments.ShouldExist) + len(ign.KernelArguments.ShouldNotExist),
 		} {
 			if n > 0 {
-				sections[field] = append(sections[field], src.Name)
+				m.sections[field] = append(m.sections[field], src.Name)
 			}
 		}
 		s := src.Spec
 		if s.FIPS {
-			sections["spec.fips"] = append(sections["spec.fips"], src.Name)
+			m.sections["spec.fips"] = append(m.sections["spec.fips"], src.Name)
 		}
-		spec.KernelArguments = append(spec.KernelArguments, s.KernelArguments...)
-		spec.Extensions = append(spec.Extensions, s.Extensions...)
-		spec.FIPS = spec.FIPS || s.FIPS
+		m.spec.KernelArguments = append(m.spec.KernelArguments, s.KernelArguments...)
+		m.spec.Extensions = append(m.spec.Extensions, s.Extensions...)
+		m.spec.FIPS = m.spec.FIPS || s.FIPS
 		if s.KernelType == machineconfig.KernelTypeRealtime || s.KernelType == machineconfig.KernelType64kPages {
-			spec.KernelType, kernelTypeFrom = s.KernelType, src.Name
-		}
-		for dst, v := range map[*string]string{&spec.OSImageURL: s.OSImageURL, &spec.BaseOSExtensionsContainerImage: s.BaseOSExtensionsContainerImage} {
-			if v != "" {
-				*dst = v
-			}
+			m.spec.KernelType, kernelTypeFrom = s.KernelType, src.Name
 		}
 	}
 	// The MCO always overwrites a file, Ignition only when told to: the
@@ -165,28 +244,46 @@ func Merge(pool string, sources []Source) (*Rendered, error) {
 			out.Storage.Files[i].Overwrite = &overwrite
 		}
 	}
-	if spec.KernelType == "" {
-		spec.KernelType = machineconfig.KernelTypeDefault
-	} else if i := slices.Index(spec.Extensions, "kernel-devel"); i >= 0 {
+	if m.spec.KernelType == "" {
+		m.spec.KernelType = machineconfig.KernelTypeDefault
+	} else if slices.Contains(m.spec.Extensions, "kernel-devel") {
 		return nil, &machineconfig.InputError{Object: fmt.Sprintf("MachineConfig %q", extensionSource(sorted, "kernel-devel")), Field: "spec.extensions",
-			Err: fmt.Errorf("installing the kernel-devel extension is not supported with kernelType %s (set by MachineConfig %q)", spec.KernelType, kernelTypeFrom)}
+			Err: fmt.Errorf("installing the kernel-devel extension is not supported with kernelType %s (set by MachineConfig %q)", m.spec.KernelType, kernelTypeFrom)}
 	}
-	raw, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
+	m.ignition = out
+	return m, nil
+}
+
+// withExplicitCompression is ign with every file that has no compression
+// saying "none" (an empty compression). Ignition's merge takes a file's
+// contents and its compression field by field, so a later plain file over an
+// earlier gzip one would keep gzip beside plain contents, and a node would
+// try to gunzip plain text; an explicit empty compression overrides the
+// earlier one (the MCO does the same, helpers.go ignitionMergeSet/Unset
+// FilesDefaultCompression). ign's own lists are not written to.
+func withExplicitCompression(ign igntypes.Config) igntypes.Config {
+	none := ""
+	cloned := false
+	for i := range ign.Storage.Files {
+		if ign.Storage.Files[i].Contents.Compression != nil {
+			continue
+		}
+		if !cloned {
+			ign.Storage.Files, cloned = slices.Clone(ign.Storage.Files), true
+		}
+		ign.Storage.Files[i].Contents.Compression = &none
 	}
-	spec.Config = runtime.RawExtension{Raw: raw}
-	digest, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
+	return ign
+}
+
+// clearEmptyCompression turns the empty compressions withExplicitCompression
+// set (and any other) back into none, as the MCO does after each merge.
+func clearEmptyCompression(files []igntypes.File) {
+	for i := range files {
+		if c := files[i].Contents.Compression; c != nil && *c == "" {
+			files[i].Contents.Compression = nil
+		}
 	}
-	sum := sha256.Sum256(digest)
-	return &Rendered{
-		Name:           fmt.Sprintf("rendered-%s-%s", pool, hex.EncodeToString(sum[:16])),
-		Spec:           spec,
-		Sources:        origin,
-		SectionSources: sections,
-	}, nil
 }
 
 // extensionSource is the first source that asks for ext.

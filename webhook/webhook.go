@@ -62,6 +62,12 @@ type Options struct {
 	// PreviewDeadline is the preview handlers' deadline
 	// (DefaultPreviewDeadline when zero).
 	PreviewDeadline time.Duration
+	// Advisor: the Machine Config Operator runs the nodes. The previews
+	// say what it will do (its render, its daemon's decision, with the
+	// cluster's MachineConfiguration policies), with ndp's own plan beside
+	// it where less disruptive, and deny nothing; image.config and
+	// MachineConfiguration cluster are previewed too.
+	Advisor bool
 }
 
 // SetupWithManager registers the handlers on the manager's webhook server.

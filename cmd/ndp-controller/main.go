@@ -1,13 +1,24 @@
 // Command ndp-controller runs ndp's controllers and admission webhooks in
-// one manager: the policy controller (on every replica, so that each
-// replica's webhook has the active set; only the leader writes), the
-// registries, render and plan controllers (leader only), and the webhook
-// server (every replica) for the MachineConfig and image-mirror previews
-// and NodeDisruptionPolicy validation.
+// one manager, in one of two modes (--mode; docs/design.md#the-advisor):
+//
+//   - executor: ndp runs the nodes: the policy controller (on every
+//     replica, so that each replica's webhook has the active set; only the
+//     leader writes), the registries, render, plan and rollout controllers
+//     (leader only; they stand down while the Machine Config Operator is
+//     present), and the webhook server (every replica) for the
+//     MachineConfig and image-mirror previews and NodeDisruptionPolicy
+//     validation;
+//   - advisor: beside the MCO, ndp writes only its own objects
+//     (controllers.SetupAdvisorWithManager, the webhook's advisor
+//     previews), with a client that refuses any other write;
+//   - auto (the default) picks advisor where the MCO is present, executor
+//     elsewhere, at start; when that changes, it exits so that its
+//     Deployment restarts it in the other mode.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -25,7 +37,9 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/webhook"
 	"github.com/ndp-dev/ndp/webhook/certs"
 )
@@ -40,8 +54,11 @@ func main() {
 		extraNames                       string
 		evalMemory                       string
 		leaseDuration, renewDeadline     time.Duration
-		retryPeriod                      time.Duration
+		retryPeriod, previewDeadline     time.Duration
+		modeFlag                         string
 	)
+	flag.StringVar(&modeFlag, "mode", modeAuto, "auto (advisor where the Machine Config Operator is present, executor elsewhere; exits when that changes, to be restarted in the other mode), executor (ndp runs the nodes; it stands down while the MCO is present) or advisor (beside the MCO: writes only ndp.dev objects, Events and Leases)")
+	flag.DurationVar(&previewDeadline, "webhook-preview-deadline", 0, "deadline of one preview (default: 4s as executor, 2.5s as advisor, below the advisor webhooks' 3 s timeout)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that one replica acts at a time")
@@ -72,8 +89,47 @@ func main() {
 	}
 	engineOpts := engine.Options{EvalMemoryBytes: evalBytes.Value()}
 
+	if !validMode(modeFlag) {
+		setup.Error(nil, "--mode must be auto, executor or advisor", "value", modeFlag)
+		os.Exit(2)
+	}
+
 	cfg := ctrl.GetConfigOrDie()
 	ctx := ctrl.SetupSignalHandler()
+
+	// The Machine Config Operator's ClusterOperator and daemon, watched by
+	// name: auto mode decides from them, and the executor's controllers
+	// stand down on them. Subscribed before it starts, so that no change
+	// after the decision is missed.
+	var guard *mcoguard.Guard
+	var guardChanges <-chan event.GenericEvent
+	mode := modeFlag
+	if mode != modeAdvisor {
+		var err error
+		if guard, err = mcoguard.NewGuardForConfig(cfg); err != nil {
+			setup.Error(err, "creating the Machine Config Operator guard")
+			os.Exit(1)
+		}
+		if mode == modeAuto {
+			guardChanges = guard.Subscribe()
+		}
+		go func() { _ = guard.Start(ctx) }()
+		if mode == modeAuto {
+			waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := guard.WaitSynced(waitCtx)
+			cancel()
+			if err != nil {
+				setup.Error(err, "looking for the Machine Config Operator (--mode=auto)")
+				os.Exit(1)
+			}
+			v, _ := guard.Verdict() // synced: no error
+			mode = decideMode(mode, v)
+			setup.Info("mode decided at start (--mode=auto)", "mode", mode, "mco", strings.Join(v.Found, ", "))
+		}
+	}
+	if previewDeadline == 0 && mode == modeAdvisor {
+		previewDeadline = advisorPreviewDeadline
+	}
 
 	// Certificates mounted from cert-manager or service-ca win; without
 	// them, a self-signed pair shared through a Secret, rotated in the
@@ -108,7 +164,14 @@ func main() {
 		certDir = selfSignedDir
 	}
 
+	var newClient client.NewClientFunc // the default
+	if mode == modeAdvisor {
+		// Defence in depth beside the role: nothing the MCO or the CVO
+		// owns can be written, even by a bug.
+		newClient = controllers.NewAdvisorClient
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		NewClient:                     newClient,
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,
@@ -128,13 +191,24 @@ func main() {
 		setup.Error(err, "creating the manager")
 		os.Exit(1)
 	}
-	active, err := controllers.SetupWithManager(mgr, engineOpts, controllers.Options{})
+	var active *policyset.ActivePolicies
+	if mode == modeAdvisor {
+		active, err = controllers.SetupAdvisorWithManager(mgr, engineOpts, controllers.Options{})
+	} else {
+		active, err = controllers.SetupWithManager(mgr, engineOpts, controllers.Options{MCO: guard})
+	}
 	if err != nil {
-		setup.Error(err, "setting up the controllers")
+		setup.Error(err, "setting up the controllers", "mode", mode)
 		os.Exit(1)
 	}
+	if modeFlag == modeAuto {
+		if err := mgr.Add(&modeWatch{guard: guard, changes: guardChanges, mode: mode, log: ctrl.Log.WithName("mode")}); err != nil {
+			setup.Error(err, "adding the mode watch")
+			os.Exit(1)
+		}
+	}
 	if webhookPort > 0 {
-		if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{}); err != nil {
+		if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: mode == modeAdvisor, PreviewDeadline: previewDeadline}); err != nil {
 			setup.Error(err, "setting up the webhooks")
 			os.Exit(1)
 		}
@@ -157,8 +231,12 @@ func main() {
 		setup.Error(err, "adding the readiness check")
 		os.Exit(1)
 	}
-	setup.Info("starting the manager")
+	setup.Info("starting the manager", "mode", mode)
 	if err := mgr.Start(ctx); err != nil {
+		if errors.Is(err, errModeChanged) {
+			setup.Info("exiting to restart in the other mode", "reason", err.Error())
+			os.Exit(exitModeChanged)
+		}
 		setup.Error(err, "running the manager")
 		os.Exit(1)
 	}

@@ -24,6 +24,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // config is what ndp-daemon runs with: the flags, bound to its fields by
@@ -99,6 +100,13 @@ func run(info func(string, ...any), c config) error {
 	if err := configv1.AddToScheme(s); err != nil {
 		return err
 	}
+	// The MCO's ClusterOperator and DaemonSet, each watched by name: a Sync
+	// asks the guard, not the API server, and their coming or going wakes
+	// the daemon.
+	guard, err := mcoguard.NewGuardForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 s,
 		Metrics:                metricsserver.Options{BindAddress: c.MetricsAddress},
@@ -111,6 +119,9 @@ func run(info func(string, ...any), c config) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.Add(guard); err != nil {
+		return err
 	}
 	host, err := daemon.OpenHost(c.Root, c.UnitDir)
 	if err != nil {
@@ -138,6 +149,7 @@ func run(info func(string, ...any), c config) error {
 		NodeName: c.NodeName,
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
+		MCO:      guard,
 		Host:     host,
 		Systemd:  sd,
 		OS:       osUpdater,

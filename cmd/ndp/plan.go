@@ -8,10 +8,13 @@ import (
 	"os"
 	"strings"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -29,6 +32,10 @@ type planOptions struct {
 	output     string
 	// comparePolicies: plan again with these policies added (--compare-policy).
 	comparePolicies []string
+	// mco: print what the Machine Config Operator does instead (--mco),
+	// under the policies of machineConfiguration (a file) or its defaults.
+	mco                  bool
+	machineConfiguration string
 }
 
 func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
@@ -42,6 +49,8 @@ func (o *planOptions) addFlags(cmd *cobra.Command, defaultOutput string) {
 	f.StringToStringVar(&o.poolLabels, "pool-labels", nil, "the pool's labels (k=v,...): policies with a poolSelector apply only when it matches them")
 	f.StringVarP(&o.output, "output", "o", defaultOutput, "output format: text, json or yaml")
 	f.StringArrayVar(&o.comparePolicies, "compare-policy", nil, "plan again with the policies at PATH added (a policy of the same name replaced) and print how the plan would change (repeatable)")
+	f.BoolVar(&o.mco, "mco", false, "print what the Machine Config Operator's daemon does instead: its actions, drain, reboot or refusal, and the rule that decided each change")
+	f.StringVar(&o.machineConfiguration, "machineconfiguration", "", "with --mco: `FILE`, the cluster's MachineConfiguration (operator.openshift.io/v1, as oc get machineconfiguration cluster -o yaml prints it); default: the MCO's default policies")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
 }
@@ -56,6 +65,10 @@ func newPlanCommand() *cobra.Command {
 With --compare-policy, the plan is computed twice, with the policies as given and again with the
 policies at PATH added (each in place of a policy of the same name), and the output says how the
 plan would change ("Reboot → Restart chronyd.service (no drain)") or that it would not.
+
+With --mco, the plan is the Machine Config Operator's instead: what its node daemon does for this
+update under the cluster's node disruption policies (--machineconfiguration FILE, else the MCO's
+defaults), with the MCO rule that decided each change; a refused update exits 3.
 
 Exit codes: 0 plan computed; 3 unreconcilable (the plan is printed with "unreconcilable" filled);
 1 invalid input or policy; 2 usage.`,
@@ -91,6 +104,9 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	default:
 		return usageError{fmt.Errorf("--output must be text, json or yaml, not %q", o.output)}
 	}
+	if err := o.checkMCOFlags(cmd); err != nil {
+		return err
+	}
 	from, err := readMachineConfig(o.from)
 	if err != nil {
 		return err
@@ -98,6 +114,9 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	to, err := readMachineConfig(o.to)
 	if err != nil {
 		return err
+	}
+	if o.mco {
+		return o.runMCO(cmd, from, to)
 	}
 	pols, _, err := loadPolicies(o.policies, !o.noDefaults)
 	if err != nil {
@@ -312,4 +331,161 @@ func contentLines(cs *changeset.ChangeSet) map[string][]string {
 		}
 	}
 	return out
+}
+
+// checkMCOFlags: --mco plans with the MCO's rules, not ndp's policies, so
+// the flags that choose ndp's policies do not go with it.
+func (o *planOptions) checkMCOFlags(cmd *cobra.Command) error {
+	if !o.mco {
+		if o.machineConfiguration != "" {
+			return usageError{errors.New("--machineconfiguration goes with --mco")}
+		}
+		return nil
+	}
+	for _, name := range []string{"policy", "no-defaults", "compare-policy", "pool", "pool-labels"} {
+		if cmd.Flags().Changed(name) {
+			return usageError{fmt.Errorf("--%s chooses ndp's policies; --mco uses the MCO's (give its MachineConfiguration with --machineconfiguration)", name)}
+		}
+	}
+	return nil
+}
+
+// mcoPlan is `ndp plan --mco -o json|yaml`: the MCO's decision and the
+// policy list it used.
+type mcoPlan struct {
+	*mcorules.Decision `json:",inline"`
+	PolicySource       mcorules.PolicySource `json:"policySource"`
+}
+
+func (o *planOptions) runMCO(cmd *cobra.Command, from, to *machineconfig.Config) error {
+	var mc *operatorv1.MachineConfiguration
+	if o.machineConfiguration != "" {
+		var err error
+		if mc, err = readMachineConfiguration(cmd.ErrOrStderr(), o.machineConfiguration); err != nil {
+			return err
+		}
+	}
+	in, src := mcorules.For(from, to, mc, o.singleNode)
+	d, err := mcorules.Decide(in)
+	if err != nil {
+		return err
+	}
+	plan := mcoPlan{Decision: d, PolicySource: src}
+	w := cmd.OutOrStdout()
+	switch o.output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(plan)
+	case "yaml":
+		var b []byte
+		if b, err = yaml.Marshal(plan); err == nil {
+			_, err = w.Write(b)
+		}
+	default:
+		err = writeMCOText(w, plan, o.singleNode)
+	}
+	if err != nil {
+		return err
+	}
+	if len(d.Refused) > 0 {
+		return exitError{exitUnreconcilable}
+	}
+	return nil
+}
+
+// readMachineConfiguration reads the MachineConfiguration file as `ndp
+// import machineconfiguration` does (strictly, errors with file, object,
+// field and line; warnings to stderr) and checks its node disruption
+// policy as the API server would.
+func readMachineConfiguration(stderr io.Writer, path string) (*operatorv1.MachineConfiguration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapOSError(err))
+	}
+	src, warnings, err := mcoimport.Read(path, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "Warning: %s\n", w)
+	}
+	if err := mcorules.Validate(src.Object.Spec.NodeDisruptionPolicy); err != nil {
+		ie := &machineconfig.InputError{Object: fmt.Sprintf("%s: %s %q", path, mcoimport.Kind, src.Object.Name), Err: err}
+		var fe *mcorules.FieldError
+		if errors.As(err, &fe) {
+			ie.Field, ie.Err = fe.Field, fe.Err
+			if src.Line != nil {
+				ie.Line = src.Line(fe.Field)
+			}
+		}
+		return nil, ie
+	}
+	return src.Object, nil
+}
+
+// writeMCOText is `ndp explain` for the MCO: the verdict, then each change
+// with the MCO rule that decided it and that rule's actions.
+func writeMCOText(w io.Writer, plan mcoPlan, singleNode bool) error {
+	d := plan.Decision
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCO plan %s -> %s\n", d.From, d.To)
+	fmt.Fprintf(&b, "  policies: %s\n", describeSource(plan.PolicySource))
+	if plan.PolicySource.Stale {
+		fmt.Fprintf(&b, "  STALE: MachineConfiguration cluster's status is behind its spec (generation %d, observed %d): the MCO's daemon waits up to 2 minutes per attempt for its operator, then marks the node Degraded and retries; this is what it does once the operator has written the merged spec\n",
+			plan.PolicySource.Generation, plan.PolicySource.ObservedGeneration)
+	}
+	if len(d.Refused) > 0 {
+		b.WriteString("  REFUSED: the MCO's daemon cannot apply this change in place (the node goes Unreconcilable, nothing is applied):\n")
+		for _, r := range d.Refused {
+			fmt.Fprintf(&b, "    %s\n", r)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	actions := mcorules.FormatActions(d.Actions)
+	if actions == "" {
+		actions = "(none: no action at all)"
+	}
+	fmt.Fprintf(&b, "  actions: %s\n", actions)
+	drain := yesNo(d.Drain)
+	if singleNode && !d.Drain {
+		drain += " (single node: the MCO never drains)"
+	}
+	fmt.Fprintf(&b, "  drain:   %s\n", drain)
+	fmt.Fprintf(&b, "  reboot:  %s\n", yesNo(d.Reboot))
+	if d.Error != "" {
+		fmt.Fprintf(&b, "  FAILS: the MCO's daemon fails this update (the node goes Degraded and retries): %s\n", d.Error)
+	}
+	fmt.Fprintf(&b, "Changes (%d):\n", len(d.Rules))
+	width := 0
+	for _, r := range d.Rules {
+		width = max(width, len(r.Change))
+	}
+	for _, r := range d.Rules {
+		acts := mcorules.FormatActions(r.Actions)
+		if acts == "" {
+			acts = "no action"
+		}
+		line := fmt.Sprintf("  %-*s  %s → %s", width, r.Change, r.Rule, acts)
+		if r.Detail != "" {
+			line += " -- " + r.Detail
+		}
+		b.WriteString(line + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func describeSource(s mcorules.PolicySource) string {
+	switch s.From {
+	case "status":
+		return fmt.Sprintf("MachineConfiguration cluster's status (generation %d, current)", s.Generation)
+	case "spec":
+		if s.Stale {
+			return "MachineConfiguration cluster's spec merged with the MCO's defaults (its status is stale)"
+		}
+		return "MachineConfiguration cluster's spec merged with the MCO's defaults"
+	}
+	return "the MCO's defaults (no MachineConfiguration given)"
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
+	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
@@ -127,9 +128,21 @@ func TestSecurityDaemonUpdatesItsNodeConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { stopEvents(); broadcaster.Shutdown() }()
+	// The MCO's objects watched with the daemon's token, as ndp-daemon does
+	// (its role lets it list and watch them by name only).
+	guard, err := mcoguard.NewGuardForConfig(cfgToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = guard.Start(ectx) }()
+	wctx, cancelWait := context.WithTimeout(ctx, time.Minute)
+	defer cancelWait()
+	if err := guard.WaitSynced(wctx); err != nil {
+		t.Fatalf("the daemon's token cannot watch the MCO's objects: %v", err)
+	}
 	var drainLog output.Buffer
 	dm := &daemon.Daemon{
-		NodeName: own, Client: d, Reader: d, Host: host,
+		NodeName: own, Client: d, Reader: d, MCO: guard, Host: host,
 		Systemd: noUnits{}, OS: daemon.RecordingOSUpdater{Path: filepath.Join(dir, "os")},
 		Rebooter: daemon.RecordingRebooter{Path: filepath.Join(dir, "reboots")},
 		Drainer: &daemon.Drainer{Client: cs, AttemptTimeout: 30 * time.Second, EvictRetryDelay: 200 * time.Millisecond,

@@ -1,6 +1,6 @@
 // Package layout checks the import rule of docs/design.md#the-import-rule
-// with `go list`: the node daemon, render and the config parser link no
-// policy engine, only the planner's stages and policyset import OPA, and
+// with `go list`: the node daemon, render, the config parser and the MCO's
+// rules link no policy engine, only the planner's stages and policyset import OPA, and
 // controllers, webhook and daemon are siblings that import none of one
 // another.
 package layout
@@ -41,7 +41,7 @@ func TestDaemonLinksNoPolicyEngine(t *testing.T) {
 // the daemon, render and the controllers' config cache stand on.
 var opaFree = []string{
 	"./cmd/ndp-daemon", "./daemon/...", "./render/...", "./machineconfig/...", "./registries/...", "./generated/...",
-	"./apis/...", "./planner/changeset", "./webhook/certs",
+	"./apis/...", "./planner/changeset", "./webhook/certs", "./mcorules/...",
 }
 
 // opaLinkers are the planner's stages and the active policy set: a package
@@ -101,5 +101,32 @@ func TestSiblingsImportNoneOfOneAnother(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// levelOne are the packages of the import rule's first level: mcorules,
+// the MCO's decision, stands on them alone, so the CLI, the webhook and the
+// forecast controller can all call it and it can never reach ndp's planner.
+var levelOne = []string{"apis", "policies", "machineconfig", "registries", "generated", "mcoguard", "mcorules"}
+
+func TestMCORulesStaysAtLevelOne(t *testing.T) {
+	all := deps(t, "./mcorules/...")
+	own := 0
+	for _, p := range all {
+		if !strings.HasPrefix(p, module) {
+			continue
+		}
+		own++
+		rel := strings.TrimPrefix(p, module)
+		ok := false
+		for _, l := range levelOne {
+			ok = ok || rel == l || strings.HasPrefix(rel, l+"/")
+		}
+		if !ok {
+			t.Errorf("mcorules imports %s, above the first level of the import rule", p)
+		}
+	}
+	if own < 2 {
+		t.Fatalf("go list gave %d of ndp's packages for mcorules: not a real dependency list", own)
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/simhost"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // fleet is every simulated node of the run: one Node informer shared by
@@ -40,6 +41,8 @@ type fleet struct {
 	cs      kubernetes.Interface
 	rec     events.EventRecorder
 	harness kubernetes.Interface // the simulated kubelets and the informer
+	// mco is the daemons' MCO guard (one watch for the fleet).
+	mco mcoguard.Source
 
 	nodes map[string]*simNode
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -69,6 +72,7 @@ func (f *fleet) newDaemon(n *simNode) *daemon.Daemon {
 		NodeName: n.name,
 		Client:   f.c,
 		Reader:   f.c, // uncached, as the daemon's APIReader
+		MCO:      f.mco,
 		Host:     n.host,
 		Systemd:  n.m.Systemd,
 		OS:       n.m.OS,

@@ -38,6 +38,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/mcoguard"
 )
 
 // poolLabel puts a node in a pool (each pool's nodeSelector).
@@ -216,10 +217,28 @@ func TestScale(t *testing.T) {
 	}
 	t.Cleanup(broadcaster.Shutdown)
 
+	// The MCO guard every ndp-daemon runs (a watch of the MCO's
+	// ClusterOperator and DaemonSet, by name), one for the fleet here:
+	// what one costs at a daemon's start is logged; a Sync asks it, not
+	// the API server.
+	guard, err := mcoguard.NewGuardForConfig(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.daemons.total.Load()
+	go func() { _ = guard.Start(ctx) }()
+	gctx, cancelGuard := context.WithTimeout(ctx, time.Minute)
+	err = guard.WaitSynced(gctx)
+	cancelGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the MCO guard's start: %d requests (the fleet shares one; each ndp-daemon process runs its own)", r.daemons.total.Load()-before)
+
 	r.startController(kubeconfig)
 	r.setup()
 	r.fleet = &fleet{
-		cfg: cfg, c: dc, cs: dcs, rec: broadcaster.NewRecorder(scheme.New(), "ndp-daemon"), harness: r.hcs,
+		cfg: cfg, c: dc, cs: dcs, rec: broadcaster.NewRecorder(scheme.New(), "ndp-daemon"), harness: r.hcs, mco: guard,
 		nodes:      map[string]*simNode{},
 		queue:      workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second)),
 		syncErrors: map[string]int{},
