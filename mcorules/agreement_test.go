@@ -253,11 +253,9 @@ func decideNDP(p parsed) (verdict, error) {
 	if p.err != nil {
 		return verdict{Invalid: p.err.Error()}, nil
 	}
-	pols := mcorules.Defaults()
-	if p.mc != nil {
-		pols = mcorules.MergePolicies(p.mc.Spec.NodeDisruptionPolicy)
-	}
-	d, err := mcorules.Decide(mcorules.Input{From: p.from, To: p.to, Policies: pols})
+	// As `ndp plan --mco --machineconfiguration` asks it.
+	in, _ := mcorules.For(p.from, p.to, p.mc, false)
+	d, err := mcorules.Decide(in)
 	if errors.Is(err, mcorules.ErrNotImplemented) {
 		return verdict{}, err
 	}
