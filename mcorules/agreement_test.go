@@ -684,11 +684,17 @@ func TestMCOAgreement(t *testing.T) {
 	sort.Strings(names)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-24s %6s %8s %8s %9s %8s\n", "class", "cases", "refused", "after", "multiset", "before")
+	before := func(n int) string {
+		if !*withBefore {
+			return "-" // -agreement.before
+		}
+		return fmt.Sprint(n)
+	}
 	for _, n := range names {
 		r := rows[n]
-		fmt.Fprintf(&b, "%-24s %6d %8d %8d %9d %8d\n", n, r.cases, r.refused, r.after, r.multiset, r.before)
+		fmt.Fprintf(&b, "%-24s %6d %8d %8d %9d %8s\n", n, r.cases, r.refused, r.after, r.multiset, before(r.before))
 	}
-	fmt.Fprintf(&b, "%-24s %6d %8d %8d %9d %8d\n", "total", total.cases, total.refused, total.after, total.multiset, total.before)
+	fmt.Fprintf(&b, "%-24s %6d %8d %8d %9d %8s\n", "total", total.cases, total.refused, total.after, total.multiset, before(total.before))
 	t.Logf("agreement with mco-decide (after: mcorules.Decide, same refusal, action set, drain, reboot; multiset: of those, "+
 		"action multisets that differ; before: ndp's planner with the imported MachineConfiguration), %s:\n%s", elapsed.Round(time.Millisecond), b.String())
 	if *withBefore {
@@ -708,5 +714,41 @@ func TestMCOAgreement(t *testing.T) {
 		for _, e := range examples[n] {
 			t.Errorf("%s: %s", n, e)
 		}
+	}
+}
+
+// The comparison itself: what counts as agreement and what as a multiset
+// difference.
+func TestVerdictAgreement(t *testing.T) {
+	reload := verdict{Actions: []string{"Reload crio.service", "Restart kubelet.service"}}
+	for _, tc := range []struct {
+		name          string
+		a, b          verdict
+		agree, sameMS bool
+	}{
+		{"equal", reload, reload, true, true},
+		{"duplicates: the same set, another multiset", reload,
+			verdict{Actions: []string{"Reload crio.service", "Reload crio.service", "Restart kubelet.service"}}, true, false},
+		{"another action", reload, verdict{Actions: []string{"Reload crio.service"}}, false, false},
+		{"drain", reload, verdict{Actions: reload.Actions, Drain: true}, false, true},
+		{"reboot", verdict{Actions: []string{"Reboot"}, Drain: true}, verdict{Actions: []string{"Reboot"}, Drain: true, Reboot: true}, false, true},
+		{"refused both, whatever else", verdict{Refused: true}, verdict{Refused: true, Actions: []string{"None"}}, true, false},
+		{"refused one", verdict{Refused: true}, verdict{Actions: []string{"None"}}, false, false},
+		{"invalid one", verdict{Invalid: "bad"}, verdict{Actions: []string{"None"}}, false, false},
+	} {
+		if got := tc.a.agrees(tc.b); got != tc.agree {
+			t.Errorf("%s: agrees %t, want %t", tc.name, got, tc.agree)
+		}
+		if got := tc.b.agrees(tc.a); got != tc.agree {
+			t.Errorf("%s (swapped): agrees %t, want %t", tc.name, got, tc.agree)
+		}
+		if got := tc.a.sameMultiset(tc.b); got != tc.sameMS {
+			t.Errorf("%s: same multiset %t, want %t", tc.name, got, tc.sameMS)
+		}
+	}
+	// mcoTerms: Drain as the flag, Special as the reload it runs, None only alone.
+	got := mcoTerms(verdict{Actions: []string{"Drain", "None", "Special", "Special"}, Drain: true})
+	if want := (verdict{Actions: []string{"Reload crio.service"}, Drain: true}); !got.agrees(want) || !got.sameMultiset(want) {
+		t.Errorf("mcoTerms: %s", got)
 	}
 }
