@@ -16,7 +16,7 @@ BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
 .PHONY: image image-push install-manifests node-binaries cluster vm-image test-vm
-.PHONY: all build test test-go test-rego test-fuzz fuzz faults scale test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
+.PHONY: all build test test-go test-rego test-fuzz fuzz faults scale scale-mco test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
 
@@ -185,6 +185,19 @@ scale: build control-plane
 	{ KUBEBUILDER_ASSETS=$(BIN) NDP_CONTROLLER_BIN=$(BIN)/ndp-controller NDP_SCALE_NODES=$(SCALE_NODES) NDP_SCALE_REPORT=$(BIN)/scale.md \
 		$(GO) test -tags scale -run '^TestScale$$' -v -count 1 -timeout 60m ./test/scale/; echo $$? > $(BIN)/scale.rc; } 2>&1 | tee $(BIN)/scale.log
 	@exit $$(cat $(BIN)/scale.rc)
+
+MCO_REF ?= $(CURDIR)/../shared/mco-ref
+SCALE_MCO_RENDERED ?= 500
+
+## scale-mco: ndp beside the Machine Config Operator at a real cluster's size: SCALE_MCO_RENDERED rendered MachineConfigs
+## (default 500; real ones from MCO_REF/realconfigs, varied, a tenth grown to 300 KB..1.2 MB with CA bundles), 5 pools and
+## 25 nodes on one API server; peak RSS of the MCO's controllers (MCO_REF/mcc-ref) and of ndp-controller holding the same
+## objects, and p50/p99 of MachineConfig dry-runs through the API server to ndp's preview vs a no-op webhook, same run.
+## Figures in bin/scale-mco.md, the log in bin/scale-mco.log; about 5 minutes on 2 busy cores (docs/performance.md)
+scale-mco: build control-plane
+	{ KUBEBUILDER_ASSETS=$(BIN) NDP_CONTROLLER_BIN=$(BIN)/ndp-controller NDP_MCO_REF=$(MCO_REF) NDP_SCALE_MCO_RENDERED=$(SCALE_MCO_RENDERED) \
+		NDP_SCALE_REPORT=$(BIN)/scale-mco.md $(GO) test -tags scale -run '^TestScaleMCO$$' -v -count 1 -timeout 40m ./test/scale/; echo $$? > $(BIN)/scale-mco.rc; } 2>&1 | tee $(BIN)/scale-mco.log
+	@exit $$(cat $(BIN)/scale-mco.rc)
 
 ## compare: disruption avoided: ndp's plan for each change of examples/corpus/ vs MCO today and reboot on any change, in
 ## node-minutes for a 100-node pool (cost model at the top); fails naming any plan that drifts from the manifest

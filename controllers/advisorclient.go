@@ -102,6 +102,17 @@ func applyKind(obj runtime.ApplyConfiguration) (schema.GroupVersionKind, string,
 		}
 		return gv.WithKind(*t.GetKind()), name, err == nil
 	}
+	// client.ApplyConfigurationFromUnstructured: the unstructured object's
+	// own getters.
+	type unstructuredApply interface {
+		GetAPIVersion() string
+		GetKind() string
+		GetName() string
+	}
+	if u, ok := obj.(unstructuredApply); ok && u.GetAPIVersion() != "" && u.GetKind() != "" {
+		gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+		return gv.WithKind(u.GetKind()), u.GetName(), err == nil
+	}
 	return schema.GroupVersionKind{}, "", false
 }
 

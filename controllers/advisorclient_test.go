@@ -90,6 +90,9 @@ func TestAdvisorClientWritesOnlyNdpObjectsEventsAndLeases(t *testing.T) {
 		{"update the MachineConfiguration", func() error { return c.Update(ctx, mcfg()) }, "MachineConfiguration cluster (operator.openshift.io/v1)"},
 		{"delete an unstructured MachineConfig", func() error { return c.Delete(ctx, unstructuredMC()) }, "delete of MachineConfig rendered-worker-1"},
 		{"apply a Node", func() error { return c.Apply(ctx, corev1ac.Node("worker-a")) }, "apply of Node worker-a (v1)"},
+		{"apply an unstructured MachineConfig", func() error {
+			return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(unstructuredMC()))
+		}, "apply of MachineConfig rendered-worker-1"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +117,16 @@ func TestAdvisorClientWritesOnlyNdpObjectsEventsAndLeases(t *testing.T) {
 	}
 	if err := base.Get(ctx, client.ObjectKey{Name: "99-new"}, &ndpmcv1.MachineConfig{}); err == nil {
 		t.Errorf("the refused create reached the API server")
+	}
+
+	// An unstructured apply of ndp's own object passes the check (the
+	// fake client cannot apply, so the check is asked directly).
+	forecast := &unstructured.Unstructured{}
+	forecast.SetAPIVersion("ndp.dev/v1alpha1")
+	forecast.SetKind("UpdateForecast")
+	forecast.SetName("worker-a-b")
+	if err := c.(*advisorClient).checkApply("apply", client.ApplyConfigurationFromUnstructured(forecast)); err != nil {
+		t.Errorf("an unstructured apply of an UpdateForecast was refused: %v", err)
 	}
 
 	// ndp's own objects, Events and Leases are written; reads pass.

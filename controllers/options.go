@@ -41,10 +41,12 @@ func ClientOptions() client.Options {
 // DaemonSet through it (the MCO's daemon is watched by mcoguard's Guard),
 // and should one, the cache lists and watches only the MCO's daemon, by
 // name and namespace: ndp-controller's role may read no other DaemonSet,
-// and a cluster's DaemonSets are not cached for nothing. Every manager
+// and a cluster's DaemonSets are not cached for nothing. Objects are
+// cached without their managedFields, which nothing in ndp reads (an
+// update of a cached object leaves them to the API server). Every manager
 // that runs SetupWithManager must use it.
 func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&appsv1.DaemonSet{}: {
 			Namespaces: map[string]cache.Config{mcoguard.DaemonSetNamespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", mcoguard.DaemonSetName),

@@ -60,7 +60,8 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 func SetupAdvisorWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(engineOpts)
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
-		"policy": &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
+		"policy":   &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
+		"forecast": &ForecastReconciler{Client: mgr.GetClient(), Active: active},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

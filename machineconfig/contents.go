@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/vincent-petithory/dataurl"
 )
 
 // MaxDecodedFile bounds a decompressed file, so that a gzip bomb in a
@@ -25,15 +24,15 @@ func FileContents(cfg *Config, f *igntypes.File) ([]byte, error) {
 	fail := func(err error) error {
 		return &InputError{Object: cfg.Name, Field: fmt.Sprintf("spec.config.storage.files[path=%s].contents", f.Path), Err: err}
 	}
-	du, err := dataurl.DecodeString(src)
+	data, err := decodeDataURL(src)
 	if err != nil {
 		return nil, fail(fmt.Errorf("invalid data URL: %w", err))
 	}
 	switch comp := deref(f.Contents.Compression); comp {
 	case "":
-		return du.Data, nil
+		return data, nil
 	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(du.Data))
+		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return nil, fail(fmt.Errorf("invalid gzip data: %w", err))
 		}

@@ -125,8 +125,11 @@ func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer 
 		Active:     active,
 		configs:    render.NewConfigCache(512),
 		candidates: newBounded[string, *machineconfig.Config](64),
-		renders:    newBounded[string, *rendering](256),
-		plans:      newBounded[planKey, *planner.Plan](4096),
+		// A rendering holds a whole rendered config twice (JSON and
+		// parsed), up to a few MB in a real cluster: a repeated dry-run
+		// is answered from the answer cache, so few are kept.
+		renders: newBounded[string, *rendering](32),
+		plans:   newBounded[planKey, *planner.Plan](4096),
 	}
 }
 
@@ -402,8 +405,10 @@ func (p *Previewer) candidate(name string, mc *ndpmcv1.MachineConfig) (*machinec
 // given policy set; plans are kept by revision and configs, so a repeated
 // dry-run plans nothing again.
 func (p *Previewer) plan(ctx context.Context, pl *planner.Planner, pool *mcfgv1.MachineConfigPool, from, toKey string, toCfg *machineconfig.Config, single bool) (*planner.Plan, error) {
+	// The cache's own object, read only: a rendered config is large, and a
+	// copy per preview would only be thrown away.
 	var fromMC ndpmcv1.MachineConfig
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC); err != nil {
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: from}, &fromMC, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("MachineConfig %q, which nodes of pool %q run: %w", from, pool.Name, err)
 	}
 	key := planKey{revision: pl.Engine.Revision(), from: fromMC.UID, fromGen: fromMC.Generation, to: toKey, pool: pool.Name + "\x00" + labels.Set(pool.Labels).String(), single: single}

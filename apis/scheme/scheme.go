@@ -6,7 +6,9 @@ package scheme
 import (
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -16,7 +18,8 @@ import (
 
 // New returns a scheme with Kubernetes' own types, NodeDisruptionPolicy,
 // ndp's MachineConfig (with its status), MachineConfigPool, KubeletConfig,
-// ContainerRuntimeConfig and the image-mirror objects.
+// ContainerRuntimeConfig, the image-mirror objects, and what the advisor
+// reads of the MCO's: ControllerConfig and MachineConfiguration.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, ndpmcv1.AddToScheme, configv1.AddToScheme, operatorv1alpha1.AddToScheme} {
@@ -28,6 +31,11 @@ func New() *runtime.Scheme {
 	// but not its MachineConfig: ndp's own type (with the plan status) is
 	// registered for that kind.
 	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{},
-		&mcfgv1.KubeletConfig{}, &mcfgv1.KubeletConfigList{}, &mcfgv1.ContainerRuntimeConfig{}, &mcfgv1.ContainerRuntimeConfigList{})
+		&mcfgv1.KubeletConfig{}, &mcfgv1.KubeletConfigList{}, &mcfgv1.ContainerRuntimeConfig{}, &mcfgv1.ContainerRuntimeConfigList{},
+		&mcfgv1.ControllerConfig{}, &mcfgv1.ControllerConfigList{})
+	// The MCO's MachineConfiguration (its node disruption policies), read
+	// by the advisor.
+	s.AddKnownTypes(operatorv1.GroupVersion, &operatorv1.MachineConfiguration{}, &operatorv1.MachineConfigurationList{})
+	metav1.AddToGroupVersion(s, operatorv1.GroupVersion)
 	return s
 }

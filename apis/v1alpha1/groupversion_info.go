@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the ndp.dev/v1alpha1 API: NodeDisruptionPolicy, the
 // cluster resource that carries the rules deciding how a node applies a
-// configuration change.
+// configuration change, and UpdateForecast, the advisor's forecast of a
+// pool's pending update (what the MCO will do, and ndp's plan beside it).
 //
 // +kubebuilder:object:generate=true
 // +groupName=ndp.dev
@@ -24,7 +25,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &NodeDisruptionPolicy{}, &NodeDisruptionPolicyList{})
+	scheme.AddKnownTypes(GroupVersion, &NodeDisruptionPolicy{}, &NodeDisruptionPolicyList{}, &UpdateForecast{}, &UpdateForecastList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -143,7 +143,7 @@ const (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=ndp
+// +kubebuilder:resource:scope=Cluster,shortName=ndp,categories=ndp-all
 // +kubebuilder:printcolumn:name=Priority,JSONPath=.spec.priority,type=integer,description=Ties between equally specific claims go to the higher priority (unset is 100).
 // +kubebuilder:printcolumn:name=Rules,JSONPath=.status.rules,type=integer,description=Active declarative entries and Rego claims rules.
 // +kubebuilder:printcolumn:name=Accepted,JSONPath=.status.conditions[?(@.type=="Accepted")].status,type=string,description=Whether the current generation compiled and passed its tests.

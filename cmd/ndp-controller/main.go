@@ -47,6 +47,7 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderNS string
+		pprofAddr                        string
 		leaderElect                      bool
 		webhookPort                      int
 		certDir, selfSignedDir           string
@@ -61,6 +62,7 @@ func main() {
 	flag.DurationVar(&previewDeadline, "webhook-preview-deadline", 0, "deadline of one preview (default: 4s as executor, 2.5s as advisor, below the advisor webhooks' 3 s timeout)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling (empty, the default, disables them)")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that one replica acts at a time")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	// controller-runtime's defaults: a killed leader is replaced within
@@ -175,6 +177,7 @@ func main() {
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,
+		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              controllers.LeaderElectionID,
 		LeaderElectionNamespace:       leaderNS,

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/nodepool"
 )
 
@@ -153,6 +155,11 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 		return nil, fmt.Errorf("listing MachineConfigNodes: %w", err)
 	}
 
+	forecasts, err := listForecasts(ctx, c, warn)
+	if err != nil {
+		return nil, err
+	}
+
 	pools := poolList.Items
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
 	want := map[string]bool{}
@@ -208,10 +215,14 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 			}
 			pr.Nodes = append(pr.Nodes, nr)
 		}
+		pr.Forecasts = forecasts[p.Name]
+		if pr.Forecasts == nil {
+			pr.Forecasts = []ForecastReport{}
+		}
 		report.Pools = append(report.Pools, pr)
 	}
 	if len(want) == 0 {
-		none := PoolReport{Name: NoPool, Conditions: []ConditionReport{}, Nodes: []NodeReport{}}
+		none := PoolReport{Name: NoPool, Conditions: []ConditionReport{}, Nodes: []NodeReport{}, Forecasts: []ForecastReport{}}
 		for j := range nodes {
 			if primary[nodes[j].Name] != "" {
 				continue
@@ -243,6 +254,7 @@ func poolReport(p *mcfgv1.MachineConfigPool) PoolReport {
 		DegradedMachineCount:    p.Status.DegradedMachineCount,
 		Conditions:              []ConditionReport{},
 		Nodes:                   []NodeReport{},
+		Forecasts:               []ForecastReport{},
 	}
 	for _, c := range p.Status.Conditions {
 		pr.Conditions = append(pr.Conditions, ConditionReport{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
@@ -308,4 +320,103 @@ func (cc *configCache) get(ctx context.Context, name string) (*ndpmcv1.MachineCo
 	}
 	cc.got[name] = mc
 	return mc, nil
+}
+
+// listForecasts reads the UpdateForecasts ndp's advisor writes, by pool:
+// the pending first (by from and to), then the past ones, newest first.
+// A cluster without the API (ndp not in advisor mode, an older install)
+// has none.
+func listForecasts(ctx context.Context, c client.Reader, warn func(string)) (map[string][]ForecastReport, error) {
+	var list v1alpha1.UpdateForecastList
+	switch err := c.List(ctx, &list); {
+	case err == nil:
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return nil, nil
+	case apierrors.IsForbidden(err):
+		warn("cannot list UpdateForecasts, forecasts are not shown: " + err.Error())
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("listing UpdateForecasts: %w", err)
+	}
+	items := list.Items
+	pending := func(f *v1alpha1.UpdateForecast) bool {
+		return f.Status.State == v1alpha1.ForecastPending || f.Status.State == ""
+	}
+	since := func(f *v1alpha1.UpdateForecast) metav1.Time {
+		if c := meta.FindStatusCondition(f.Status.Conditions, v1alpha1.ForecastConditionCurrent); c != nil {
+			return c.LastTransitionTime
+		}
+		return f.CreationTimestamp
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := &items[i], &items[j]
+		if pa, pb := pending(a), pending(b); pa != pb {
+			return pa
+		}
+		if !pending(a) {
+			if ta, tb := since(a), since(b); !ta.Equal(&tb) {
+				return tb.Before(&ta)
+			}
+		}
+		if a.Spec.From != b.Spec.From {
+			return a.Spec.From < b.Spec.From
+		}
+		return a.Spec.To < b.Spec.To
+	})
+	out := map[string][]ForecastReport{}
+	for i := range items {
+		out[items[i].Spec.Pool] = append(out[items[i].Spec.Pool], forecastReport(&items[i]))
+	}
+	return out, nil
+}
+
+func forecastReport(f *v1alpha1.UpdateForecast) ForecastReport {
+	s := f.Status
+	r := ForecastReport{Name: f.Name, From: f.Spec.From, To: f.Spec.To, State: string(s.State), NodeCount: s.NodeCount, Nodes: s.Nodes}
+	if r.State == "" {
+		r.State = string(v1alpha1.ForecastPending)
+	}
+	if r.Nodes == nil {
+		r.Nodes = []string{}
+	}
+	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ForecastConditionReady); c != nil {
+		r.Ready = ConditionReport{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+	}
+	if m := s.MCO; m != nil {
+		side := &ForecastPlanReport{Actions: forecastActions(m.Actions), Drain: m.Drain, Reboot: m.Reboot, Refused: m.Refused, Error: m.Error, Rules: []ForecastRuleReport{}}
+		for _, rule := range m.Rules {
+			side.Rules = append(side.Rules, ForecastRuleReport{Change: rule.Change, By: rule.Rule, Actions: forecastActions(rule.Actions)})
+		}
+		if src := m.PolicySource; src != nil {
+			side.Policies = src.From
+			if src.Stale {
+				side.Policies += fmt.Sprintf(" (stale: generation %d, observed %d)", src.Generation, src.ObservedGeneration)
+			}
+		}
+		r.MCO = side
+	}
+	if n := s.NDP; n != nil {
+		side := &ForecastPlanReport{Actions: forecastActions(n.Actions), Drain: n.Drain, Reboot: n.Reboot, Refused: n.Unreconcilable, Rules: []ForecastRuleReport{}, Policies: n.PolicyRevision}
+		for _, rule := range n.Rules {
+			by := "policy " + rule.Policy
+			if rule.Policy == "(none)" {
+				by = "no policy"
+			}
+			side.Rules = append(side.Rules, ForecastRuleReport{Change: rule.Change, By: by, Actions: forecastActions(rule.Actions)})
+		}
+		r.NDP = side
+	}
+	return r
+}
+
+func forecastActions(as []v1alpha1.ForecastAction) []string {
+	out := make([]string, 0, len(as))
+	for _, a := range as {
+		if a.Service != "" {
+			out = append(out, a.Type+" "+a.Service)
+			continue
+		}
+		out = append(out, a.Type)
+	}
+	return out
 }

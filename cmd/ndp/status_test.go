@@ -172,7 +172,7 @@ func statusMCN(node, desired string, conds ...string) *mcfgv1.MachineConfigNode 
 // fakeCluster is a worker pool rolling out a chronyd restart: one node
 // done, one draining, one degraded, one waiting for its turn; a node in
 // no pool.
-func fakeCluster(t *testing.T) client.Reader {
+func fakeCluster(t *testing.T, extra ...client.Object) client.Reader {
 	t.Helper()
 	s := scheme.New()
 	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigNode{}, &mcfgv1.MachineConfigNodeList{})
@@ -202,12 +202,12 @@ func fakeCluster(t *testing.T) client.Reader {
 		statusMCN("worker-1", cfgB, "UpdatePrepared=T/PlanVerified", "Cordoned=T/Cordoned", "Drained=U/WaitingForPods:attempt 3: 1 pods still to evict (shop/web-0): Cannot evict pod", "AppliedFiles=F/Pending"),
 		statusMCN("worker-2", cfgB, "UpdatePrepared=T/PlanVerified", "NodeDegraded=T/StepFailed:"+degradedReason),
 	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, extra...)...).Build()
 }
 
-func withFakeCluster(t *testing.T) {
+func withFakeCluster(t *testing.T, extra ...client.Object) {
 	t.Helper()
-	c := fakeCluster(t)
+	c := fakeCluster(t, extra...)
 	old := newStatusClient
 	newStatusClient = func(*statusOptions) (client.Reader, error) { return c, nil }
 	t.Cleanup(func() { newStatusClient = old })

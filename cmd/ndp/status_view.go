@@ -43,6 +43,54 @@ type PoolReport struct {
 	// Conditions are status.conditions of the pool.
 	Conditions []ConditionReport `json:"conditions"`
 	Nodes      []NodeReport      `json:"nodes"`
+	// Forecasts are the pool's UpdateForecasts (ndp's advisor beside the
+	// MCO): the pending ones first, then the past ones, newest first.
+	Forecasts []ForecastReport `json:"forecasts"`
+}
+
+// ForecastReport is one UpdateForecast: nodes of the pool moving From →
+// To, what the MCO will do and ndp's plan beside it.
+type ForecastReport struct {
+	Name string `json:"name"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	// State is Pending, Superseded or Completed.
+	State     string   `json:"state"`
+	NodeCount int32    `json:"nodeCount"`
+	Nodes     []string `json:"nodes"`
+	// MCO is the MCO's decision, NDP ndp's plan; absent when not known
+	// (Ready says why).
+	MCO *ForecastPlanReport `json:"mco,omitempty"`
+	NDP *ForecastPlanReport `json:"ndp,omitempty"`
+	// Ready is the forecast's Ready condition.
+	Ready ConditionReport `json:"ready"`
+}
+
+// ForecastPlanReport is one side of a forecast.
+type ForecastPlanReport struct {
+	// Actions as administrators read them: "Reboot", "Restart chronyd.service".
+	Actions []string `json:"actions"`
+	Drain   bool     `json:"drain"`
+	Reboot  bool     `json:"reboot"`
+	// Refused: why the MCO refuses the update, or why ndp finds it
+	// unreconcilable.
+	Refused []string `json:"refused,omitempty"`
+	// Error: why the MCO's daemon fails the update after deciding it.
+	Error string `json:"error,omitempty"`
+	// Rules: each change and what decided it (the MCO's rule, or ndp's
+	// NodeDisruptionPolicy).
+	Rules []ForecastRuleReport `json:"rules"`
+	// Policies: where the MCO's policies came from ("status", "spec
+	// (stale: generation 3, observed 2)", "defaults"); ndp's policy
+	// revision.
+	Policies string `json:"policies,omitempty"`
+}
+
+// ForecastRuleReport is one change and what decided it.
+type ForecastRuleReport struct {
+	Change  string   `json:"change"`
+	By      string   `json:"by"`
+	Actions []string `json:"actions"`
 }
 
 // ConditionReport is one condition, without its timestamps.
@@ -345,6 +393,7 @@ func writeStatusText(w io.Writer, r *StatusReport) error {
 		if len(details) > 0 {
 			b.WriteString("Details:\n" + strings.Join(details, "\n") + "\n")
 		}
+		writeForecastsText(&b, p)
 		if _, err := io.WriteString(w, b.String()); err != nil {
 			return err
 		}
@@ -405,4 +454,62 @@ func maxUnavailableString(p *mcfgv1.MachineConfigPool) string {
 		return "1"
 	}
 	return p.Spec.MaxUnavailable.String()
+}
+
+// maxForecastRules bounds the rules the text shows per side of a
+// forecast; -o json|yaml has them all.
+const maxForecastRules = 5
+
+// writeForecastsText prints the pool's forecasts: each move with its
+// nodes, the MCO's decision and ndp's plan, and the rules behind them.
+func writeForecastsText(b *strings.Builder, p PoolReport) {
+	if len(p.Forecasts) == 0 {
+		return
+	}
+	b.WriteString("Forecasts (the MCO's update, and ndp's plan beside it):\n")
+	for _, f := range p.Forecasts {
+		nodes := "1 node"
+		if f.NodeCount != 1 {
+			nodes = fmt.Sprintf("%d nodes", f.NodeCount)
+		}
+		state := ""
+		if f.State != "Pending" {
+			state = ", " + strings.ToLower(f.State)
+		}
+		fmt.Fprintf(b, "  %s -> %s (%s%s)\n", shortConfig(p.Name, f.From), shortConfig(p.Name, f.To), nodes, state)
+		writeForecastSide(b, "MCO", f.MCO)
+		writeForecastSide(b, "ndp", f.NDP)
+		if f.Ready.Status != "True" && f.Ready.Reason != "" {
+			msg := f.Ready.Message
+			if len(msg) > maxStepWidth*2 {
+				msg = msg[:maxStepWidth*2-3] + "..."
+			}
+			fmt.Fprintf(b, "    not ready: %s: %s\n", f.Ready.Reason, msg)
+		}
+	}
+}
+
+func writeForecastSide(b *strings.Builder, who string, s *ForecastPlanReport) {
+	if s == nil {
+		fmt.Fprintf(b, "    %s: unknown\n", who)
+		return
+	}
+	what := briefPlan(&PlanReport{Actions: s.Actions, Drain: s.Drain})
+	if len(s.Refused) > 0 {
+		what = "refused: " + strings.Join(s.Refused, "; ")
+	}
+	if s.Error != "" {
+		what = "fails: " + s.Error
+	}
+	if s.Policies != "" {
+		what += " [policies: " + s.Policies + "]"
+	}
+	fmt.Fprintf(b, "    %s: %s\n", who, what)
+	for i, r := range s.Rules {
+		if i == maxForecastRules {
+			fmt.Fprintf(b, "      ... %d more (-o yaml)\n", len(s.Rules)-i)
+			break
+		}
+		fmt.Fprintf(b, "      %s: %s (%s)\n", r.Change, r.By, strings.Join(r.Actions, ", "))
+	}
 }

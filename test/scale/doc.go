@@ -14,4 +14,11 @@
 //
 // NDP_SCALE_NODES and NDP_SCALE_POOLS choose the size (default 1000 and 5);
 // see config in scale_test.go for the rest.
+//
+// TestScaleMCO (make scale-mco, mco_test.go) measures ndp beside the
+// Machine Config Operator at a real cluster's size: 500 rendered
+// MachineConfigs of 150 KB to 1.2 MB built from ../shared/mco-ref's real
+// ones, the MCO's controllers (mcc-ref) and ndp-controller holding them,
+// their peak memory, and preview latency against a no-op webhook; see
+// mcoConfig for its settings.
 package scale
