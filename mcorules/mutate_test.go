@@ -1061,7 +1061,7 @@ var policyPool = func() []*policyCfg {
 	return l
 }()
 
-// yaml is the MachineConfiguration, as JSON (which is YAML).
+// document is the MachineConfiguration "cluster", as JSON (which is YAML).
 func (p *policyCfg) document() []byte {
 	ndp := obj{}
 	entries := func(es []policyEntry, key string) []any {
