@@ -77,7 +77,8 @@ test-fuzz:
 
 ## fuzz: every fuzz target for FUZZTIME_LONG each, one after another: MachineConfig/Ignition diffing and planning,
 ## registries.conf parsing, NodeDisruptionPolicy decoding, the daemon's plan and journal decoding (its Sync on a
-## temporary host root), Ignition parsing and the differential test. Seeds and kept crashers are in <pkg>/testdata/fuzz
+## temporary host root), Ignition parsing, the differential test and the MCO agreement (mcorules.Decide against
+## ../shared/mco-ref/mco-decide on a real config and a mutation sequence; skipped without the tool). Seeds and kept crashers are in <pkg>/testdata/fuzz
 ## (plain `go test` replays them); what a run finds is kept in the Go cache. FUZZMINIMIZETIME bounds the minimizing
 ## of each new input (the daemon's target is slow: at Go's default of 60s, minimizing would take most of the run)
 fuzz:
@@ -87,6 +88,22 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDaemonPlan$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./machineconfig/
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
+	$(GO) test -run '^$$' -fuzz '^FuzzMCOAgreement$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mcorules/
+
+## mco-agreement: the MCO agreement test's recording (mcorules/testdata/agreement/): every generated case (10,400 seeded
+## mutations of the real rendered configs, MachineConfiguration policies, real pairs) run live through
+## ../shared/mco-ref/mco-decide, the MCO daemon's own code (about 15 minutes on 2 cores); prints per-class agreement of
+## mcorules.Decide (after) and of ndp's planner with the imported MachineConfiguration (before). `make test` checks the
+## recording and re-runs a sample live; re-record after changing the generator (mcorules/mutate_test.go). Verdicts are
+## also kept by input digest in bin/mco-agreement.resume, so an interrupted run resumes (delete it when mco-decide
+## changes); MCO_AGREEMENT_WORKERS sets the cases run at once (default: GOMAXPROCS)
+MCO_AGREEMENT_WORKERS ?= 0
+.PHONY: mco-agreement
+mco-agreement:
+	@mkdir -p $(BIN)
+	$(GO) test -run '^TestMCOAgreement$$' -count 1 -timeout 180m -v ./mcorules/ -args -update -agreement.before \
+		-agreement.workers $(MCO_AGREEMENT_WORKERS) -agreement.resume $(BIN)/mco-agreement.resume 2>&1 | \
+		grep -v -E '^=== RUN'
 
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio, and vs the floor (a
 ## plain encoding/json decode of both documents into the Ignition types), with plan ÷ floor; plan time with
