@@ -247,10 +247,15 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		{"reads its DaemonSet (the drain checks DaemonSet pods' owners)", func(ctx context.Context) error {
 			return d.Get(ctx, client.ObjectKey{Namespace: "ndp-system", Name: "ndp-daemon"}, &appsv1.DaemonSet{})
 		}, allowed},
-		{"looks for the Machine Config Operator (its ClusterOperator and DaemonSet)", func(ctx context.Context) error {
-			_, err := mcoguard.Observe(ctx, d, nil)
-			return err
+		{"watches for the Machine Config Operator (lists its ClusterOperator and DaemonSet by name, as mcoguard.Guard)", func(ctx context.Context) error {
+			if err := d.List(ctx, &configv1.ClusterOperatorList{}, client.MatchingFields{"metadata.name": mcoguard.ClusterOperatorName}); err != nil {
+				return err
+			}
+			return d.List(ctx, &appsv1.DaemonSetList{}, client.InNamespace(mcoguard.DaemonSetNamespace), client.MatchingFields{"metadata.name": mcoguard.DaemonSetName})
 		}, allowed},
+		{"lists every ClusterOperator", func(ctx context.Context) error {
+			return d.List(ctx, &configv1.ClusterOperatorList{})
+		}, byRBAC(`list resource "clusteroperators"`)},
 		{"reads another ClusterOperator", func(ctx context.Context) error {
 			return d.Get(ctx, client.ObjectKey{Name: "ndp"}, &configv1.ClusterOperator{})
 		}, byRBAC(`get resource "clusteroperators"`)},

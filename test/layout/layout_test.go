@@ -62,7 +62,11 @@ func TestOnlyThePlannerLinksOPA(t *testing.T) {
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	linkers := map[string]bool{}
 	for _, p := range opaLinkers {
