@@ -159,11 +159,10 @@ func (p *Previewer) renderMCO(ctx context.Context, view *render.PoolView, overri
 	if err != nil {
 		return nil, &InvalidChangeError{err}
 	}
-	cfg, err := machineconfig.New(merged.Name, merged.Spec)
+	cfg, err := merged.Config()
 	if err != nil {
 		return nil, &InvalidChangeError{fmt.Errorf("the rendered config of pool %q would be invalid: %w", pool.Name, err)}
 	}
-	cfg.Sources = merged.Sources
 	r := &rendering{Rendered: merged, config: cfg}
 	p.renders.put(key, r)
 	return r, nil
