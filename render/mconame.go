@@ -19,18 +19,44 @@ import (
 // (int, int64, uint64, float64, else a string); the maps and lists are
 // the same, and go-yaml's encoder writes them alike (keys sorted).
 // TestMCOYAMLIsSigsYAML holds the two to the same bytes.
+//
+// spec.config, nearly all of the spec, is decoded from its raw JSON as it
+// is rather than encoded again (compacted) within the spec first.
 func mcoYAML(spec mcfgv1.MachineConfigSpec) ([]byte, error) {
+	raw := spec.Config.Raw
+	spec.Config.Raw = nil
 	j, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
+	v, err := decodeNumbers(j)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > 0 {
+		m, ok := v.(map[string]any)
+		if _, has := m["config"]; !ok || !has {
+			return nil, fmt.Errorf("no config in the encoded spec")
+		}
+		if m["config"], err = decodeNumbers(raw); err != nil {
+			return nil, fmt.Errorf("spec.config: %w", err)
+		}
+	}
+	return yamlv2.Marshal(yamlNumbers(v))
+}
+
+// decodeNumbers decodes one JSON value, numbers as json.Number.
+func decodeNumbers(j []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("decoding its own JSON: %w", err)
 	}
-	return yamlv2.Marshal(yamlNumbers(v))
+	if dec.More() {
+		return nil, fmt.Errorf("decoding its own JSON: more than one value")
+	}
+	return v, nil
 }
 
 // yamlNumbers replaces, in place, each json.Number by the value go-yaml's

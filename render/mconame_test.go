@@ -21,6 +21,8 @@ func TestMCOYAMLIsSigsYAML(t *testing.T) {
 		`"b":[true,false,null],"m":{"z":1,"a":{"10":1,"9":2,"b":[]},"A":{}}}`
 	specs["odd"] = mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(odd)}, OSImageURL: "quay.io/x@sha256:0", KernelArguments: []string{"a=1", "2"}, Extensions: []string{"usbguard"}, FIPS: true, KernelType: "realtime"}
 	specs["empty"] = mcfgv1.MachineConfigSpec{}
+	specs["null config"] = mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte("null")}}
+	specs["indented config"] = mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte("{\n  \"ignition\": {\"version\": \"3.5.0\"},\n  \"x\": [ 1 , 2.0 ]\n}\n")}}
 	dir := ""
 	for _, d := range []string{os.Getenv("NDP_MCO_REF"), "../../shared/mco-ref", "/work/shared/mco-ref"} {
 		if _, err := os.Stat(filepath.Join(d, "realconfigs")); d != "" && err == nil {
