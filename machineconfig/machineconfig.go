@@ -161,6 +161,19 @@ func New(name string, spec mcfgv1.MachineConfigSpec) (*Config, error) {
 	return cfg, nil
 }
 
+// FromIgnition is New for a spec whose spec.config is the encoding of ign,
+// an Ignition config of the newest version (a rendering ndp merged): it
+// validates ign as New validates what it parses, but does not decode the
+// JSON again. An invalid ign gets New's error, with Ignition's report.
+// The result equals New's but for empty lists, which New's decoding would
+// leave nil (TestFromIgnitionIsNew).
+func FromIgnition(name string, spec mcfgv1.MachineConfigSpec, ign igntypes.Config) (*Config, error) {
+	if ign.Ignition.Version != igntypes.MaxVersion.String() || !valid(&ign) {
+		return New(name, spec)
+	}
+	return &Config{Name: name, Spec: spec, Ignition: ign}, nil
+}
+
 // parseIgnition is ign.ParseCompatibleVersion without the vcontext tree:
 // the same steps (encoding/json into the spec version's types, Ignition's
 // validation, translation to 3.5) minus the JSON position tree Ignition builds

@@ -9,7 +9,6 @@ import (
 	clarketmjson "github.com/clarketm/json"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/machineconfig"
 )
@@ -113,13 +112,13 @@ func MergeMCO(pool string, sources []Source, base MCOBase) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rendered{Name: name, Spec: m.spec, Sources: m.origin, SectionSources: m.sections}, nil
+	return &Rendered{Name: name, Spec: m.spec, Sources: m.origin, SectionSources: m.sections, ignition: &m.ignition}, nil
 }
 
 // MCOName is the name the MCO's render controller gives pool's rendered
 // config of spec.
 func MCOName(pool string, spec mcfgv1.MachineConfigSpec) (string, error) {
-	data, err := yaml.Marshal(spec)
+	data, err := mcoYAML(spec)
 	if err != nil {
 		return "", fmt.Errorf("MachineConfigPool %q: encoding the rendered spec: %w", pool, err)
 	}

@@ -69,6 +69,27 @@ type Rendered struct {
 	// ("spec.config.storage.disks", "spec.fips"...) to the MachineConfigs
 	// that set them, so that an error can name the culprit.
 	SectionSources map[string][]string
+	// ignition is the merged Ignition config Spec.Config encodes, for
+	// Config; nil in a Rendered made elsewhere.
+	ignition *igntypes.Config
+}
+
+// Config is the rendering parsed and validated as machineconfig.New would
+// (with its Sources), without decoding Spec.Config again when the merged
+// Ignition config is at hand.
+func (r *Rendered) Config() (*machineconfig.Config, error) {
+	var cfg *machineconfig.Config
+	var err error
+	if r.ignition != nil {
+		cfg, err = machineconfig.FromIgnition(r.Name, r.Spec, *r.ignition)
+	} else {
+		cfg, err = machineconfig.New(r.Name, r.Spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sources = r.Sources
+	return cfg, nil
 }
 
 // Order sorts sources as the MCO's MergeMachineConfigs does

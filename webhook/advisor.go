@@ -56,7 +56,8 @@ type MCOGroup struct {
 	Nodes    int
 	Decision *mcorules.Decision
 	// NDP is ndp's own plan for the same pair with the active policy set,
-	// nil when there is none yet.
+	// nil when there is none yet or the MCO's decision is to do nothing
+	// (ndpCanBeLess).
 	NDP *planner.Plan
 }
 
@@ -159,11 +160,10 @@ func (p *Previewer) renderMCO(ctx context.Context, view *render.PoolView, overri
 	if err != nil {
 		return nil, &InvalidChangeError{err}
 	}
-	cfg, err := machineconfig.New(merged.Name, merged.Spec)
+	cfg, err := merged.Config()
 	if err != nil {
 		return nil, &InvalidChangeError{fmt.Errorf("the rendered config of pool %q would be invalid: %w", pool.Name, err)}
 	}
-	cfg.Sources = merged.Sources
 	r := &rendering{Rendered: merged, config: cfg}
 	p.renders.put(key, r)
 	return r, nil
@@ -212,9 +212,10 @@ func (p *Previewer) PreviewMCO(ctx context.Context, pool *mcfgv1.MachineConfigPo
 			return nil, fmt.Errorf("the MCO's decision from %s to %s: %w", from, r.Name, err)
 		}
 		g := MCOGroup{From: from, Nodes: counts[from], Decision: d}
-		if pl := p.Active.Planner(); pl != nil {
+		if pl := p.Active.Planner(); pl != nil && ndpCanBeLess(d) {
 			// ndp's own plan is a comparison only: without it, the MCO's
-			// decision still stands.
+			// decision still stands; where the MCO does nothing, ndp
+			// cannot do less, and planning would be wasted.
 			if plan, err := p.plan(ctx, pl, pool, from, r.Name, r.config, st.single); err == nil {
 				g.NDP = plan
 			}

@@ -282,6 +282,13 @@ func (pp *MCOPreview) Warning() string {
 	return b.String()
 }
 
+// ndpCanBeLess says whether ndp's plan could be less disruptive than the
+// MCO's decision d, the only case where NDPWarning uses it: not when the
+// MCO does nothing at all. The previews skip planning otherwise.
+func ndpCanBeLess(d *mcorules.Decision) bool {
+	return d != nil && mcoDisruption(d) > 0
+}
+
 // NDPWarning is the second line, when ndp's own policies would plan less
 // disruption than the MCO for some group: ndp's plan, and the
 // MachineConfiguration entries that get it from the MCO, or why the MCO's

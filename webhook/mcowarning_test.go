@@ -246,6 +246,33 @@ func TestNDPWarning(t *testing.T) {
 	}
 }
 
+// Where ndpCanBeLess is false the previews do not plan: NDPWarning would
+// say nothing for any plan, even the least disruptive.
+func TestNDPCanBeLess(t *testing.T) {
+	least := &planner.Plan{}
+	for _, tc := range []struct {
+		name string
+		d    *mcorules.Decision
+		want bool
+	}{
+		{"nothing", &mcorules.Decision{}, false},
+		{"none action", &mcorules.Decision{Actions: []mcorules.Action{{Type: operatorv1.NoneStatusAction}}}, false},
+		{"a restart", &mcorules.Decision{Actions: []mcorules.Action{restart("chronyd.service")}}, true},
+		{"a drain", &mcorules.Decision{Actions: []mcorules.Action{{Type: operatorv1.DrainStatusAction}}, Drain: true}, true},
+		{"a reboot", &mcorules.Decision{Actions: []mcorules.Action{reboot}, Drain: true, Reboot: true}, true},
+		{"refused", &mcorules.Decision{Refused: []string{"a change the daemon refuses"}}, true},
+		{"no decision", nil, false},
+	} {
+		if got := ndpCanBeLess(tc.d); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		pp := MCOPreview{Pool: "worker", Nodes: 1, Groups: []MCOGroup{{From: "a", Nodes: 1, Decision: tc.d, NDP: least}}}
+		if line := pp.NDPWarning(func(string) (policy.Policy, bool) { return policy.Policy{}, false }); line != "" && !ndpCanBeLess(tc.d) {
+			t.Errorf("%s: NDPWarning %q where no plan is made", tc.name, line)
+		}
+	}
+}
+
 func TestPendingText(t *testing.T) {
 	rb := &mcorules.Decision{Actions: []mcorules.Action{reboot}, Drain: true, Reboot: true}
 	rs := &mcorules.Decision{Actions: []mcorules.Action{restart("chronyd.service")}}

@@ -203,12 +203,22 @@ func decode(cfg *machineconfig.Config, f *igntypes.File) (*decoded, error) {
 		}
 		return &decoded{digest: id, remote: true}, nil
 	}
+	key := sourceKey{src, deref(f.Contents.Compression)}
+	if len(src) >= bigContents {
+		if d, ok := bigDecoded.get(key); ok {
+			return d, nil
+		}
+	}
 	data, err := fileContents(cfg, f)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	return &decoded{digest: "sha256:" + hex.EncodeToString(sum[:]), data: data}, nil
+	d := &decoded{digest: "sha256:" + hex.EncodeToString(sum[:]), data: data}
+	if len(src) >= bigContents {
+		bigDecoded.put(key, d)
+	}
+	return d, nil
 }
 
 func fileContents(cfg *machineconfig.Config, f *igntypes.File) ([]byte, error) {
