@@ -11,7 +11,6 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -114,42 +113,13 @@ func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
 // as the MCO's render controller does.
 func (p *Previewer) renderMCO(ctx context.Context, view *render.PoolView, overrides Overrides, base render.MCOBase) (*rendering, error) {
 	pool := view.Pool
-	sel, err := view.MachineConfigSelector()
+	sources, key, err := p.sources(ctx, view, overrides)
 	if err != nil {
 		return nil, err
 	}
-	mcs, err := view.Sources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var sources []render.Source
-	ids := []string{"mco", base.OSImageURL, base.BaseOSExtensionsContainerImage}
-	for _, mc := range mcs {
-		if _, overridden := overrides[mc.Name]; overridden {
-			continue
-		}
-		cfg, err := p.configs.Get(mc)
-		if err != nil {
-			return nil, fmt.Errorf("MachineConfig %q already in the cluster is invalid: %w", mc.Name, err)
-		}
-		sources = append(sources, render.SourceOf(mc, cfg))
-		ids = append(ids, fmt.Sprintf("%s/%s/%d", mc.Name, mc.UID, mc.Generation))
-	}
-	for name, mc := range overrides {
-		if mc == nil || !sel.Matches(labels.Set(mc.Labels)) {
-			continue
-		}
-		cfg, digest, err := p.candidate(name, mc)
-		if err != nil {
-			return nil, err
-		}
-		src := render.SourceOf(mc, cfg)
-		src.Name = name
-		sources = append(sources, src)
-		ids = append(ids, name+"@"+digest)
-	}
-	sort.Strings(ids[3:])
-	key := pool.Name + "\x00" + strings.Join(ids, "\x00")
+	// The MCO's render starts from its ControllerConfig's images: they are
+	// part of what the rendering depends on.
+	key = strings.Join([]string{"mco", base.OSImageURL, base.BaseOSExtensionsContainerImage, key}, "\x00")
 	if r, ok := p.renders.get(key); ok {
 		return r, nil
 	}

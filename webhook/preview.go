@@ -353,44 +353,10 @@ func (p *Previewer) singleNode(ctx context.Context) (bool, error) {
 // render merges the pool's MachineConfigs, with the overrides in place.
 func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides Overrides) (*rendering, error) {
 	pool := view.Pool
-	sel, err := view.MachineConfigSelector()
+	sources, key, err := p.sources(ctx, view, overrides)
 	if err != nil {
 		return nil, err
 	}
-	mcs, err := view.Sources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var sources []render.Source
-	var ids []string // what the rendering depends on, for its cache key
-	for _, mc := range mcs {
-		if _, overridden := overrides[mc.Name]; overridden {
-			continue
-		}
-		cfg, err := p.configs.Get(mc)
-		if err != nil {
-			// The render controller reports an invalid MachineConfig
-			// already in the cluster; it must not hide the preview.
-			return nil, fmt.Errorf("MachineConfig %q already in the cluster is invalid: %w", mc.Name, err)
-		}
-		sources = append(sources, render.SourceOf(mc, cfg))
-		ids = append(ids, fmt.Sprintf("%s/%s/%d", mc.Name, mc.UID, mc.Generation))
-	}
-	for name, mc := range overrides {
-		if mc == nil || !sel.Matches(labels.Set(mc.Labels)) {
-			continue
-		}
-		cfg, digest, err := p.candidate(name, mc)
-		if err != nil {
-			return nil, err
-		}
-		src := render.SourceOf(mc, cfg)
-		src.Name = name
-		sources = append(sources, src)
-		ids = append(ids, name+"@"+digest)
-	}
-	sort.Strings(ids)
-	key := pool.Name + "\x00" + strings.Join(ids, "\x00")
 	if r, ok := p.renders.get(key); ok {
 		return r, nil
 	}
@@ -409,6 +375,51 @@ func (p *Previewer) render(ctx context.Context, view *render.PoolView, overrides
 	r := &rendering{Rendered: merged, config: cfg}
 	p.renders.put(key, r)
 	return r, nil
+}
+
+// sources are the pool's MachineConfigs with the overrides in place, parsed
+// (from the config cache, or as candidates), and the cache key of their
+// rendering: every source's identity (name, UID and generation, or a
+// candidate's digest), sorted.
+func (p *Previewer) sources(ctx context.Context, view *render.PoolView, overrides Overrides) ([]render.Source, string, error) {
+	sel, err := view.MachineConfigSelector()
+	if err != nil {
+		return nil, "", err
+	}
+	mcs, err := view.Sources(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var sources []render.Source
+	var ids []string
+	for _, mc := range mcs {
+		if _, overridden := overrides[mc.Name]; overridden {
+			continue
+		}
+		cfg, err := p.configs.Get(mc)
+		if err != nil {
+			// The render controller reports an invalid MachineConfig
+			// already in the cluster; it must not hide the preview.
+			return nil, "", fmt.Errorf("MachineConfig %q already in the cluster is invalid: %w", mc.Name, err)
+		}
+		sources = append(sources, render.SourceOf(mc, cfg))
+		ids = append(ids, fmt.Sprintf("%s/%s/%d", mc.Name, mc.UID, mc.Generation))
+	}
+	for name, mc := range overrides {
+		if mc == nil || !sel.Matches(labels.Set(mc.Labels)) {
+			continue
+		}
+		cfg, digest, err := p.candidate(name, mc)
+		if err != nil {
+			return nil, "", err
+		}
+		src := render.SourceOf(mc, cfg)
+		src.Name = name
+		sources = append(sources, src)
+		ids = append(ids, name+"@"+digest)
+	}
+	sort.Strings(ids)
+	return sources, view.Pool.Name + "\x00" + strings.Join(ids, "\x00"), nil
 }
 
 // candidate parses a MachineConfig that is not in the cluster (yet), keyed
