@@ -43,6 +43,7 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcoimport"
 	"github.com/ndp-dev/ndp/mcorules"
@@ -132,9 +133,14 @@ type recordingHeader struct {
 	Took      string `json:"took"`
 }
 
-// mcoDecide is the reference tool, "" when absent.
+// mcoDecide is the reference tool ($NDP_MCO_DECIDE, else mco-decide in
+// testkit.MCORef), "" when absent.
 func mcoDecide() string {
-	for _, p := range []string{os.Getenv("NDP_MCO_DECIDE"), "../../shared/mco-ref/mco-decide", "/work/shared/mco-ref/mco-decide"} {
+	candidates := []string{os.Getenv("NDP_MCO_DECIDE")}
+	if ref := testkit.MCORef(); ref != "" {
+		candidates = append(candidates, filepath.Join(ref, "mco-decide"))
+	}
+	for _, p := range candidates {
 		if p == "" {
 			continue
 		}

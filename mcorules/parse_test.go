@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
 )
 
@@ -77,10 +78,9 @@ func TestParseKeepsIgnitionsNilAndEmpty(t *testing.T) {
 }
 
 func refDir() string {
-	for _, d := range []string{"../../shared/mco-ref", "../../../shared/mco-ref", "/work/shared/mco-ref"} {
-		if _, err := os.Stat(filepath.Join(d, "realconfigs")); err == nil {
-			return d
-		}
+	d := testkit.MCORef()
+	if _, err := os.Stat(filepath.Join(d, "realconfigs")); d == "" || err != nil {
+		return ""
 	}
-	return ""
+	return d
 }

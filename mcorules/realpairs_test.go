@@ -18,18 +18,17 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcorules"
 )
 
-// mcoRef finds ../shared/mco-ref (from the repository; a worktree under
-// /work/wt has it at /work/shared) or skips.
+// mcoRef finds the MCO's reference tools (testkit.MCORef) or skips.
 func mcoRef(t *testing.T) string {
 	t.Helper()
-	for _, d := range []string{"../../shared/mco-ref", "../../../shared/mco-ref", "/work/shared/mco-ref"} {
+	if d := testkit.MCORef(); d != "" {
 		if _, err := os.Stat(filepath.Join(d, "mco-decide")); err == nil {
-			abs, _ := filepath.Abs(d)
-			return abs
+			return d
 		}
 	}
 	t.Skip("mco-decide not found (../shared/mco-ref/mco-decide): the MCO's own decision is not available to compare with")

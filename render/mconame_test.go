@@ -9,6 +9,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // mcoYAML writes the very bytes sigs.k8s.io/yaml.Marshal writes (what the
@@ -24,10 +26,9 @@ func TestMCOYAMLIsSigsYAML(t *testing.T) {
 	specs["null config"] = mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte("null")}}
 	specs["indented config"] = mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte("{\n  \"ignition\": {\"version\": \"3.5.0\"},\n  \"x\": [ 1 , 2.0 ]\n}\n")}}
 	dir := ""
-	for _, d := range []string{os.Getenv("NDP_MCO_REF"), "../../shared/mco-ref", "/work/shared/mco-ref"} {
-		if _, err := os.Stat(filepath.Join(d, "realconfigs")); d != "" && err == nil {
+	if d := testkit.MCORef(); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "realconfigs")); err == nil {
 			dir = filepath.Join(d, "realconfigs")
-			break
 		}
 	}
 	if dir != "" {

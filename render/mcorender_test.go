@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/render"
@@ -211,10 +212,7 @@ func TestMergeMCOSpec(t *testing.T) {
 // realConfigs is the directory of real clusters' MachineConfigs
 // (mco-ref/realconfigs); the test skips without it.
 func realConfigs(t *testing.T) string {
-	for _, d := range []string{os.Getenv("NDP_MCO_REF"), "../../shared/mco-ref", "/work/shared/mco-ref"} {
-		if d == "" {
-			continue
-		}
+	if d := testkit.MCORef(); d != "" {
 		if _, err := os.Stat(filepath.Join(d, "realconfigs")); err == nil {
 			return filepath.Join(d, "realconfigs")
 		}
@@ -282,7 +280,7 @@ func TestMergeMCOOfARealCluster(t *testing.T) {
 
 // The MCO's name of a rendered config is the hash of its spec: MCOName
 // gives the names real clusters' render controllers gave (4.16 to 4.20,
-// /work/shared/mco-ref/realconfigs).
+// ../shared/mco-ref/realconfigs).
 func TestMCONameOfRealRenderedConfigs(t *testing.T) {
 	dir := realConfigs(t)
 	paths, err := filepath.Glob(filepath.Join(dir, "*", "rendered-*.yaml"))

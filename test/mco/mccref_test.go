@@ -53,23 +53,14 @@ type MCO struct {
 	Logs *output.Buffer
 }
 
-// RefDir is the directory of the MCO reference tools: $NDP_MCO_REF, or
-// ../shared/mco-ref beside the repository, or /work/shared/mco-ref (a git
-// worktree lives elsewhere); "" when none holds mcc-ref.
+// RefDir is the directory of the MCO reference tools (testkit.MCORef), ""
+// when it holds no mcc-ref.
 func RefDir() string {
-	candidates := []string{os.Getenv("NDP_MCO_REF"), filepath.Join("..", "..", "..", "shared", "mco-ref"), "/work/shared/mco-ref"}
-	for _, dir := range candidates {
-		if dir == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, "mcc-ref")); err == nil {
-			abs, err := filepath.Abs(dir)
-			if err == nil {
-				return abs
-			}
-		}
+	dir := testkit.MCORef()
+	if _, err := os.Stat(filepath.Join(dir, "mcc-ref")); dir == "" || err != nil {
+		return ""
 	}
-	return ""
+	return dir
 }
 
 // Scheme is ndp's scheme with the ControllerConfig, which ndp itself does
@@ -114,7 +105,7 @@ func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 	t.Helper()
 	dir := RefDir()
 	if dir == "" {
-		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF, ../shared/mco-ref or /work/shared/mco-ref): these tests compare ndp with the MCO's own controllers")
+		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF or ../shared/mco-ref beside the repository): these tests compare ndp with the MCO's own controllers")
 	}
 	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true, Configure: o.Configure})
 	cfg := rest.CopyConfig(cp.Config)
