@@ -206,8 +206,19 @@ func (a *agent) arm(ctx context.Context) func() {
 	c := a.conn // not a.conn: the connection may be dropped meanwhile
 	dl, _ := ctx.Deadline()
 	_ = c.SetDeadline(dl)
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
-	return func() { stop() }
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		_ = c.SetDeadline(time.Now())
+	})
+	return func() {
+		// Once ctx has ended, its AfterFunc may still be about to run on a
+		// busy machine: wait for it, or it would cut the next call's
+		// deadline short ("no answer in time" within milliseconds).
+		if !stop() {
+			<-done
+		}
+	}
 }
 
 func (a *agent) write(ctx context.Context, prefix []byte, req request) error {
