@@ -646,7 +646,7 @@ func (a *installedAdvisor) step(t *testing.T, s advisorStep) {
 	}
 
 	// The MCO's own daemon code on the two real rendered configs.
-	d := a.mcoDecide(t, from, to)
+	d := mcoDecide(t, a.Client, a.Dir, from, to)
 	t.Logf("mco-decide %s -> %s: %s", from, to, d.says())
 	a.agree(t, f, d)
 	if got := mcoLine(ws); !strings.HasPrefix(got, "MCO: pool worker, 3 nodes: "+d.says()) {
@@ -877,94 +877,6 @@ func (a *installedAdvisor) waitForecast(t *testing.T, from, to string) *forecast
 		t.Errorf("the forecast %s -> %s counts %d nodes, want %d", from, to, got.Status.NodeCount, len(a.nodes))
 	}
 	return got
-}
-
-// mcoVerdict is mco-decide's answer.
-type mcoVerdict struct {
-	Reconcilable bool   `json:"reconcilable"`
-	Error        string `json:"error"`
-	Actions      []struct {
-		Type    string `json:"type"`
-		Service string `json:"service"`
-	} `json:"actions"`
-	Drain  bool `json:"drain"`
-	Reboot bool `json:"reboot"`
-}
-
-// mcoDecide runs the MCO's own daemon code (mco-decide) on two rendered
-// configs of the cluster, with MachineConfiguration cluster, dumped to
-// files.
-func (a *installedAdvisor) mcoDecide(t *testing.T, from, to string) mcoVerdict {
-	t.Helper()
-	dir := t.TempDir()
-	dump := func(obj client.Object, name string) string {
-		if err := a.Client.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
-			t.Fatalf("reading %s: %v", name, err)
-		}
-		obj.SetManagedFields(nil)
-		data, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	mcType := metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"}
-	args := []string{
-		"--from", dump(&ndpmcv1.MachineConfig{TypeMeta: mcType}, from),
-		"--to", dump(&ndpmcv1.MachineConfig{TypeMeta: mcType}, to),
-		"--machineconfiguration", dump(&operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: operatorv1.GroupVersion.String(), Kind: "MachineConfiguration"}}, "cluster"),
-	}
-	cmd := exec.Command(filepath.Join(a.Dir, "mco-decide"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mco-decide %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var d mcoVerdict
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("mco-decide's answer %s: %v", out, err)
-	}
-	return d
-}
-
-// says is mco-decide's answer in the advisor's words: "drain and reboot",
-// "reload crio.service, no drain"...
-func (d mcoVerdict) says() string {
-	var acts []string
-	for _, a := range d.Actions {
-		var s string
-		switch a.Type {
-		case "Restart", "Reload":
-			s = strings.ToLower(a.Type) + " " + a.Service
-		case "Special":
-			s = "reload crio.service" // the MCO's registries.conf action
-		case "DaemonReload":
-			s = "daemon-reload"
-		}
-		if s != "" && !slices.Contains(acts, s) {
-			acts = append(acts, s)
-		}
-	}
-	switch {
-	case !d.Reconcilable:
-		return "refused ("
-	case d.Reboot && d.Drain:
-		return "drain and reboot"
-	case d.Reboot:
-		return "reboot, no drain"
-	case len(acts) == 0 && d.Drain:
-		return "drain"
-	case len(acts) == 0:
-		return "nothing to do"
-	case d.Drain:
-		return strings.Join(acts, ", ") + " and drain"
-	}
-	return strings.Join(acts, ", ") + ", no drain"
 }
 
 // agree compares ndp's forecast of the MCO's decision with mco-decide's:

@@ -7,16 +7,21 @@
 package mco
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -297,4 +302,92 @@ func sameSet(a, b []string) bool {
 		seen[x]--
 	}
 	return true
+}
+
+// mcoVerdict is mco-decide's answer.
+type mcoVerdict struct {
+	Reconcilable bool   `json:"reconcilable"`
+	Error        string `json:"error"`
+	Actions      []struct {
+		Type    string `json:"type"`
+		Service string `json:"service"`
+	} `json:"actions"`
+	Drain  bool `json:"drain"`
+	Reboot bool `json:"reboot"`
+}
+
+// mcoDecide runs the MCO's own daemon code (mco-decide in refDir) on two
+// rendered configs of the cluster, with MachineConfiguration cluster, dumped
+// to files.
+func mcoDecide(t *testing.T, c client.Client, refDir, from, to string) mcoVerdict {
+	t.Helper()
+	dir := t.TempDir()
+	dump := func(obj client.Object, name string) string {
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
+			t.Fatalf("reading %s: %v", name, err)
+		}
+		obj.SetManagedFields(nil)
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	mcType := metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"}
+	args := []string{
+		"--from", dump(&ndpmcv1.MachineConfig{TypeMeta: mcType}, from),
+		"--to", dump(&ndpmcv1.MachineConfig{TypeMeta: mcType}, to),
+		"--machineconfiguration", dump(&operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: operatorv1.GroupVersion.String(), Kind: "MachineConfiguration"}}, "cluster"),
+	}
+	cmd := exec.Command(filepath.Join(refDir, "mco-decide"), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mco-decide %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var d mcoVerdict
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatalf("mco-decide's answer %s: %v", out, err)
+	}
+	return d
+}
+
+// says is mco-decide's answer in the advisor's words: "drain and reboot",
+// "reload crio.service, no drain"...
+func (d mcoVerdict) says() string {
+	var acts []string
+	for _, a := range d.Actions {
+		var s string
+		switch a.Type {
+		case "Restart", "Reload":
+			s = strings.ToLower(a.Type) + " " + a.Service
+		case "Special":
+			s = "reload crio.service" // the MCO's registries.conf action
+		case "DaemonReload":
+			s = "daemon-reload"
+		}
+		if s != "" && !slices.Contains(acts, s) {
+			acts = append(acts, s)
+		}
+	}
+	switch {
+	case !d.Reconcilable:
+		return "refused ("
+	case d.Reboot && d.Drain:
+		return "drain and reboot"
+	case d.Reboot:
+		return "reboot, no drain"
+	case len(acts) == 0 && d.Drain:
+		return "drain"
+	case len(acts) == 0:
+		return "nothing to do"
+	case d.Drain:
+		return strings.Join(acts, ", ") + " and drain"
+	}
+	return strings.Join(acts, ", ") + ", no drain"
 }

@@ -223,80 +223,6 @@ func (a *advisor) apply(t *testing.T, manifest string, verb ...string) {
 	}
 }
 
-// mcoDecision is mco-decide's answer.
-type mcoDecision struct {
-	Reconcilable bool `json:"reconcilable"`
-	Actions      []struct {
-		Type    string `json:"type"`
-		Service string `json:"service"`
-	} `json:"actions"`
-	Drain  bool `json:"drain"`
-	Reboot bool `json:"reboot"`
-}
-
-// mcoDecide runs the MCO's own daemon code on two rendered configs of the
-// cluster, with MachineConfiguration cluster.
-func (a *advisor) mcoDecide(t *testing.T, from, to string) mcoDecision {
-	t.Helper()
-	dir := t.TempDir()
-	write := func(name string, obj client.Object) string {
-		if err := a.Client.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
-			t.Fatalf("reading %s: %v", name, err)
-		}
-		obj.SetManagedFields(nil)
-		data, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	fromMC := &ndpmcv1.MachineConfig{TypeMeta: metav1.TypeMeta{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig"}}
-	toMC := &ndpmcv1.MachineConfig{TypeMeta: fromMC.TypeMeta}
-	mcfg := &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"}}
-	args := []string{"--from", write(from, fromMC), "--to", write(to, toMC), "--machineconfiguration", write("cluster", mcfg)}
-	out, err := exec.Command(filepath.Join(a.dir, "mco-decide"), args...).Output()
-	if err != nil {
-		t.Fatalf("mco-decide %v: %v\n%s", args, err, out)
-	}
-	var d mcoDecision
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("mco-decide's answer %s: %v", out, err)
-	}
-	return d
-}
-
-// phrase is how the advisor's warning says the MCO's decision.
-func (d mcoDecision) phrase() string {
-	var acts []string
-	for _, a := range d.Actions {
-		switch a.Type {
-		case "Restart", "Reload":
-			acts = append(acts, strings.ToLower(a.Type)+" "+a.Service)
-		case "Special":
-			acts = append(acts, "reload crio.service")
-		case "DaemonReload":
-			acts = append(acts, "daemon-reload")
-		}
-	}
-	switch {
-	case !d.Reconcilable:
-		return "refused ("
-	case d.Reboot && d.Drain:
-		return "drain and reboot"
-	case d.Reboot:
-		return "reboot, no drain"
-	case len(acts) == 0:
-		return "nothing to do"
-	case d.Drain:
-		return strings.Join(acts, ", ") + " and drain"
-	}
-	return strings.Join(acts, ", ") + ", no drain"
-}
-
 // nodesOn is the worker nodes' current config; moveNodes plays the MCO's
 // daemon: every worker now runs config.
 func (a *advisor) nodesOn(t *testing.T) string {
@@ -393,11 +319,11 @@ func (a *advisor) step(t *testing.T, manifest string, verb string, want string) 
 	if preview.Rendered != to {
 		t.Errorf("the preview rendered %s, the MCO %s", preview.Rendered, to)
 	}
-	d := a.mcoDecide(t, from, to)
-	if want != "" && d.phrase() != want {
-		t.Errorf("premise: mco-decide says %q for %s -> %s, the test expects %q", d.phrase(), from, to, want)
+	d := mcoDecide(t, a.Client, a.dir, from, to)
+	if want != "" && d.says() != want {
+		t.Errorf("premise: mco-decide says %q for %s -> %s, the test expects %q", d.says(), from, to, want)
 	}
-	checkWarning(t, ws, d.phrase())
+	checkWarning(t, ws, d.says())
 	return ws, from, to
 }
 
