@@ -153,18 +153,8 @@ func (p *Previewer) PreviewMCO(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	if err != nil {
 		return nil, err
 	}
-	counts := map[string]int{}
-	for cur, nodes := range byConfig {
-		out.Nodes += len(nodes)
-		switch cur {
-		case "":
-			out.Unconfigured += len(nodes)
-		case r.Name:
-			out.UpToDate += len(nodes)
-		default:
-			counts[cur] = len(nodes)
-		}
-	}
+	var counts map[string]int
+	out.Nodes, out.Unconfigured, out.UpToDate, counts = tally(byConfig, r.Name)
 	if out.Unchanged {
 		for _, n := range counts {
 			out.Pending += n

@@ -287,18 +287,8 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	if err != nil {
 		return nil, err
 	}
-	counts := map[string]int{}
-	for cur, nodes := range byConfig {
-		out.Nodes += len(nodes)
-		switch cur {
-		case "":
-			out.Unconfigured += len(nodes)
-		case r.Name:
-			out.UpToDate += len(nodes)
-		default:
-			counts[cur] = len(nodes)
-		}
-	}
+	var counts map[string]int
+	out.Nodes, out.Unconfigured, out.UpToDate, counts = tally(byConfig, r.Name)
 	if out.Unchanged {
 		// Nothing new to plan: updates already under way keep the plans
 		// the plan controller wrote, and are not this change's doing.
@@ -335,6 +325,24 @@ func (p *Previewer) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 		}
 	}
 	return out, nil
+}
+
+// tally counts a pool's nodes by the config they run: all of them, those
+// on no config yet, those already on rendered, and the others by config.
+func tally(byConfig map[string][]*corev1.Node, rendered string) (nodes, unconfigured, upToDate int, others map[string]int) {
+	others = map[string]int{}
+	for cur, ns := range byConfig {
+		nodes += len(ns)
+		switch cur {
+		case "":
+			unconfigured += len(ns)
+		case rendered:
+			upToDate += len(ns)
+		default:
+			others[cur] = len(ns)
+		}
+	}
+	return nodes, unconfigured, upToDate, others
 }
 
 // view is a pool's view as previews read it: from the cache's own objects,
