@@ -1,7 +1,8 @@
 // Package v1alpha1 holds the ndp.dev/v1alpha1 API: NodeDisruptionPolicy, the
 // cluster resource that carries the rules deciding how a node applies a
 // configuration change, and UpdateForecast, the advisor's forecast of a
-// pool's pending update (what the MCO will do, and ndp's plan beside it).
+// pool's pending update (what the MCO will do, and ndp's plan beside it), and
+// NodeHistory, what each node went through in its last updates and why.
 //
 // +kubebuilder:object:generate=true
 // +groupName=ndp.dev
@@ -25,7 +26,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &NodeDisruptionPolicy{}, &NodeDisruptionPolicyList{}, &UpdateForecast{}, &UpdateForecastList{})
+	scheme.AddKnownTypes(GroupVersion, &NodeDisruptionPolicy{}, &NodeDisruptionPolicyList{}, &UpdateForecast{}, &UpdateForecastList{}, &NodeHistory{}, &NodeHistoryList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -234,9 +234,15 @@ type UpdateForecastStatus struct {
 	// +optional
 	NDP *NDPForecast `json:"ndp,omitempty"`
 
+	// observed: what the nodes' updates were seen to do against this
+	// forecast, node by node (from their NodeHistory).
+	// +optional
+	Observed *ForecastObserved `json:"observed,omitempty"`
+
 	// conditions: Ready (the MCO's decision and ndp's plan are both there),
-	// MCOPredicted, NDPPlanned, and Current (True while pending; False,
-	// reason Superseded or Completed, since it became history).
+	// MCOPredicted, NDPPlanned, Current (True while pending; False,
+	// reason Superseded or Completed, since it became history), and Agreed
+	// (False, reason Mismatch, when a node did other than foretold).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -249,7 +255,36 @@ const (
 	ForecastConditionMCOPredicted = "MCOPredicted"
 	ForecastConditionNDPPlanned   = "NDPPlanned"
 	ForecastConditionCurrent      = "Current"
+	ForecastConditionAgreed       = "Agreed"
 )
+
+// ForecastObserved tallies the nodes whose update was checked against the
+// forecast.
+type ForecastObserved struct {
+	Agreed         int32 `json:"agreed"`
+	Mismatched     int32 `json:"mismatched"`
+	PartlyObserved int32 `json:"partlyObserved"`
+	InProgress     int32 `json:"inProgress"`
+	// nodes: each node's verdict, sorted by node; at most 1000.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	Nodes []NodeVerdict `json:"nodes,omitempty"`
+}
+
+// NodeVerdict is one node's verdict on a forecast.
+type NodeVerdict struct {
+	// +kubebuilder:validation:MaxLength=253
+	Node    string  `json:"node"`
+	Verdict Verdict `json:"verdict"`
+	// mismatches: the checks that contradict the forecast, e.g. "reboot:
+	// foretold no, observed yes (boot id a1 → b2)".
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=1024
+	Mismatches []string `json:"mismatches,omitempty"`
+}
 
 // UpdateForecast says, before the Machine Config Operator sends the first
 // node, what updating the nodes of one pool from one rendered config to
@@ -268,6 +303,8 @@ const (
 // +kubebuilder:printcolumn:name=Reboot,JSONPath=.status.mco.reboot,type=boolean,description=Whether the MCO reboots the nodes.
 // +kubebuilder:printcolumn:name=State,JSONPath=.status.state,type=string,priority=1,description="Pending, Superseded or Completed."
 // +kubebuilder:printcolumn:name=NDP Actions,JSONPath=.status.ndp.summary,type=string,priority=1,description=What ndp's NodeDisruptionPolicies would do.
+// +kubebuilder:printcolumn:name=Agreed,JSONPath=.status.observed.agreed,type=integer,priority=1,description=Nodes that did what was foretold.
+// +kubebuilder:printcolumn:name=Mismatched,JSONPath=.status.observed.mismatched,type=integer,priority=1,description=Nodes that did otherwise.
 // +kubebuilder:printcolumn:name=Age,JSONPath=.metadata.creationTimestamp,type=date
 type UpdateForecast struct {
 	metav1.TypeMeta   `json:",inline"`
