@@ -208,7 +208,7 @@ type NodeUpdate struct {
 	// executor: ndp-daemon, or machine-config-daemon (observed by ndp's
 	// advisor).
 	// +kubebuilder:validation:Enum=ndp-daemon;machine-config-daemon
-	Executor string `json:"executor"`
+	Executor string      `json:"executor"`
 	Started  metav1.Time `json:"started"`
 	// +optional
 	Finished *metav1.Time `json:"finished,omitempty"`
