@@ -225,10 +225,13 @@ func TestHistoryOfADrainAndRebootUpdate(t *testing.T) {
 			osImage = c
 		}
 	}
-	if motd == nil || !slices.Equal(motd.MachineConfigs, []string{"99-motd-2"}) || motd.DecidedBy == "" {
+	// No policy claims /etc/motd (so it reboots); the default policy
+	// reboots for an OS image.
+	if motd == nil || !slices.Equal(motd.MachineConfigs, []string{"99-motd-2"}) || motd.DecidedBy != "(none)" ||
+		!slices.Equal(motd.Actions, []v1alpha1.ForecastAction{{Type: "Reboot"}}) {
 		t.Errorf("the motd change: %+v (changes %+v)", motd, u.Changes)
 	}
-	if osImage == nil || osImage.DecidedBy == "" || len(osImage.MachineConfigs) != 0 {
+	if osImage == nil || osImage.DecidedBy != "policy default" || len(osImage.MachineConfigs) != 0 {
 		t.Errorf("the osImageURL change: %+v (changes %+v)", osImage, u.Changes)
 	}
 	checkOwner(t, h, nh)
