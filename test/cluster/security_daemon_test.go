@@ -149,7 +149,9 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mcnNamed(own)) })
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}}) })
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}})
+	})
 	// Another node's NodeHistory, as its own daemon would have created it.
 	otherHistory := other
 	create(t, nodeHistory(other, &before))
