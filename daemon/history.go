@@ -12,7 +12,7 @@ import (
 
 // The decisions behind the node's NodeHistory (docs/design.md#the-history):
 // what one update's entry says, computed from the journal alone, and how an
-// entry joins the history. Writing them is historyWriter's (history_write.go).
+// entry joins the history. history_write.go writes them.
 
 // noPolicy is the planner's name for "no policy claimed the change"
 // (planner.NoPolicy; the daemon links no planner).
