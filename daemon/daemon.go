@@ -164,7 +164,9 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 		if d.historyPending() {
-			return d.PollInterval, nil // nothing else would wake the daemon to retry
+			// A settled node may not sync again for long: look again
+			// (but not at every poll: the history is a record).
+			return max(d.PollInterval, historyRetry), nil
 		}
 		return 0, nil
 	}

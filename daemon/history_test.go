@@ -1,12 +1,21 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -311,5 +320,89 @@ func TestMergeHistory(t *testing.T) {
 				t.Errorf("mergeHistory changed its input:\n%s", diff)
 			}
 		})
+	}
+}
+
+// The history is a record, not a gate: while the NodeHistory cannot be
+// written the update runs to its end all the same, and the entry is
+// written at the next Sync once the API server takes it.
+func TestHistoryWriteFailuresDoNotStopTheUpdate(t *testing.T) {
+	sch, _ := fuzzCodecs()
+	chrony := fuzzPlan(fuzzFrom, fuzzTo, false, false, restart("chronyd.service"))
+	target := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: fuzzTo, Labels: map[string]string{ndpmcv1.RenderedForLabel: "worker"},
+		Annotations: map[string]string{ndpmcv1.SourcesAnnotation: `{"file:/etc/chrony.conf":"50-chrony"}`}},
+		Spec:   mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(fuzzToIgn)}},
+		Status: ndpmcv1.MachineConfigStatus{PostConfigActions: []ndpmcv1.PostConfigActions{chrony}}}
+	ctx := context.Background()
+	r := newFuzzRig(t, sch, target, fuzzTo, nil)
+	// The fake cluster is shared by the package's tests.
+	clean := func() {
+		_ = r.k8s.Delete(context.Background(), &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: fuzzNode}})
+	}
+	clean()
+	t.Cleanup(clean)
+	var down atomic.Bool
+	down.Store(true)
+	refused := 0
+	refuse := func(obj client.Object) error {
+		if _, ok := obj.(*v1alpha1.NodeHistory); ok && down.Load() {
+			refused++
+			return apierrors.NewServiceUnavailable("the API server is away")
+		}
+		return nil
+	}
+	r.d.Client = interceptor.NewClient(r.k8s.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := refuse(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if err := refuse(obj); err != nil {
+				return err
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+
+	if _, err := r.d.Sync(ctx); err != nil {
+		t.Fatalf("Sync with the history refused: %v", err)
+	}
+	var node corev1.Node
+	if err := r.k8s.Get(ctx, client.ObjectKey{Name: fuzzNode}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Annotations[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone || node.Annotations[ndpmcv1.CurrentConfigAnnotation] != fuzzTo ||
+		!slices.Contains(r.sd.calls, "Restart chronyd.service") {
+		t.Fatalf("with the history refused: node %v, systemd calls %q", node.Annotations, r.sd.calls)
+	}
+	if refused == 0 || !r.d.historyPending() {
+		t.Fatalf("%d history writes refused, pending %t", refused, r.d.historyPending())
+	}
+
+	// Settled, with the entry still to write: the daemon looks again.
+	after, err := r.d.Sync(ctx)
+	if err != nil || after != historyRetry {
+		t.Fatalf("settled with the history unwritten: Sync = %s, %v; want %s", after, err, historyRetry)
+	}
+	down.Store(false)
+	if after, err := r.d.Sync(ctx); err != nil || after != 0 {
+		t.Fatalf("Sync once the API server takes the history: %s, %v", after, err)
+	}
+	var nh v1alpha1.NodeHistory
+	if err := r.k8s.Get(ctx, client.ObjectKey{Name: fuzzNode}, &nh); err != nil {
+		t.Fatal(err)
+	}
+	if len(nh.Status.Updates) != 1 {
+		t.Fatalf("%d entries, want 1: %+v", len(nh.Status.Updates), nh.Status.Updates)
+	}
+	u := nh.Status.Updates[0]
+	if u.From != fuzzFrom || u.To != fuzzTo || u.Result != v1alpha1.UpdateDone || len(u.Steps) != 4 || u.BootIDs != (v1alpha1.BootIDs{Before: fuzzBootID, After: fuzzBootID}) ||
+		len(u.Changes) == 0 || !slices.Equal(u.Changes[0].MachineConfigs, []string{"50-chrony"}) {
+		t.Errorf("entry %+v", u)
+	}
+	if r.d.historyPending() {
+		t.Error("still pending after the write")
 	}
 }

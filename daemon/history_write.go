@@ -20,6 +20,10 @@ import (
 // gate, and must not hold an update up for long when the API server is slow.
 const historyTimeout = 10 * time.Second
 
+// historyRetry is when a settled daemon writes again a history entry whose
+// write failed.
+const historyRetry = 30 * time.Second
+
 // history keeps the node's NodeHistory as last read or written, and the
 // entries not written yet. A failed write is logged and retried at the next
 // Sync; the journal on the host stays the source of truth.
