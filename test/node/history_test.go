@@ -236,3 +236,64 @@ func TestHistoryOfADrainAndRebootUpdate(t *testing.T) {
 	}
 	checkOwner(t, h, nh)
 }
+
+// A plan the daemon refuses (its hash does not match) is an Unreconcilable
+// entry, once however often the daemon looks again; the update that runs
+// once the plan is right is a new entry before it.
+func TestHistoryOfARefusedUpdate(t *testing.T) {
+	h := newHost(t, "node-history-refused")
+	h.metricsPort = testkit.FreePort(t)
+	from := createMC(t, builder.MachineConfig("rendered-history-refused-a").WithFileMap(map[string]string{"/etc/chrony.conf": "a\n"}, 0o644).Build())
+	to := builder.MachineConfig("rendered-history-refused-b").WithFileMap(map[string]string{"/etc/chrony.conf": "b\n"}, 0o644).Build()
+	good := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
+	edited := *good.DeepCopy()
+	edited.Actions[0] = ndpmcv1.PlanAction{Type: "Reload", Reload: &ndpmcv1.PlanService{ServiceName: "chronyd.service"}}
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{edited}
+	createMC(t, to)
+	h.traceUnit("chronyd.service", "")
+	h.provision(from, map[string]string{"/etc/chrony.conf": "a\n"})
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+
+	nh := h.waitEntry(to.Name, "the refusal in the history", func(u *v1alpha1.NodeUpdate) bool { return u.Result == v1alpha1.UpdateUnreconcilable }, time.Minute)
+	refusal := nh.Status.Updates[0]
+	if refusal.From != from.Name || !strings.Contains(refusal.Message, "planHash mismatch") || refusal.Finished == nil || len(refusal.Steps) != 0 {
+		t.Errorf("refusal entry: %s finished %v", describeEntry(&refusal), refusal.Finished)
+	}
+	// The daemon looks again every 500 ms while it refuses: after three
+	// more looks, the refusal is still the one entry, not even rewritten.
+	looks := reconciles(t, h.metricsPort)
+	testkit.Eventually(t, "three more looks of the daemon", func() (bool, string) {
+		n := reconciles(t, h.metricsPort)
+		return n >= looks+3, fmt.Sprintf("%d reconciles, %d before", n, looks)
+	}, testkit.Within(time.Minute))
+	if again := h.history(); again == nil || len(again.Status.Updates) != 1 || again.ResourceVersion != nh.ResourceVersion {
+		t.Errorf("the daemon wrote its history again while it refused the same plan: %+v", again)
+	}
+	setPlans(t, to.Name, good)
+	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
+	nh = h.waitEntry(to.Name, "the update Done in the history", func(u *v1alpha1.NodeUpdate) bool { return u.Result == v1alpha1.UpdateDone }, time.Minute)
+	if len(nh.Status.Updates) != 2 {
+		for _, u := range nh.Status.Updates {
+			t.Logf("entry: %s", describeEntry(&u))
+		}
+		t.Fatalf("%d entries, want the update and the one refusal before it", len(nh.Status.Updates))
+	}
+	if old := nh.Status.Updates[1]; old.Result != v1alpha1.UpdateUnreconcilable || !old.Started.Equal(&refusal.Started) {
+		t.Errorf("the refusal after the update: %s started %s (was %s)", describeEntry(&old), old.Started, refusal.Started)
+	}
+}
+
+// reconciles counts the daemon's Syncs, from controller-runtime's metrics.
+func reconciles(t *testing.T, port int) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(scrape(t, port), "\n") {
+		if strings.HasPrefix(line, `controller_runtime_reconcile_total{controller="ndp-daemon",`) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+				n += int(v)
+			}
+		}
+	}
+	return n
+}
