@@ -20,7 +20,8 @@ import (
 // (drain: list, evict, wait for them to go), DaemonSets (the drain checks
 // DaemonSet pods' owners; the MCO's daemon, watched by name: mcoguard), the
 // ClusterOperator machine-config (watched by name: mcoguard), MachineConfigs (read plans) and its
-// MachineConfigNode (server-side apply creates it). No update of nodes
+// MachineConfigNode (server-side apply creates it), its NodeHistory (created
+// once, then its status updated at each step of an update). No update of nodes
 // (cordon is a patch) and no delete of pods (the drain deletes only where
 // the API server has no eviction subresource, which no supported
 // Kubernetes lacks). RBAC cannot say "its own node" or "pods on its node":
@@ -36,6 +37,8 @@ import (
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;create;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodehistories,verbs=get;create
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodehistories/status,verbs=update;patch
 
 // SetupWithManager reconciles the daemon's own Node: every change of it
 // (a new desiredConfig above all) runs Sync. The manager's cache should

@@ -72,6 +72,8 @@ type Daemon struct {
 	// lastApplied is the MachineConfigNode last written, to skip
 	// identical writes.
 	lastApplied string
+	// history is the node's NodeHistory as written (history_write.go).
+	history history
 }
 
 // transientError is a failure of the cluster, not of the node: retried,
@@ -135,6 +137,13 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return d.PollInterval, d.refuse(ctx, &node, "", node.Annotations[ndpmcv1.DesiredConfigAnnotation], "", "JournalCorrupt", err)
 	}
+	// The NodeHistory: entries whose write failed are written now; a new
+	// process records the journal's update once, in case the write of its
+	// last state was lost with the previous one.
+	d.flushHistory(ctx, &node)
+	if hasJournal && !d.history.recorded {
+		d.recordJournal(ctx, &node, &j)
+	}
 	if hasJournal && j.InProgress() {
 		return d.resume(ctx, &node, &j, boot, first)
 	}
@@ -151,7 +160,15 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	}
 	desired := node.Annotations[ndpmcv1.DesiredConfigAnnotation]
 	if desired == "" || desired == cur.Name {
-		return 0, d.settled(ctx, &node, cur, prev)
+		if err := d.settled(ctx, &node, cur, prev); err != nil {
+			return 0, err
+		}
+		if d.historyPending() {
+			// A settled node may not sync again for long: look again
+			// (but not at every poll: the history is a record).
+			return max(d.PollInterval, historyRetry), nil
+		}
+		return 0, nil
 	}
 	return d.start(ctx, &node, cur, desired, prev, boot)
 }
@@ -213,7 +230,7 @@ func (d *Daemon) currentConfig(ctx context.Context, node *corev1.Node) (*StoredC
 		}
 		return nil, err
 	}
-	cur = StoredConfig{Name: name, Pool: mc.Labels[ndpmcv1.RenderedForLabel], Spec: mc.Spec}
+	cur = StoredConfig{Name: name, Pool: mc.Labels[ndpmcv1.RenderedForLabel], Spec: mc.Spec, Sources: sourcesOf(&mc)}
 	if err := d.Host.WriteJSON(CurrentConfigPath, &cur); err != nil {
 		return nil, err
 	}
@@ -293,6 +310,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	}
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
 	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).equal(osConfig(target.Spec)), inherit)
+	j.Sources = changeSources(plan.Reasons, sourcesOf(&target), cur.Sources)
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
 	}
@@ -328,6 +346,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
+	d.recordJournal(ctx, node, j)
 	// The steps reuse what the checks above parsed and computed.
 	return d.run(ctx, node, &update{d: d, j: j, from: from, to: to, target: &target, files: files}, boot)
 }
@@ -439,7 +458,7 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 			return 0, err // retried from this step
 		}
 		if err != nil {
-			return d.PollInterval, d.fail(ctx, node, u, i, err)
+			return d.PollInterval, d.fail(ctx, node, u, i, boot, err)
 		}
 		now := time.Now().UTC()
 		s.Done, s.DoneAt = true, &now
@@ -457,7 +476,8 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 		}
 		d.crash(i, "done")
 	}
-	j.Completed = true
+	now := time.Now().UTC()
+	j.Completed, j.CompletedAt, j.EndBootID = true, &now, boot
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
 	}
@@ -472,6 +492,7 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateComplete", "Update", msg)
+	d.recordJournal(ctx, node, j)
 	return 0, nil
 }
 
@@ -581,7 +602,7 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 		if err := u.loadTarget(ctx); err != nil {
 			return stepRan, err
 		}
-		if err := d.Host.WriteJSON(CurrentConfigPath, &StoredConfig{Name: j.To, Pool: j.Pool, Spec: u.target.Spec}); err != nil {
+		if err := d.Host.WriteJSON(CurrentConfigPath, &StoredConfig{Name: j.To, Pool: j.Pool, Spec: u.target.Spec, Sources: sourcesOf(u.target)}); err != nil {
 			return stepRan, err
 		}
 	case StepAction:
@@ -618,7 +639,9 @@ func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journ
 	switch s.Name {
 	case StepDrain:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "Draining", "evicting pods")
-		return d.report(ctx, node, "", j.To, nil, j.Pool)
+		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
+			return err
+		}
 	case StepAction:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title())
 	case StepReboot:
@@ -630,7 +653,13 @@ func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journ
 			return err
 		}
 		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
+	default:
+		return nil
 	}
+	// The history learns of the steps that take time or end the process
+	// (drain, each action, the reboot) as they start, and of the quick
+	// ones before them with it: a few writes per update, not two a step.
+	d.recordJournal(ctx, node, j)
 	return nil
 }
 
@@ -860,7 +889,7 @@ func (d *Daemon) restore(ctx context.Context, j *Journal) (bool, error) {
 // fail stops an update at a failed step: the previous files are restored,
 // the node is Degraded with the step and the error, and the update is not
 // retried until its target or plan changes. Nothing is rebooted.
-func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, stepErr error) error {
+func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, boot string, stepErr error) error {
 	j := u.j
 	msg := fmt.Sprintf("step %s of the update to %s failed: %v", j.Steps[i].Title(), j.To, stepErr)
 	restored, err := d.restore(ctx, j)
@@ -871,11 +900,14 @@ func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, 
 		msg += "; the previous files are restored"
 	}
 	j.Failed = &Failure{Step: j.Steps[i].Title(), Error: msg, At: time.Now().UTC()}
+	j.EndBootID = boot
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		d.Log.Error(err, "recording the failure in the journal")
 	}
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionFalse, "StepFailed", msg)
-	return d.degraded(ctx, node, j.Plan.From, j.To, j.Pool, "StepFailed", msg)
+	err = d.degraded(ctx, node, j.Plan.From, j.To, j.Pool, "StepFailed", msg)
+	d.recordJournal(ctx, node, j)
+	return err
 }
 
 // refuse degrades the node for a plan or config it will not execute;
@@ -883,7 +915,13 @@ func (d *Daemon) fail(ctx context.Context, node *corev1.Node, u *update, i int, 
 func (d *Daemon) refuse(ctx context.Context, node *corev1.Node, current, desired, pool, reason string, err error) error {
 	msg := fmt.Sprintf("refusing the update to %s: %v", desired, err)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionFalse, reason, msg)
-	return d.degraded(ctx, node, current, desired, pool, reason, msg)
+	err = d.degraded(ctx, node, current, desired, pool, reason, msg)
+	if reason != "JournalCorrupt" {
+		// Refused before anything ran. A corrupt journal is no new
+		// update: its entry, if any, stays as last written.
+		d.recordRefusal(ctx, node, current, desired, pool, msg)
+	}
+	return err
 }
 
 func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desired, pool, reason, msg string) error {

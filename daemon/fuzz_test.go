@@ -27,6 +27,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/mcoguard"
 )
 
@@ -356,7 +357,8 @@ func fuzzCluster(t *testing.T, sch *runtime.Scheme, node *corev1.Node, target *n
 	t.Helper()
 	ctx := context.Background()
 	fuzzClusterOnce.Do(func() {
-		fuzzK8s = applyClient{fake.NewClientBuilder().WithScheme(sch).Build()}
+		// NodeHistory has a status subresource, as its CRD says.
+		fuzzK8s = applyClient{fake.NewClientBuilder().WithScheme(sch).WithStatusSubresource(&v1alpha1.NodeHistory{}).Build()}
 		fuzzKube = kubefake.NewClientset()
 	})
 	var mcs ndpmcv1.MachineConfigList
@@ -369,6 +371,9 @@ func fuzzCluster(t *testing.T, sch *runtime.Scheme, node *corev1.Node, target *n
 		}
 	}
 	if err := fuzzK8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fuzzNode}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if err := fuzzK8s.Delete(ctx, &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: fuzzNode}}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	if err := fuzzK8s.Create(ctx, node.DeepCopy()); err != nil {

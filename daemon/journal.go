@@ -57,7 +57,16 @@ type Journal struct {
 	Steps           []Step    `json:"steps"`
 	Started         time.Time `json:"started"`
 	Completed       bool      `json:"completed,omitempty"`
-	Failed          *Failure  `json:"failed,omitempty"`
+	// CompletedAt is when the last step was done.
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+	Failed      *Failure   `json:"failed,omitempty"`
+	// EndBootID is the boot the update completed or failed in.
+	EndBootID string `json:"endBootID,omitempty"`
+	// Sources maps the plan's changes ("file:/etc/chrony.conf") to the
+	// MachineConfig each comes from (changeSources), for the NodeHistory:
+	// resolved at the start, so that the history written after a restart
+	// needs neither config.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // Step is one step of an update.
@@ -169,4 +178,7 @@ type StoredConfig struct {
 	// Pool is the pool the config was rendered for.
 	Pool string                   `json:"pool,omitempty"`
 	Spec mcfgv1.MachineConfigSpec `json:"spec"`
+	// Sources is the config's ndp.dev/sources annotation: where a file or
+	// unit the next update removes came from (NodeHistory).
+	Sources map[string]string `json:"sources,omitempty"`
 }

@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/mcoguard"
 )
@@ -93,6 +94,10 @@ func run(info func(string, ...any), c config) error {
 		return err
 	}
 	if err := ndpmcv1.AddToScheme(s); err != nil {
+		return err
+	}
+	// NodeHistory: the record of the node's updates.
+	if err := v1alpha1.AddToScheme(s); err != nil {
 		return err
 	}
 	// The ClusterOperator machine-config tells the MCO manages the node

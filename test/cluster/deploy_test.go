@@ -44,7 +44,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 
 	// The API server loads the policy and the role binding asynchronously:
 	// until then, node-b's patch is allowed (or refused by RBAC).
-	const otherNode = "ndp-daemon on node node-a may only change its own Node and MachineConfigNode, not nodes node-b"
+	const otherNode = "ndp-daemon on node node-a may only change its own Node, MachineConfigNode and NodeHistory, not nodes node-b"
 	untilRefused(t, "the daemon on node-a patching node-b", otherNode, func(i int) error {
 		return annotateNode(daemonA, "node-b", fmt.Sprint("attempt-", i))
 	})
@@ -98,7 +98,7 @@ func TestDaemonIsConfinedToItsOwnNode(t *testing.T) {
 	} else if conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions"); len(conds) != 1 {
 		t.Errorf("MachineConfigNode node-a's status: %v", got.Object["status"])
 	}
-	const otherMCN = "ndp-daemon on node node-a may only change its own Node and MachineConfigNode, not machineconfignodes node-b"
+	const otherMCN = "ndp-daemon on node node-a may only change its own Node, MachineConfigNode and NodeHistory, not machineconfignodes node-b"
 	refused(t, "the daemon on node-a creating MachineConfigNode node-b", applyMCN(daemonA, "node-b", false), otherMCN)
 	if err := k8s.Get(ctx, client.ObjectKey{Name: "node-b"}, mcnNamed("node-b")); !apierrors.IsNotFound(err) {
 		t.Errorf("MachineConfigNode node-b after the refused create: %v", err)

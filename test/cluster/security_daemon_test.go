@@ -92,7 +92,7 @@ func confinedDaemon(t *testing.T, own, other string) (*corev1.Pod, client.Client
 	// Each policy in force, probed with server dry-runs: nothing changes
 	// while the API server is still loading them.
 	dry := client.DryRunAll
-	untilRefused(t, "the daemon patching another Node", "may only change its own Node and MachineConfigNode, not nodes "+other, func(i int) error {
+	untilRefused(t, "the daemon patching another Node", "may only change its own Node, MachineConfigNode and NodeHistory, not nodes "+other, func(i int) error {
 		return rawPatch(d, nodeNamed(other), types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"probe-%d"}}}`, daemonAnnotation, i), dry)
 	})
 	untilRefused(t, "the daemon labelling its Node", "may not change the labels of node "+own, func(i int) error {
@@ -149,8 +149,14 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mcnNamed(own)) })
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}})
+	})
+	// Another node's NodeHistory, as its own daemon would have created it.
+	otherHistory := other
+	create(t, nodeHistory(other, &before))
 	merge, strategic := types.MergePatchType, types.StrategicMergePatchType
-	cantChange := "may only change its own Node and MachineConfigNode, not "
+	cantChange := "may only change its own Node, MachineConfigNode and NodeHistory, not "
 
 	runBoundaries(t, []boundary{
 		// Its own Node: what the daemon does.
@@ -224,6 +230,34 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		{"applies its MachineConfigNode's status", func(context.Context) error { return applyMCN(d, own, true) }, allowed},
 		{"applies another node's MachineConfigNode", func(context.Context) error { return applyMCN(d, other, false) }, byPolicy(ownNodePolicy, cantChange+"machineconfignodes "+other)},
 		{"deletes its MachineConfigNode", func(ctx context.Context) error { return d.Delete(ctx, mcnNamed(own)) }, byRBAC(`delete resource "machineconfignodes"`)},
+
+		// NodeHistories: the record of its updates (created by the daemon,
+		// owned by its Node; then only its status is written).
+		{"creates its NodeHistory owned by another Node", func(ctx context.Context) error {
+			return d.Create(ctx, nodeHistory(own, &before))
+		}, byPolicy(ownNodePolicy, "ndp-daemon on node "+own+" may only make its Node the owner of its NodeHistory")},
+		{"creates its NodeHistory, owned by its Node", func(ctx context.Context) error {
+			return d.Create(ctx, nodeHistory(own, &mineBefore))
+		}, allowed},
+		{"reads its NodeHistory", func(ctx context.Context) error {
+			return d.Get(ctx, client.ObjectKey{Name: own}, &v1alpha1.NodeHistory{})
+		}, allowed},
+		{"records an update in its NodeHistory", func(ctx context.Context) error {
+			return d.Status().Patch(ctx, &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}}, client.RawPatch(merge, []byte(historyPatch)))
+		}, allowed},
+		{"creates another node's NodeHistory", func(ctx context.Context) error {
+			return d.Create(ctx, nodeHistory(other, &before))
+		}, byPolicy(ownNodePolicy, cantChange+"nodehistories "+other)},
+		{"records an update in another node's NodeHistory", func(ctx context.Context) error {
+			return d.Status().Patch(ctx, &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: otherHistory}}, client.RawPatch(merge, []byte(historyPatch)))
+		}, byPolicy(ownNodePolicy, cantChange+"nodehistories "+otherHistory)},
+		{"gives its NodeHistory another owner", func(context.Context) error {
+			return rawPatch(d, &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}}, merge, `{"metadata":{"ownerReferences":null}}`)
+		}, byRBAC(`patch resource "nodehistories"`)},
+		{"deletes its NodeHistory", func(ctx context.Context) error {
+			return d.Delete(ctx, &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}})
+		}, byRBAC(`delete resource "nodehistories"`)},
+		{"lists NodeHistories", func(ctx context.Context) error { return d.List(ctx, &v1alpha1.NodeHistoryList{}) }, byRBAC(`list resource "nodehistories"`)},
 
 		// Events.
 		{"records an event about its Node", func(ctx context.Context) error { return d.Create(ctx, anEvent("Node", "v1", "", own)) }, allowed},
@@ -342,6 +376,9 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 			byPolicy(ownNodePolicy, "its token names no node")},
 		{"unbound token: records an event about a Node", func(ctx context.Context) error { return unbound.Create(ctx, anEvent("Node", "v1", "", own)) },
 			byPolicy(ownEventsPolicy, "ndp-daemon on node (none")},
+		{"unbound token: records an update in a NodeHistory", func(ctx context.Context) error {
+			return unbound.Status().Patch(ctx, &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}}, client.RawPatch(merge, []byte(historyPatch)))
+		}, byPolicy(ownNodePolicy, "its token names no node")},
 	})
 
 	// Had the role granted it a delete of pods (the drain's fallback where
@@ -373,3 +410,14 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 			own, mine.Labels, mine.Spec.Taints, mine.Spec.ProviderID, mine.Finalizers, mine.Annotations)
 	}
 }
+
+// nodeHistory is the NodeHistory named name, owned by node, as ndp-daemon
+// creates it.
+func nodeHistory(name string, node *corev1.Node) *v1alpha1.NodeHistory {
+	return &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(false)}}}}
+}
+
+// historyPatch records one update, as the daemon does at each step.
+const historyPatch = `{"status":{"updates":[{"from":"rendered-security-1","to":"rendered-security-2","executor":"ndp-daemon",` +
+	`"started":"2026-11-26T10:00:00Z","result":"InProgress"}]}}`

@@ -209,6 +209,18 @@ func TestSecurityDaemonUpdatesItsNodeConfined(t *testing.T) {
 	} else if cur, _, _ := unstructured.NestedString(u.Object, "status", "configVersion", "current"); cur != to.Name {
 		t.Errorf("MachineConfigNode %s: status.configVersion.current %q, want %s", own, cur, to.Name)
 	}
+	// Its NodeHistory got through the role and the own-node policy: created
+	// owned by its Node, the update recorded.
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: own}})
+	})
+	var nh v1alpha1.NodeHistory
+	if err := k8s.Get(ctx, client.ObjectKey{Name: own}, &nh); err != nil {
+		t.Errorf("NodeHistory %s: %v", own, err)
+	} else if len(nh.Status.Updates) != 1 || nh.Status.Updates[0].To != to.Name || nh.Status.Updates[0].Result != v1alpha1.UpdateDone ||
+		len(nh.OwnerReferences) != 1 || nh.OwnerReferences[0].Kind != "Node" || nh.OwnerReferences[0].Name != own {
+		t.Errorf("NodeHistory %s: owners %+v, updates %+v", own, nh.OwnerReferences, nh.Status.Updates)
+	}
 	// Its events about its Node got through the events policy.
 	want := map[string]bool{"Cordoned": false, "Drained": false, "UpdateComplete": false}
 	deadline := time.Now().Add(policyPatience)
