@@ -89,6 +89,6 @@ each node is in its plan.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand(), newStatusCommand())
-	root.AddCommand(newImportCommand())
+	root.AddCommand(newImportCommand(), newWhyCommand())
 	return root
 }
