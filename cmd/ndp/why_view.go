@@ -352,18 +352,18 @@ func writeVerdict(b *strings.Builder, u *v1alpha1.NodeUpdate) {
 	}
 	b.WriteString("Verdict: " + verdict + "\n")
 	for _, c := range u.Checks {
-		foretold := "not foretold"
+		foretold := "no"
 		if c.Foretold {
-			foretold = "foretold"
+			foretold = "yes"
 		}
-		observed := "observed"
+		observed := "unknown"
 		switch c.Observed {
+		case v1alpha1.ObservedYes:
+			observed = "yes"
 		case v1alpha1.ObservedNo:
-			observed = "not observed"
-		case v1alpha1.ObservedUnknown, "":
-			observed = "not observable"
+			observed = "no"
 		}
-		fmt.Fprintf(b, "  %s: %s, %s: %s\n", c.What, foretold, observed, dash(string(c.Result)))
+		fmt.Fprintf(b, "  %s: foretold %s, observed %s -> %s\n", c.What, foretold, observed, dash(string(c.Result)))
 		for _, e := range c.Evidence {
 			b.WriteString("    " + e + "\n")
 		}
