@@ -65,7 +65,7 @@ func advisorUpdate() v1alpha1.NodeUpdate {
 		Changes: []v1alpha1.UpdateChange{{Change: "file /etc/chrony.conf: contents changed", MachineConfigs: []string{"50-worker-chrony"},
 			DecidedBy: "file policy /etc/chrony.conf", Actions: []v1alpha1.ForecastAction{{Type: "Restart", Service: "chronyd.service"}}}},
 		ChangesOmitted: 2,
-		Plan: &v1alpha1.UpdatePlan{Source: "UpdateForecast worker-aaaa-bbbb", Actions: []v1alpha1.ForecastAction{{Type: "Restart", Service: "chronyd.service"}}},
+		Plan:           &v1alpha1.UpdatePlan{Source: "UpdateForecast worker-aaaa-bbbb", Actions: []v1alpha1.ForecastAction{{Type: "Restart", Service: "chronyd.service"}}},
 		Steps: []v1alpha1.UpdateStep{
 			step("drain", "Observed", at(9, 0, 10), at(9, 1, 0), "MachineConfigNode Drained True"),
 			step("reboot", "Observed", at(9, 1, 10), nil, "Node bootID changed"),
@@ -401,4 +401,3 @@ func TestWhyBesideTheMCOSaysTheAdvisorRecordsWhatItObserved(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
-
