@@ -217,7 +217,7 @@ func TestWhyTextNoHistory(t *testing.T) {
 	} {
 		got := whyText(t, whyView{Node: "w1", Mode: tc.mode, State: &WhyNodeState{Current: whyTo, Desired: whyTo, State: "Done"}})
 		if !strings.Contains(got, "No update of node w1 is recorded: ndp has not seen an update of this node yet") || !strings.Contains(got, tc.want) ||
-			!strings.HasSuffix(got, "Ndp keeps the last 10 updates of each node; the history is deleted with the node.\n") {
+			!strings.HasSuffix(got, "ndp keeps the last 10 updates of each node; the history is deleted with the node.\n") {
 			t.Errorf("mode %q:\n%s", tc.mode, got)
 		}
 	}
@@ -375,7 +375,7 @@ func TestWhyFromACluster(t *testing.T) {
 	code, out, errOut = ndp(t, "why", "w2")
 	want := "Node w2 now: runs rendered-worker-aaaa, sent to rendered-worker-bbbb, state Working: an update is in progress.\n" +
 		"No update of node w2 is recorded: ndp has not seen an update of this node yet (ndp-daemon records each update it runs).\n" +
-		"Ndp keeps the last 10 updates of each node; the history is deleted with the node.\n"
+		"ndp keeps the last 10 updates of each node; the history is deleted with the node.\n"
 	if code != exitOK || out != want {
 		t.Errorf("w2: exit %d\n%s%s\nwant:\n%s", code, out, errOut, want)
 	}

@@ -110,7 +110,7 @@ func writeWhyText(w io.Writer, v whyView) error {
 	}
 	if total == 0 {
 		b.WriteString(noHistoryText(v.Node, v.Mode))
-		b.WriteString(upper(whyKept) + ".\n")
+		b.WriteString(whyKept + ".\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -132,13 +132,6 @@ func writeWhyText(w io.Writer, v whyView) error {
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
-}
-
-func upper(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func nodeStateLine(node string, s *WhyNodeState) string {

@@ -161,7 +161,7 @@ func TestKubectlNdpWhy(t *testing.T) {
 	out, errOut, code := kubectlPlugin(t, dir, "ndp", "why", "why-new")
 	if code != 0 || !strings.HasPrefix(out, "Node why-new now: runs rendered-worker-a, sent to rendered-worker-b, state Working: an update is in progress.\n"+
 		"No update of node why-new is recorded: ndp has not seen an update of this node yet") ||
-		!strings.HasSuffix(out, "Ndp keeps the last 10 updates of each node; the history is deleted with the node.\n") {
+		!strings.HasSuffix(out, "ndp keeps the last 10 updates of each node; the history is deleted with the node.\n") {
 		t.Errorf("kubectl ndp why why-new: exit %d\n%s%s", code, out, errOut)
 	}
 	// An unknown node: exit 1.
