@@ -79,7 +79,7 @@ func newRootCommand(binary string) *cobra.Command {
 		Long: `ndp computes, from an old and a new rendered MachineConfig and the NodeDisruptionPolicies in force,
 the plan a node follows to apply the change: no action, a service reload or restart, a drain, or a reboot,
 with the policy that decided each change. In a cluster, ndp status shows each pool's rollout and where
-each node is in its plan.`,
+each node is in its plan, and ndp why NODE tells why a node was drained or rebooted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -89,6 +89,6 @@ each node is in its plan.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand(), newStatusCommand())
-	root.AddCommand(newImportCommand())
+	root.AddCommand(newImportCommand(), newWhyCommand())
 	return root
 }

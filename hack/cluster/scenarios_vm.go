@@ -379,6 +379,11 @@ spec:
 		if b-boots[w.name] != want || boot == w.bootNow || nodeBoot != boot {
 			return fmt.Errorf("%s: want %d boot(s), the last seen by the node and its Node object", w.name, want)
 		}
+		// Why it rebooted, as ndp recorded it: w.bootNow is still the boot
+		// the update started from.
+		if err := c.whyRebooted(w.name, strings.TrimSpace(current), target, w.bootNow, boot); err != nil {
+			return err
+		}
 		w.bootNow = boot
 	}
 	line := fmt.Sprintf("reboots: %d nodes in %s, at most %d cordoned at once, web pods ready never below %d (lowest %d)",
