@@ -68,6 +68,8 @@ func (c *cluster) whyRebooted(node, from, to, bootBefore, bootAfter string) erro
 	if err != nil {
 		return err
 	}
+	// The record itself, as kubectl shows it (the log keeps a real one).
+	c.kubectl("get", "nodehistory", node, "-o", "yaml")
 	if missing := whyMissing(out, from, to, bootBefore, bootAfter); len(missing) > 0 {
 		return fmt.Errorf("kubectl ndp why %s: its newest update lacks %s", node, strings.Join(missing, "; "))
 	}
