@@ -174,7 +174,7 @@ var (
 	mcnReloadedRE = regexp.MustCompile(`reloaded service (\S+?)\.?$`)
 	reloadedRE    = regexp.MustCompile(`Service (\S+?) was reloaded`)
 	restartedRE   = regexp.MustCompile(`Service (\S+?) was restarted`)
-	rebootIntoR = regexp.MustCompile(`reboot into config (\S+?)\.?$`)
+	rebootIntoR   = regexp.MustCompile(`reboot into config (\S+?)\.?$`)
 )
 
 // reloadAction is the action a reload of svc is: daemon-reload is how the

@@ -256,8 +256,10 @@ func TestObserveLifecycle(t *testing.T) {
 		Status: v1alpha1.UpdateForecastStatus{MCO: &v1alpha1.MCOForecast{Summary: "Special", Actions: []v1alpha1.ForecastAction{{Type: "Special"}},
 			Rules: []v1alpha1.MCORule{{Change: "file /etc/containers/registries.conf", Rule: "file policy /etc/containers/registries.conf", Actions: []v1alpha1.ForecastAction{{Type: "Special"}}}}}}}
 	in := observeInput{Pool: "worker", Now: obsAt(0),
-		Node:     observedNode{Name: "w1", Current: obsFrom, Desired: obsTo, State: "Done", BootID: "boot-1"},
-		Forecast: func(name string) *v1alpha1.UpdateForecast { return map[string]*v1alpha1.UpdateForecast{forecast.Name: forecast}[name] },
+		Node: observedNode{Name: "w1", Current: obsFrom, Desired: obsTo, State: "Done", BootID: "boot-1"},
+		Forecast: func(name string) *v1alpha1.UpdateForecast {
+			return map[string]*v1alpha1.UpdateForecast{forecast.Name: forecast}[name]
+		},
 		Sources: func(r string) map[string]string {
 			return map[string]string{"file:/etc/containers/registries.conf": "99-worker-generated-registries"}
 		},
