@@ -452,9 +452,15 @@ func (d *playedDaemon) event(t *testing.T, n, reason, msg string) {
 func (d *playedDaemon) eventIn(t *testing.T, n, ns, typ, component, reason, msg string) {
 	t.Helper()
 	now := metav1.Now()
+	ref := corev1.ObjectReference{Kind: "Node", Name: n, UID: d.node(t, n).UID}
+	if ns != "default" {
+		// The MCO's namespaced recorder names its namespace in the
+		// reference too: the API server wants them equal.
+		ref.Namespace = ns
+	}
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: n + "."},
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: n, UID: d.node(t, n).UID},
+		InvolvedObject: ref,
 		Reason:         reason, Message: msg, Type: typ, Count: 1,
 		Source:         corev1.EventSource{Component: component, Host: n},
 		FirstTimestamp: now, LastTimestamp: now,
