@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -211,7 +212,7 @@ func (r *ObserveReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.write(ctx, &node, &hist, found, res.Updates); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			// The cache is behind our own last write: observe again.
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		return reconcile.Result{}, err
 	}
@@ -275,14 +276,11 @@ func (r *ObserveReconciler) report(ctx context.Context, node *corev1.Node, u *v1
 			parts = append(parts, mismatchText(c))
 		}
 	}
-	var related client.Object
-	if f != nil {
-		related = f
-	}
 	msg := truncate(fmt.Sprintf("node %s, update %s → %s (forecast %s): %s", node.Name, u.From, u.To, u.Forecast, strings.Join(parts, "; ")), 1024)
-	if related != nil {
-		r.Recorder.Eventf(node, related, corev1.EventTypeWarning, "ForecastMismatch", "Observe", "%s", msg)
+	if f != nil {
+		r.Recorder.Eventf(node, f, corev1.EventTypeWarning, "ForecastMismatch", "Observe", "%s", msg)
 	} else {
+		// No typed nil as the related object.
 		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "ForecastMismatch", "Observe", "%s", msg)
 	}
 	log.FromContext(ctx).Info("the MCO did other than foretold", "node", node.Name, "message", msg)
