@@ -134,7 +134,7 @@ func TestOpenShiftInstallIsTheAdvisor(t *testing.T) {
 			checkAdvisorWebhooks(t, cfg.Webhooks)
 		}
 	}
-	for kind, n := range map[string]int{"CustomResourceDefinition": 2, "Deployment": 1, "ValidatingWebhookConfiguration": 1, "DaemonSet": 0,
+	for kind, n := range map[string]int{"CustomResourceDefinition": 3, "Deployment": 1, "ValidatingWebhookConfiguration": 1, "DaemonSet": 0,
 		"ValidatingAdmissionPolicy": 0, "SecurityContextConstraints": 0, "PrometheusRule": 0} {
 		if kinds[kind] != n {
 			t.Errorf("%d objects of kind %s, want %d (all: %v)", kinds[kind], kind, n, kinds)

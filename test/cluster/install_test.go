@@ -40,7 +40,7 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		wantText: []string{"openshift.io/required-scc: restricted-v2", "- --mode=advisor",
 			"service.beta.openshift.io/serving-cert-secret-name: ndp-webhook-cert", `service.beta.openshift.io/inject-cabundle: "true"`},
 		// The advisor (TestOpenShiftInstallIsTheAdvisor checks it further).
-		notText: []string{"kind: DaemonSet", "ndp-daemon", "PrometheusRule", "machineconfigs.machineconfiguration.openshift.io\n", "kind: ValidatingAdmissionPolicy"},
+		notText: []string{"kind: DaemonSet", "name: ndp-daemon", "serviceAccountName: ndp-daemon", "PrometheusRule", "machineconfigs.machineconfiguration.openshift.io\n", "kind: ValidatingAdmissionPolicy"},
 	}} {
 		t.Run(strings.TrimPrefix(tc.dir, "../../"), func(t *testing.T) {
 			rendered, err := kubectl(t, "kustomize", tc.dir)
