@@ -350,9 +350,11 @@ type forecastWrites struct {
 // transition times); a stored one no longer wanted becomes history
 // (Completed when no node of the pool runs its from, else Superseded,
 // with its nodes as last seen), and history beyond keep, the oldest
-// first, is deleted. nodes are the pool's nodes now; now stamps new
+// first, is deleted. nodes are the pool's nodes now; observed is what the
+// nodes' NodeHistories say of each forecast by name (forecastObservations),
+// written into pending and history forecasts alike; now stamps new
 // condition transitions.
-func mergeForecasts(wanted, stored []v1alpha1.UpdateForecast, nodes []forecastNode, keep int, now metav1.Time) forecastWrites {
+func mergeForecasts(wanted, stored []v1alpha1.UpdateForecast, nodes []forecastNode, observed map[string]*v1alpha1.ForecastObserved, keep int, now metav1.Time) forecastWrites {
 	var w forecastWrites
 	have := map[string]*v1alpha1.UpdateForecast{}
 	for i := range stored {
@@ -364,6 +366,7 @@ func mergeForecasts(wanted, stored []v1alpha1.UpdateForecast, nodes []forecastNo
 		old := have[f.Name]
 		next := f.DeepCopy()
 		setForecastCondition(&next.Status, forecastConditionCurrent, true, string(v1alpha1.ForecastPending), "nodes of the pool run from, and the pool moves to to")
+		setObserved(&next.Status, observed[f.Name])
 		if old != nil {
 			next.ObjectMeta = *old.ObjectMeta.DeepCopy()
 			next.Status.Conditions = keepTransitions(next.Status.Conditions, old.Status.Conditions, now)
@@ -401,8 +404,12 @@ func mergeForecasts(wanted, stored []v1alpha1.UpdateForecast, nodes []forecastNo
 				}
 			}
 			setForecastCondition(&f.Status, forecastConditionCurrent, false, string(f.Status.State), msg)
+			setObserved(&f.Status, observed[f.Name])
 			f.Status.Conditions = keepTransitions(f.Status.Conditions, old, now)
 			w.Apply = append(w.Apply, *f)
+		} else if next := withObserved(f, observed[f.Name], now); next != nil {
+			// History still learns how its nodes' updates went.
+			w.Apply = append(w.Apply, *next)
 		}
 		history = append(history, f)
 	}
@@ -432,6 +439,17 @@ func mergeForecasts(wanted, stored []v1alpha1.UpdateForecast, nodes []forecastNo
 		sort.Strings(w.Delete)
 	}
 	return w
+}
+
+// withObserved is f with observed written, nil when that changes nothing.
+func withObserved(f *v1alpha1.UpdateForecast, observed *v1alpha1.ForecastObserved, now metav1.Time) *v1alpha1.UpdateForecast {
+	next := f.DeepCopy()
+	setObserved(&next.Status, observed)
+	next.Status.Conditions = keepTransitions(next.Status.Conditions, f.Status.Conditions, now)
+	if equality.Semantic.DeepEqual(f.Status, next.Status) {
+		return nil
+	}
+	return next
 }
 
 // forecastConditionCurrent is True while the forecast is pending, and

@@ -319,7 +319,7 @@ func TestMergeForecasts(t *testing.T) {
 	// stored is what the API server holds after a merge was written: through
 	// JSON, as the API server stores it (omitted empties, times in seconds).
 	stored := func(fs ...v1alpha1.UpdateForecast) []v1alpha1.UpdateForecast {
-		w := mergeForecasts(fs, nil, nil, 10, metav1.NewTime(t0.Add(123*time.Millisecond)))
+		w := mergeForecasts(fs, nil, nil, nil, 10, metav1.NewTime(t0.Add(123*time.Millisecond)))
 		out := make([]v1alpha1.UpdateForecast, len(w.Apply))
 		for i := range w.Apply {
 			w.Apply[i].ResourceVersion = "1"
@@ -340,7 +340,7 @@ func TestMergeForecasts(t *testing.T) {
 	a := pending(r1, r2, "w1", "w2")
 
 	t.Run("new: created with the times of now", func(t *testing.T) {
-		w := mergeForecasts([]v1alpha1.UpdateForecast{a}, nil, nil, 10, now)
+		w := mergeForecasts([]v1alpha1.UpdateForecast{a}, nil, nil, nil, 10, now)
 		if len(w.Apply) != 1 || len(w.Delete) != 0 || w.Apply[0].ResourceVersion != "" {
 			t.Fatalf("writes %+v", w)
 		}
@@ -354,13 +354,13 @@ func TestMergeForecasts(t *testing.T) {
 		}
 	})
 	t.Run("unchanged: nothing written", func(t *testing.T) {
-		w := mergeForecasts([]v1alpha1.UpdateForecast{a}, stored(a), nil, 10, now)
+		w := mergeForecasts([]v1alpha1.UpdateForecast{a}, stored(a), nil, nil, 10, now)
 		if len(w.Apply)+len(w.Delete) != 0 {
 			t.Fatalf("writes %+v", w)
 		}
 	})
 	t.Run("a node moved: the status written, the transition times kept", func(t *testing.T) {
-		w := mergeForecasts([]v1alpha1.UpdateForecast{pending(r1, r2, "w2")}, stored(a), nil, 10, now)
+		w := mergeForecasts([]v1alpha1.UpdateForecast{pending(r1, r2, "w2")}, stored(a), nil, nil, 10, now)
 		if len(w.Apply) != 1 || w.Apply[0].Status.NodeCount != 1 || w.Apply[0].ResourceVersion != "1" {
 			t.Fatalf("writes %+v", w)
 		}
@@ -378,7 +378,7 @@ func TestMergeForecasts(t *testing.T) {
 			{[]forecastNode{{"w1", r1, ""}}, v1alpha1.ForecastSuperseded},
 			{[]forecastNode{{"w1", r2, r2}, {"w2", r2, r2}}, v1alpha1.ForecastCompleted},
 		} {
-			w := mergeForecasts(nil, stored(a), tc.nodes, 10, now)
+			w := mergeForecasts(nil, stored(a), tc.nodes, nil, 10, now)
 			if len(w.Apply) != 1 || w.Apply[0].Status.State != tc.want || w.Apply[0].Status.NodeCount != 2 {
 				t.Fatalf("writes %+v, want %s keeping its 2 nodes", w, tc.want)
 			}
@@ -391,7 +391,7 @@ func TestMergeForecasts(t *testing.T) {
 			}
 			// History stays as it is.
 			again := w.Apply[0]
-			if w := mergeForecasts(nil, []v1alpha1.UpdateForecast{again}, nil, 10, now); len(w.Apply)+len(w.Delete) != 0 {
+			if w := mergeForecasts(nil, []v1alpha1.UpdateForecast{again}, nil, nil, 10, now); len(w.Apply)+len(w.Delete) != 0 {
 				t.Errorf("history rewritten: %+v", w)
 			}
 		}
@@ -402,7 +402,7 @@ func TestMergeForecasts(t *testing.T) {
 			st = append(st, history(fmt.Sprintf("h%d", i), v1alpha1.ForecastCompleted, t0.Add(time.Duration(i)*time.Minute)))
 		}
 		st = append(st, stored(a)...)
-		w := mergeForecasts(nil, st, nil, 3, now)
+		w := mergeForecasts(nil, st, nil, nil, 3, now)
 		// a becomes history at now, the newest: h4, h3 stay.
 		if fmt.Sprint(w.Delete) != "[h0 h1 h2]" {
 			t.Errorf("deleted %v, want [h0 h1 h2]", w.Delete)
@@ -411,7 +411,7 @@ func TestMergeForecasts(t *testing.T) {
 			t.Errorf("applied %+v, want %s only", w.Apply, a.Name)
 		}
 		// The pending ones do not count.
-		w = mergeForecasts([]v1alpha1.UpdateForecast{a}, st, nil, 3, now)
+		w = mergeForecasts([]v1alpha1.UpdateForecast{a}, st, nil, nil, 3, now)
 		if fmt.Sprint(w.Delete) != "[h0 h1]" || len(w.Apply) != 0 {
 			t.Errorf("with a pending: deleted %v applied %d, want [h0 h1] and none", w.Delete, len(w.Apply))
 		}
@@ -420,7 +420,7 @@ func TestMergeForecasts(t *testing.T) {
 		h := stored(a)[0]
 		h.Status.State = v1alpha1.ForecastSuperseded
 		meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: forecastConditionCurrent, Status: metav1.ConditionFalse, Reason: "Superseded", LastTransitionTime: t0})
-		w := mergeForecasts([]v1alpha1.UpdateForecast{a}, []v1alpha1.UpdateForecast{h}, nil, 10, now)
+		w := mergeForecasts([]v1alpha1.UpdateForecast{a}, []v1alpha1.UpdateForecast{h}, nil, nil, 10, now)
 		if len(w.Apply) != 1 || w.Apply[0].Status.State != v1alpha1.ForecastPending {
 			t.Fatalf("writes %+v", w)
 		}

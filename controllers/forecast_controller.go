@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,6 +39,7 @@ import (
 // The advisor reads the MCO's objects and writes only its own forecasts.
 // +kubebuilder:rbac:groups=ndp.dev,resources=updateforecasts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=ndp.dev,resources=updateforecasts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodehistories,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs;machineconfigpools;controllerconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=machineconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=infrastructures,verbs=get;list;watch
@@ -94,9 +96,28 @@ func (r *ForecastReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&mcfgv1.ControllerConfig{}, allPools, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&operatorv1.MachineConfiguration{}, allPools).
 		Watches(&configv1.Infrastructure{}, allPools).
+		Watches(&v1alpha1.NodeHistory{}, enqueuePoolsOfHistory).
 		WatchesRawSource(source.Channel(r.Active.Changes(), allPools)).
 		Complete(r)
 }
+
+// enqueuePoolsOfHistory maps a NodeHistory to the pools its advisor's
+// updates name: their forecasts' status.observed is computed from it.
+var enqueuePoolsOfHistory = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	h, ok := o.(*v1alpha1.NodeHistory)
+	if !ok {
+		return nil
+	}
+	var out []reconcile.Request
+	seen := map[string]bool{}
+	for _, u := range h.Status.Updates {
+		if u.Executor == v1alpha1.ExecutorMCO && u.Pool != "" && !seen[u.Pool] {
+			seen[u.Pool] = true
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: u.Pool}})
+		}
+	}
+	return out
+})
 
 // nodeConfigChanged passes node events that can change a forecast: a node
 // added or removed, relabelled, or its current or desired config changed
@@ -151,7 +172,12 @@ func (r *ForecastReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	wanted := wantForecasts(*in)
-	writes := mergeForecasts(wanted, stored, in.Nodes, r.history(), metav1.Now())
+	var histories v1alpha1.NodeHistoryList
+	if err := r.Client.List(ctx, &histories); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing NodeHistories: %w", err)
+	}
+	observed := forecastObservations(histories.Items)
+	writes := mergeForecasts(wanted, stored, in.Nodes, observed, r.history(), metav1.Now())
 	for i := range writes.Apply {
 		if err := r.write(ctx, &pool, &writes.Apply[i]); err != nil {
 			return reconcile.Result{}, err
@@ -349,4 +375,17 @@ func (r *ForecastReconciler) singleNode(ctx context.Context) (bool, error) {
 	default:
 		return false, fmt.Errorf("reading Infrastructure %s: %w", InfrastructureName, err)
 	}
+}
+
+// PredictedSources is the source MachineConfig of each change id
+// ("file:/etc/x", "unit:y.service") of the rendered config ndp predicted
+// under that name, nil when no such prediction is kept: what the MCO's
+// rendered configs do not record (the observer's NodeHistory changes).
+func (r *ForecastReconciler) PredictedSources(name string) map[string]string {
+	r.predictedMu.Lock()
+	defer r.predictedMu.Unlock()
+	if cfg, ok := r.predicted[name]; ok {
+		return cfg.Sources
+	}
+	return nil
 }

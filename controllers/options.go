@@ -41,7 +41,9 @@ func ClientOptions() client.Options {
 // DaemonSet through it (the MCO's daemon is watched by mcoguard's Guard),
 // and should one, the cache lists and watches only the MCO's daemon, by
 // name and namespace: ndp-controller's role may read no other DaemonSet,
-// and a cluster's DaemonSets are not cached for nothing. Objects are
+// and a cluster's DaemonSets are not cached for nothing. Events (the
+// advisor's observer reads them) are cached from the MCO daemon's and the
+// kubelet's namespaces only, not the whole cluster's. Objects are
 // cached without their managedFields, which nothing in ndp reads (an
 // update of a cached object leaves them to the API server). Every manager
 // that runs SetupWithManager must use it.
@@ -50,6 +52,10 @@ func CacheOptions() cache.Options {
 		&appsv1.DaemonSet{}: {
 			Namespaces: map[string]cache.Config{mcoguard.DaemonSetNamespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", mcoguard.DaemonSetName),
+		},
+		&corev1.Event{}: {
+			Namespaces: map[string]cache.Config{MCDEventNamespace: {}, KubeletEventNamespace: {}},
+			Field:      fields.OneTermEqualSelector("involvedObject.kind", "Node"),
 		},
 	}}
 }

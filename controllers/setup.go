@@ -55,13 +55,16 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 
 // SetupAdvisorWithManager wires ndp's advisor beside the Machine Config
 // Operator: the controllers that write only ndp's own objects (the policy
-// controller, the forecast controller). Nothing the MCO or the cluster
+// controller, the forecast controller, the observer of the MCO's updates,
+// which writes NodeHistories and Events). Nothing the MCO or the cluster
 // version operator owns is written.
 func SetupAdvisorWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(engineOpts)
+	forecast := &ForecastReconciler{Client: mgr.GetClient(), Active: active}
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
 		"policy":   &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
-		"forecast": &ForecastReconciler{Client: mgr.GetClient(), Active: active},
+		"forecast": forecast,
+		"observe":  &ObserveReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-advisor"), Sources: forecast.PredictedSources},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)

@@ -32,7 +32,9 @@ func New() *runtime.Scheme {
 	// registered for that kind.
 	s.AddKnownTypes(mcfgv1.GroupVersion, &mcfgv1.MachineConfigPool{}, &mcfgv1.MachineConfigPoolList{},
 		&mcfgv1.KubeletConfig{}, &mcfgv1.KubeletConfigList{}, &mcfgv1.ContainerRuntimeConfig{}, &mcfgv1.ContainerRuntimeConfigList{},
-		&mcfgv1.ControllerConfig{}, &mcfgv1.ControllerConfigList{})
+		&mcfgv1.ControllerConfig{}, &mcfgv1.ControllerConfigList{},
+		// The MCO's MachineConfigNode, which the advisor's observer reads.
+		&mcfgv1.MachineConfigNode{}, &mcfgv1.MachineConfigNodeList{})
 	// The MCO's MachineConfiguration (its node disruption policies), which
 	// the advisor reads; the rest of operator.openshift.io/v1 is not needed.
 	s.AddKnownTypes(operatorv1.GroupVersion, &operatorv1.MachineConfiguration{}, &operatorv1.MachineConfigurationList{})

@@ -184,7 +184,10 @@ type installedAdvisor struct {
 	kubectl string
 	nodes   []string
 	logs    *output.Buffer
-	stop    func()
+	// stop stops ndp-controller (as SIGTERM does; again: nothing), start
+	// runs it again with the same arguments and waits until it is ready.
+	stop  func()
+	start func(t *testing.T)
 }
 
 // buildController builds ndp-controller from this tree in the background
@@ -277,37 +280,41 @@ func installAdvisor(t *testing.T, m *MCO, built builtController) *installedAdvis
 		"--webhook-port", fmt.Sprint(certs.LocalServingPort),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probes),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)))
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+deployment.Namespace)
-	cmd.Stdout, cmd.Stderr = a.logs, a.logs
 	t.Logf("ndp-controller %s", strings.Join(args, " "))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	a.start = func(t *testing.T) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "POD_NAMESPACE="+deployment.Namespace)
+		cmd.Stdout, cmd.Stderr = a.logs, a.logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		var once sync.Once
+		a.stop = func() { once.Do(func() { testkit.Terminate(cmd.Process, done, 30*time.Second) }) }
+		testkit.Eventually(t, "ndp-controller ready (elected, webhook server started)", func() (bool, string) {
+			select {
+			case <-done:
+				t.Fatalf("ndp-controller exited:\n%s", testkit.LastLines(a.logs.String(), 60))
+			default:
+			}
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
+			if err != nil {
+				return false, err.Error()
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, string(body)
+		}, testkit.Within(3*time.Minute))
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	var once sync.Once
-	a.stop = func() { once.Do(func() { testkit.Terminate(cmd.Process, done, 30*time.Second) }) }
 	t.Cleanup(func() {
 		a.stop()
 		if t.Failed() {
 			t.Logf("ndp-controller's last lines:\n%s", testkit.LastLines(a.logs.String(), 120))
 		}
 	})
-	testkit.Eventually(t, "ndp-controller ready (elected, webhook server started)", func() (bool, string) {
-		select {
-		case <-done:
-			t.Fatalf("ndp-controller exited:\n%s", testkit.LastLines(a.logs.String(), 60))
-		default:
-		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", probes))
-		if err != nil {
-			return false, err.Error()
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, string(body)
-	}, testkit.Within(3*time.Minute))
+	a.start(t)
 	return a
 }
 

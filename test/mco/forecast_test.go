@@ -51,7 +51,7 @@ func startForecastPlane(t *testing.T) *forecastPlane {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	m := startMCO(t)
 	if _, err := envtest.InstallCRDs(m.Config, envtest.CRDInstallOptions{Paths: []string{
-		"../../manifests/crds/ndp.dev_nodedisruptionpolicies.yaml", "../../manifests/crds/ndp.dev_updateforecasts.yaml",
+		"../../manifests/crds/ndp.dev_nodedisruptionpolicies.yaml", "../../manifests/crds/ndp.dev_updateforecasts.yaml", "../../manifests/crds/ndp.dev_nodehistories.yaml",
 	}, ErrorIfPathMissing: true}); err != nil {
 		t.Fatalf("installing ndp's CRDs: %v", err)
 	}
