@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -157,6 +158,18 @@ func TestAdvisorObservesTheMCOsUpdates(t *testing.T) {
 		}
 		if ev.Type != corev1.EventTypeWarning || ev.Related == nil || ev.Related.Kind != "UpdateForecast" || ev.Related.Name != f {
 			t.Errorf("the Event: type %s, related %+v; want Warning, related UpdateForecast %s", ev.Type, ev.Related, f)
+		}
+		// What an administrator asks next: kubectl ndp why, through
+		// kubectl's plugin mechanism, answers from the NodeHistory.
+		why := kubectlNdpWhy(t, a, "worker-0", "--update", "1")
+		for _, want := range []string{from + " -> " + to, "Run by:   the MCO's machine-config-daemon, observed by ndp's advisor",
+			"Verdict: Mismatch (checked against UpdateForecast " + f + ")", "reboot: foretold no, observed yes -> Mismatch", "Foretold: Special"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("kubectl ndp why worker-0 does not say %q:\n%s", want, why)
+			}
+		}
+		if out, err := a.kubectlRun("get", "nodehistory", "worker-0", "-o", "yaml"); err == nil {
+			t.Logf("kubectl get nodehistory worker-0 -o yaml:\n%s", out)
 		}
 	})
 	if t.Failed() {
@@ -556,4 +569,24 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// kubectlNdpWhy runs `kubectl ndp why` with this tree's ndp as kubectl's
+// plugin, and returns its output.
+func kubectlNdpWhy(t *testing.T, a *installedAdvisor, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-ndp"), "../../cmd/ndp").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../../cmd/ndp: %v\n%s", err, out)
+	}
+	// kubectl passes no flag before a plugin's name on: the kubeconfig
+	// goes by the environment.
+	cmd := exec.Command(a.kubectl, append([]string{"ndp", "why"}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+a.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl ndp why %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("kubectl ndp why %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
 }
