@@ -401,3 +401,20 @@ func TestWhyBesideTheMCOSaysTheAdvisorRecordsWhatItObserved(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+func TestStepDetailShowsTheFirstProofOfAnObservedStep(t *testing.T) {
+	for _, tc := range []struct {
+		step v1alpha1.UpdateStep
+		want string
+	}{
+		{v1alpha1.UpdateStep{Result: "Observed", Detail: "Node bootID a → b"}, "Node bootID a → b"},
+		{v1alpha1.UpdateStep{Result: "Observed", Detail: "Event Reboot; Node bootID a → b; MachineConfigNode RebootedNode=True"},
+			"Event Reboot (and 2 more, under Evidence)"},
+		// The daemon's own details are shown whole.
+		{v1alpha1.UpdateStep{Result: "Failed", Detail: "restart chronyd.service: exit 1; rolled back"}, "restart chronyd.service: exit 1; rolled back"},
+	} {
+		if got := stepDetail(tc.step); got != tc.want {
+			t.Errorf("stepDetail(%+v) = %q, want %q", tc.step, got, tc.want)
+		}
+	}
+}

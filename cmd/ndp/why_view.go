@@ -309,7 +309,7 @@ func writeSteps(b *strings.Builder, title string, u *v1alpha1.NodeUpdate) {
 		} else if s.Finished != nil {
 			at = clockSince(u.Started, *s.Finished)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", at, name, dash(s.Result), dur, s.Detail)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", at, name, dash(s.Result), dur, stepDetail(s))
 	}
 	_ = tw.Flush() // writes to a strings.Builder
 	// tabwriter pads the empty last cells; lines end where their text does.
@@ -318,6 +318,20 @@ func writeSteps(b *strings.Builder, title string, u *v1alpha1.NodeUpdate) {
 			b.WriteString(strings.TrimRight(l, " \n") + "\n")
 		}
 	}
+}
+
+// stepDetail is a step's detail on its line. An observed step's detail
+// holds every proof of it, joined by "; ": the first is shown, the rest are
+// counted (the Evidence section lists them all).
+func stepDetail(s v1alpha1.UpdateStep) string {
+	if s.Result != "Observed" {
+		return s.Detail
+	}
+	proofs := strings.Split(s.Detail, "; ")
+	if len(proofs) == 1 {
+		return s.Detail
+	}
+	return fmt.Sprintf("%s (and %d more, under Evidence)", proofs[0], len(proofs)-1)
 }
 
 func bootText(u *v1alpha1.NodeUpdate) string {
