@@ -184,6 +184,8 @@ type installedAdvisor struct {
 	kubectl string
 	nodes   []string
 	logs    *output.Buffer
+	// metrics is ndp-controller's metrics address (host:port).
+	metrics string
 	// stop stops ndp-controller (as SIGTERM does; again: nothing), start
 	// runs it again with the same arguments and waits until it is ready.
 	stop  func()
@@ -274,12 +276,13 @@ func installAdvisor(t *testing.T, m *MCO, built builtController) *installedAdvis
 		args = append(args, arg)
 	}
 	probes := testkit.FreePort(t)
+	a.metrics = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	kubeconfig, _ := a.tokenKubeconfig(t, advisorNamespace, advisorAccount)
 	args = append(args,
 		"--kubeconfig", kubeconfig,
 		"--webhook-port", fmt.Sprint(certs.LocalServingPort),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probes),
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)))
+		"--metrics-bind-address", a.metrics)
 	t.Logf("ndp-controller %s", strings.Join(args, " "))
 	a.start = func(t *testing.T) {
 		t.Helper()

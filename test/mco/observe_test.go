@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,6 +161,19 @@ func TestAdvisorObservesTheMCOsUpdates(t *testing.T) {
 		if ev.Type != corev1.EventTypeWarning || ev.Related == nil || ev.Related.Kind != "UpdateForecast" || ev.Related.Name != f {
 			t.Errorf("the Event: type %s, related %+v; want Warning, related UpdateForecast %s", ev.Type, ev.Related, f)
 		}
+		// The metrics count the mismatch by check, and the verdicts.
+		// (The verdict is written before it is counted: wait.)
+		testkit.Eventually(t, "the mismatch and the verdicts counted", func() (bool, string) {
+			metrics := scrape(t, a.metrics)
+			for _, want := range []string{`ndp_forecast_mismatches_total{check="reboot",pool="worker"} 1`,
+				`ndp_forecast_observed_updates_total{pool="worker",verdict="Mismatch"} 1`,
+				fmt.Sprintf(`ndp_forecast_observed_updates_total{pool="worker",verdict="Agreed"} %d`, 2*len(a.nodes)-1)} {
+				if !strings.Contains(metrics, want+"\n") {
+					return false, "no " + want + " in:\n" + grepLines(metrics, "ndp_forecast_")
+				}
+			}
+			return true, ""
+		})
 		// What an administrator asks next: kubectl ndp why, through
 		// kubectl's plugin mechanism, answers from the NodeHistory.
 		why := kubectlNdpWhy(t, a, "worker-0", "--update", "1")
@@ -589,4 +604,30 @@ func kubectlNdpWhy(t *testing.T, a *installedAdvisor, args ...string) string {
 	}
 	t.Logf("kubectl ndp why %s:\n%s", strings.Join(args, " "), out)
 	return string(out)
+}
+
+// scrape reads a metrics endpoint.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping %s: %v", addr, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("scraping %s: %v", addr, err)
+	}
+	return string(b)
+}
+
+// grepLines keeps the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
