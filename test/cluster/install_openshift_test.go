@@ -155,6 +155,7 @@ func TestOpenShiftInstallIsTheAdvisor(t *testing.T) {
 		t.Fatal("dist/install-openshift.yaml: no ValidatingWebhookConfiguration ndp-webhook")
 	}
 	ensureNamespace(t, "ndp-system")
+	ensureNamespace(t, "openshift-machine-config-operator") // OpenShift has it: the advisor reads Events there
 	var out string
 	var err error
 	deadline := time.Now().Add(time.Minute)

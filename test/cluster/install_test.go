@@ -14,6 +14,8 @@ import (
 // (SecurityContextConstraints, PrometheusRule).
 func TestInstallManifestsDryRun(t *testing.T) {
 	ensureNamespace(t, "ndp-system") // a dry-run does not create the namespace its objects go in
+	// The advisor reads Events in the MCO's namespace, which OpenShift has.
+	ensureNamespace(t, "openshift-machine-config-operator")
 	if out, err := kubectl(t, "apply", "-f", "testdata/crds"); err != nil {
 		t.Fatalf("installing the overlay's CRDs: %v\n%s", err, out)
 	}
