@@ -118,6 +118,15 @@ func fold(u *v1alpha1.NodeUpdate, e evidence) bool {
 				changed = true
 			}
 		}
+		// A step dates from its earliest proof: an Event re-listed after
+		// a restart can predate what the Node showed then.
+		if !e.At.IsZero() && (s.Started == nil || s.Started.IsZero() || e.At.Before(s.Started)) {
+			moved := *s
+			at := e.At
+			moved.Started = &at
+			u.Steps = insertStep(slices.Delete(u.Steps, i, i+1), moved)
+			changed = true
+		}
 		return changed
 	}
 	if len(u.Steps) >= 120 {
@@ -129,8 +138,25 @@ func fold(u *v1alpha1.NodeUpdate, e evidence) bool {
 		a := *e.Action
 		step.Action = &a
 	}
-	u.Steps = append(u.Steps, step)
+	u.Steps = insertStep(u.Steps, step)
 	return true
+}
+
+// insertStep puts an observed step where it happened among the others, not
+// where it was seen (after a restart, the uncordon on the Node is seen
+// before the reload its Event recorded earlier): before the first step
+// that started later; a step of unknown time goes last.
+func insertStep(steps []v1alpha1.UpdateStep, s v1alpha1.UpdateStep) []v1alpha1.UpdateStep {
+	at := len(steps)
+	if s.Started != nil && !s.Started.IsZero() {
+		for i := range steps {
+			if o := steps[i].Started; o != nil && !o.IsZero() && s.Started.Before(o) {
+				at = i
+				break
+			}
+		}
+	}
+	return slices.Insert(steps, at, s)
 }
 
 func sameAction(a, b *v1alpha1.ForecastAction) bool {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,30 @@ func TestFoldIsIdempotent(t *testing.T) {
 		t.Fatalf("two different actions are two steps: %+v", u.Steps)
 	}
 }
+
+func TestFoldOrdersStepsByWhenTheyHappened(t *testing.T) {
+	u := openU()
+	reload := &v1alpha1.ForecastAction{Type: "Reload", Service: "crio.service"}
+	// Seen in this order after a restart: the Node uncordoned now, then
+	// the daemon's earlier Events, re-listed.
+	fold(u, evidence{Line: "Node annotation desiredDrain=uncordon-x", Step: stepUncordon, At: obsAt(30)})
+	fold(u, evidence{Line: "Event ServiceReload", Step: stepAction, Action: reload, At: obsAt(10)})
+	fold(u, evidence{Line: "Event Cordon", Step: stepCordon, At: obsAt(5)})
+	// A second, earlier proof moves the uncordon back, before the reload.
+	fold(u, evidence{Line: "Event Uncordon", Step: stepUncordon, At: obsAt(8)})
+	var got []string
+	for _, s := range u.Steps {
+		got = append(got, s.Name)
+	}
+	if want := []string{stepCordon, stepUncordon, stepAction}; !slices.Equal(got, want) {
+		t.Errorf("steps %v, want %v", got, want)
+	}
+	if !u.Steps[1].Started.Equal(ptrTime(obsAt(8))) {
+		t.Errorf("the uncordon dates from %v, want its earliest proof %v", u.Steps[1].Started, obsAt(8))
+	}
+}
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }
 
 func TestEvidenceOfTheMCOsRecords(t *testing.T) {
 	u := openU()
