@@ -374,12 +374,13 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		if boot != j.BootID {
 			why = "a reboot"
 		}
-		at := "the end"
-		for i := range j.Steps {
-			if !j.Steps[i].Done {
-				at = j.Steps[i].Title()
-				break
-			}
+		r := j.resumed(boot, time.Now().UTC())
+		if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+			return d.PollInterval, err
+		}
+		at := r.Step
+		if at == "" {
+			at = "the end"
 		}
 		msg := fmt.Sprintf("resumed the update to %s at step %s after %s", j.To, at, why)
 		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)

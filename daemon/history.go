@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -189,9 +190,30 @@ func historySteps(j *Journal) []v1alpha1.UpdateStep {
 		case s.Name == StepReboot && s.BootID != "":
 			st.Detail = "requested in boot " + s.BootID
 		}
+		if note := resumeNote(j, s.Title()); note != "" {
+			st.Detail = truncate(strings.TrimPrefix(st.Detail+"; "+note, "; "), maxHistoryDetail)
+		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// resumeNote says how a step was interrupted and taken up again: after a
+// restart of the daemon, or after a boot the plan did not ask for (a power
+// cut, a crash, someone's reboot). The plan's own reboot is the reboot
+// step's, and needs no note.
+func resumeNote(j *Journal, title string) string {
+	var notes []string
+	for _, r := range j.Resumes {
+		switch {
+		case r.Step != title || r.Planned:
+		case r.PrevBoot != "":
+			notes = append(notes, fmt.Sprintf("resumed after an unplanned reboot (boot %s -> %s)", r.PrevBoot, r.Boot))
+		default:
+			notes = append(notes, "resumed after a restart of the daemon")
+		}
+	}
+	return strings.Join(notes, "; ")
 }
 
 // historyEntry is the NodeHistory entry of the update the journal records.

@@ -406,3 +406,57 @@ func TestHistoryWriteFailuresDoNotStopTheUpdate(t *testing.T) {
 		t.Error("still pending after the write")
 	}
 }
+
+// A resume is noted on the step it took up: after a restart of the daemon,
+// or after a boot the plan did not ask for; the plan's own reboot is not.
+func TestResumesInTheHistory(t *testing.T) {
+	plan := ndpmcv1.PostConfigActions{Drain: true, Reboot: true, Actions: []ndpmcv1.PlanAction{{Type: "Reboot"}}, PolicyRevision: "sha256:rev"}
+	detail := func(j *Journal, step string) string {
+		for _, s := range historyEntry(j).Steps {
+			if s.Name == step {
+				return s.Detail
+			}
+		}
+		return "(no step " + step + ")"
+	}
+	// cordon done, drain running (steps: cordon, drain, backup, files,
+	// current-config, reboot, uncordon).
+	j := journalOf(plan, 1, true)
+
+	// The daemon restarted in the same boot, during the drain.
+	if r := j.resumed("boot-1", *at(10)); r.Step != "drain" || r.PrevBoot != "" || r.Planned {
+		t.Fatalf("a restart during the drain: %+v", r)
+	}
+	if got, want := detail(j, "drain"), "resumed after a restart of the daemon"; got != want {
+		t.Errorf("drain: %q, want %q", got, want)
+	}
+	// A power cut during the drain: a boot the plan did not ask for.
+	if r := j.resumed("boot-2", *at(20)); r.PrevBoot != "boot-1" || r.Planned {
+		t.Fatalf("a power cut during the drain: %+v", r)
+	}
+	if got, want := detail(j, "drain"), "resumed after a restart of the daemon; resumed after an unplanned reboot (boot boot-1 -> boot-2)"; got != want {
+		t.Errorf("drain: %q, want %q", got, want)
+	}
+	// The drain and the steps up to the reboot done in boot-2; the reboot
+	// requested there; the node comes back in boot-3: planned, no note.
+	for i := 1; i <= 5; i++ {
+		s := &j.Steps[i]
+		s.Started, s.Done, s.BootID, s.StartedAt, s.DoneAt = true, i < 5, "boot-2", at(20+2*i), at(21+2*i)
+		if i == 5 {
+			s.DoneAt = nil
+		}
+	}
+	if r := j.resumed("boot-3", *at(40)); r.Step != "reboot" || r.PrevBoot != "boot-2" || !r.Planned {
+		t.Fatalf("the planned reboot: %+v", r)
+	}
+	if got, want := detail(j, "reboot"), "requested in boot boot-2"; got != want {
+		t.Errorf("reboot: %q, want %q (no resume note)", got, want)
+	}
+	// Bounded.
+	for i := 0; i < 2*maxResumes; i++ {
+		j.resumed("boot-3", *at(50+i))
+	}
+	if len(j.Resumes) != maxResumes {
+		t.Errorf("%d resumes kept, want %d", len(j.Resumes), maxResumes)
+	}
+}

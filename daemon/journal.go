@@ -67,6 +67,9 @@ type Journal struct {
 	// resolved at the start, so that the history written after a restart
 	// needs neither config.
 	Sources map[string]string `json:"sources,omitempty"`
+	// Resumes: each time the update was taken up again after a restart of
+	// the daemon or a boot of the node (the last maxResumes).
+	Resumes []Resume `json:"resumes,omitempty"`
 }
 
 // Step is one step of an update.
@@ -85,6 +88,63 @@ type Step struct {
 	Marker    *UnitMarker `json:"marker,omitempty"`
 	StartedAt *time.Time  `json:"startedAt,omitempty"`
 	DoneAt    *time.Time  `json:"doneAt,omitempty"`
+}
+
+// maxResumes bounds Journal.Resumes: a daemon in a crash loop must not
+// grow the journal without end.
+const maxResumes = 20
+
+// Resume is one time the daemon took the update up again.
+type Resume struct {
+	At time.Time `json:"at"`
+	// Step is the first step not done then (its Title), "" at the end.
+	Step string `json:"step,omitempty"`
+	Boot string `json:"boot"`
+	// PrevBoot is the boot the update last ran in, when the node has
+	// booted since; Planned: that boot is the plan's reboot step's.
+	PrevBoot string `json:"prevBoot,omitempty"`
+	Planned  bool   `json:"planned,omitempty"`
+}
+
+// lastBoot is the boot the update was last seen running in: the latest of
+// its start's, its steps' and its resumes'.
+func (j *Journal) lastBoot() string {
+	boot, at := j.BootID, j.Started
+	for _, s := range j.Steps {
+		if s.BootID != "" && s.StartedAt != nil && !s.StartedAt.Before(at) {
+			boot, at = s.BootID, *s.StartedAt
+		}
+	}
+	for _, r := range j.Resumes {
+		if !r.At.Before(at) {
+			boot, at = r.Boot, r.At
+		}
+	}
+	return boot
+}
+
+// resumed records that the update is taken up again in boot, at time now:
+// after a reboot when boot is not the one it last ran in, planned when the
+// reboot step was requested in that one.
+func (j *Journal) resumed(boot string, now time.Time) Resume {
+	r := Resume{At: now, Boot: boot}
+	for i := range j.Steps {
+		if !j.Steps[i].Done {
+			r.Step = j.Steps[i].Title()
+			break
+		}
+	}
+	if prev := j.lastBoot(); prev != boot {
+		r.PrevBoot = prev
+		if s := j.step(StepReboot); s != nil && s.Started && s.BootID == prev {
+			r.Planned = true
+		}
+	}
+	j.Resumes = append(j.Resumes, r)
+	if len(j.Resumes) > maxResumes {
+		j.Resumes = j.Resumes[len(j.Resumes)-maxResumes:]
+	}
+	return r
 }
 
 // Failure is the step that failed and why.

@@ -381,7 +381,13 @@ spec:
 		}
 		// Why it rebooted, as ndp recorded it: w.bootNow is still the boot
 		// the update started from.
-		if err := c.whyRebooted(w.name, strings.TrimSpace(current), target, w.bootNow, boot); err != nil {
+		// and how it was interrupted: the first's daemon pod deleted, the
+		// second's power cut during its drain.
+		resumed := "resumed after a restart of the daemon"
+		if w == second {
+			resumed = "resumed after an unplanned reboot (boot " + w.bootNow + " -> "
+		}
+		if err := c.whyRebooted(w.name, strings.TrimSpace(current), target, w.bootNow, boot, resumed); err != nil {
 			return err
 		}
 		w.bootNow = boot

@@ -20,7 +20,11 @@ const (
 // change with its MachineConfig and the plan's reason, the plan, a drain
 // then a reboot that ran, the result and the boot IDs before and after.
 // The lines are those cmd/ndp's why_view.go prints.
-func whyMissing(out, from, to, bootBefore, bootAfter string) []string {
+//
+// resumed, when not empty, is how the update was interrupted, as a step's
+// detail says it ("resumed after a restart of the daemon", "resumed after
+// an unplanned reboot (boot X -> ").
+func whyMissing(out, from, to, bootBefore, bootAfter, resumed string) []string {
 	var missing []string
 	want := func(what, text string) {
 		if !strings.Contains(out, text) {
@@ -58,19 +62,22 @@ func whyMissing(out, from, to, bootBefore, bootAfter string) []string {
 		missing = append(missing, "a reboot step done after the drain")
 	}
 	want("the boot IDs before and after", "\nBoot: "+bootBefore+" -> "+bootAfter+" (rebooted)\n")
+	if resumed != "" && !strings.Contains(ran, resumed) {
+		missing = append(missing, fmt.Sprintf("how the update was interrupted (%q)", resumed))
+	}
 	return missing
 }
 
 // whyRebooted asks `kubectl ndp why` why the worker rebooted in the
 // drain-and-reboot scenario, and checks the answer (whyMissing).
-func (c *cluster) whyRebooted(node, from, to, bootBefore, bootAfter string) error {
+func (c *cluster) whyRebooted(node, from, to, bootBefore, bootAfter, resumed string) error {
 	out, err := c.kubectlMust("ndp", "why", node, "--update", "1")
 	if err != nil {
 		return err
 	}
 	// The record itself, as kubectl shows it (the log keeps a real one).
 	c.kubectl("get", "nodehistory", node, "-o", "yaml")
-	if missing := whyMissing(out, from, to, bootBefore, bootAfter); len(missing) > 0 {
+	if missing := whyMissing(out, from, to, bootBefore, bootAfter, resumed); len(missing) > 0 {
 		return fmt.Errorf("kubectl ndp why %s: its newest update lacks %s", node, strings.Join(missing, "; "))
 	}
 	c.summary = append(c.summary, fmt.Sprintf("why %s: %s of %s, no policy -> Reboot (%s); drain and reboot ran; boot %s -> %s",

@@ -41,7 +41,7 @@ func TestWhyMissingReadsNdpWhy(t *testing.T) {
 		after  = "8f9d2a41-7e6b-4c3d-a2f1-0e9d8c7b6a54"
 	)
 	text := string(out)
-	if m := whyMissing(text, from, to, before, after); len(m) > 0 {
+	if m := whyMissing(text, from, to, before, after, ""); len(m) > 0 {
 		t.Fatalf("the example lacks %v:\n%s", m, text)
 	}
 	for _, tc := range []struct {
@@ -56,15 +56,19 @@ func TestWhyMissingReadsNdpWhy(t *testing.T) {
 		{"the MCO ran it", strings.Replace(text, "Run by:   ndp-daemon", "Run by:   the MCO's machine-config-daemon, observed by ndp's advisor", 1), from, before, "ndp-daemon as its executor"},
 		{"no steps", strings.Replace(text, "\nRan:\n", "\nRan: nothing recorded\n", 1), from, before, "the steps that ran"},
 	} {
-		m := whyMissing(tc.out, tc.from, to, tc.bootBefore, after)
+		m := whyMissing(tc.out, tc.from, to, tc.bootBefore, after, "")
 		if len(m) != 1 || !strings.HasPrefix(m[0], tc.want) {
 			t.Errorf("%s: missing %q, want one: %q", tc.name, m, tc.want)
 		}
 	}
+	// An interruption the record does not show.
+	if m := whyMissing(text, from, to, before, after, "resumed after a restart of the daemon"); len(m) != 1 || !strings.HasPrefix(m[0], "how the update was interrupted") {
+		t.Errorf("no resume recorded: missing %q", m)
+	}
 	// The reboot before the drain.
 	swapped := strings.Replace(strings.Replace(text, " drain           Done", " XXXXX           Done", 1), " reboot          Done", " drain           Done", 1)
 	swapped = strings.Replace(swapped, " XXXXX           Done", " reboot          Done", 1)
-	if m := whyMissing(swapped, from, to, before, after); len(m) != 1 || m[0] != "a reboot step done after the drain" {
+	if m := whyMissing(swapped, from, to, before, after, ""); len(m) != 1 || m[0] != "a reboot step done after the drain" {
 		t.Errorf("reboot before drain: %q", m)
 	}
 }

@@ -164,6 +164,10 @@ func TestHistoryOfARestartUpdateAcrossACrash(t *testing.T) {
 	if a := u.Steps[len(u.Steps)-1].Action; a == nil || *a != (v1alpha1.ForecastAction{Type: "Restart", Service: "chronyd.service"}) {
 		t.Errorf("the action step's action: %+v", a)
 	}
+	// The crash shows where it struck.
+	if d := u.Steps[len(u.Steps)-1].Detail; d != "resumed after a restart of the daemon" {
+		t.Errorf("the action step's detail %q, want it resumed after a restart of the daemon", d)
+	}
 	if u.BootIDs != (v1alpha1.BootIDs{Before: "boot-1", After: "boot-1"}) {
 		t.Errorf("boot IDs %+v, want boot-1 before and after", u.BootIDs)
 	}
