@@ -454,7 +454,7 @@ func TestResumesInTheHistory(t *testing.T) {
 	}
 	// Bounded.
 	for i := 0; i < 2*maxResumes; i++ {
-		j.resumed("boot-3", *at(50+i))
+		j.resumed("boot-3", *at(50 + i))
 	}
 	if len(j.Resumes) != maxResumes {
 		t.Errorf("%d resumes kept, want %d", len(j.Resumes), maxResumes)
