@@ -283,11 +283,10 @@ type NodeHistoryStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=nh,categories=ndp-all
 // +kubebuilder:printcolumn:name=Pool,JSONPath=.status.updates[0].pool,type=string
-// +kubebuilder:printcolumn:name=From,JSONPath=.status.updates[0].from,type=string,description=The config the last update started from.
+// +kubebuilder:printcolumn:name=From,JSONPath=.status.updates[0].from,type=string,priority=1,description=The config the last update started from.
 // +kubebuilder:printcolumn:name=To,JSONPath=.status.updates[0].to,type=string,description=The config of the last update.
 // +kubebuilder:printcolumn:name=Result,JSONPath=.status.updates[0].result,type=string
-// +kubebuilder:printcolumn:name=Drain,JSONPath=.status.updates[0].plan.drain,type=boolean,description=Whether the last update drained (as planned).
-// +kubebuilder:printcolumn:name=Reboot,JSONPath=.status.updates[0].plan.reboot,type=boolean,description=Whether the last update rebooted (as planned).
+// +kubebuilder:printcolumn:name=Plan,JSONPath=.status.updates[0].plan.summary,type=string,description="What the last update was to do: ndp's plan, or the MCO's forecast."
 // +kubebuilder:printcolumn:name=Verdict,JSONPath=.status.updates[0].verdict,type=string,description=Beside the MCO: whether it did what was foretold.
 // +kubebuilder:printcolumn:name=Executor,JSONPath=.status.updates[0].executor,type=string,priority=1
 // +kubebuilder:printcolumn:name=Age,JSONPath=.metadata.creationTimestamp,type=date
