@@ -26,21 +26,22 @@ import (
 
 type whyOptions struct {
 	statusOptions
-	update int
-	file   string
+	update   int
+	file     string
+	evidence bool
 }
 
 func newWhyCommand() *cobra.Command {
 	o := &whyOptions{}
 	cmd := &cobra.Command{
-		Use:   "why NODE [--update N] [-o text|json|yaml] [--file FILE]",
+		Use:   "why NODE [--update N] [--evidence] [-o text|json|yaml] [--file FILE]",
 		Short: "Show why a node was drained or rebooted: its last updates, what changed, what decided it, what ran",
 		Long: `Show the node's last updates, newest first (only the Nth with --update N, 1 = the newest), from its
 NodeHistory: from which rendered config to which, pool, when, which daemon ran it (ndp-daemon, or the
 MCO's daemon as ndp's advisor observed it), each change with its MachineConfigs and the policy or MCO
 rule that decided it, what was planned or foretold, what ran or was observed (drain, each action,
 reboot) with times, the boot IDs before and after, the result, and beside the MCO the verdict with
-each check and its evidence. From a cluster it also shows the node's current config and state.
+each check and its first proofs (--evidence: all). From a cluster it also shows the node's current config and state.
 ndp keeps the last 10 updates of each node; the history is deleted with the node.
 
 --file reads a saved NodeHistory (kubectl get nodehistory NODE -o yaml > FILE, yaml or json; a list
@@ -60,6 +61,7 @@ range, unreadable file, no cluster reachable or another error; 2 usage.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.update, "update", 0, "show only the Nth update, 1 = the newest (default: all)")
+	f.BoolVar(&o.evidence, "evidence", false, "list every evidence line an observed update rests on (text; json and yaml always hold them)")
 	f.StringVar(&o.file, "file", "", "read the NodeHistory from FILE (yaml or json) instead of the cluster")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
@@ -94,7 +96,7 @@ func (o *whyOptions) run(cmd *cobra.Command, node string) error {
 			return err
 		}
 	}
-	v.Update = o.update
+	v.Update, v.Evidence = o.update, o.evidence
 	if o.output == "text" {
 		return writeWhyText(cmd.OutOrStdout(), v)
 	}

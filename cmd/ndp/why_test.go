@@ -145,7 +145,7 @@ Boot: boot-1 -> boot-2 (rebooted)
 }
 
 func TestWhyTextAdvisorMismatch(t *testing.T) {
-	got := whyText(t, whyView{Node: "w1", History: history("w1", advisorUpdate())})
+	got := whyText(t, whyView{Node: "w1", History: history("w1", advisorUpdate()), Evidence: true})
 	want := `Node w1: 1 update recorded (ndp keeps the last 10 updates of each node; the history is deleted with the node).
 
 Update 1 of 1 (newest): rendered-worker-aaaa -> rendered-worker-bbbb
@@ -176,6 +176,29 @@ Evidence:
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("text (-want +got):\n%s", diff)
+	}
+}
+
+// Without --evidence, a check shows its first proofs and the evidence is
+// counted.
+func TestWhyTextEvidenceIsCountedUnlessAsked(t *testing.T) {
+	u := advisorUpdate()
+	u.Checks[1].Evidence = []string{"Node bootID boot-1 -> boot-2", "Event Rebooted (kubelet)", "MachineConfigNode RebootedNode=True"}
+	short := whyText(t, whyView{Node: "w1", History: history("w1", u)})
+	for _, want := range []string{"    Node bootID boot-1 -> boot-2\n    Event Rebooted (kubelet)\n    (and 1 more)\n",
+		"Evidence: 2 lines seen while it ran (--evidence lists them)\n"} {
+		if !strings.Contains(short, want) {
+			t.Errorf("without --evidence, no %q in:\n%s", want, short)
+		}
+	}
+	if strings.Contains(short, "MachineConfigNode RebootedNode=True") || strings.Contains(short, "Node annotation state: Done -> Working") {
+		t.Errorf("without --evidence, every line is shown:\n%s", short)
+	}
+	full := whyText(t, whyView{Node: "w1", History: history("w1", u), Evidence: true})
+	for _, want := range []string{"    MachineConfigNode RebootedNode=True\n", "  09:00:00 Node annotation state: Done -> Working\n"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("with --evidence, no %q in:\n%s", want, full)
+		}
 	}
 }
 
@@ -409,7 +432,7 @@ func TestStepDetailShowsTheFirstProofOfAnObservedStep(t *testing.T) {
 	}{
 		{v1alpha1.UpdateStep{Result: "Observed", Detail: "Node bootID a → b"}, "Node bootID a → b"},
 		{v1alpha1.UpdateStep{Result: "Observed", Detail: "Event Reboot; Node bootID a → b; MachineConfigNode RebootedNode=True"},
-			"Event Reboot (and 2 more, under Evidence)"},
+			"Event Reboot (and 2 more)"},
 		// The daemon's own details are shown whole.
 		{v1alpha1.UpdateStep{Result: "Failed", Detail: "restart chronyd.service: exit 1; rolled back"}, "restart chronyd.service: exit 1; rolled back"},
 	} {

@@ -54,7 +54,13 @@ type whyView struct {
 	Mode string
 	// Update is the one update asked for (1 = newest); 0 for all.
 	Update int
+	// Evidence: list every evidence line (--evidence); else each check
+	// shows its first proofs and the evidence is counted.
+	Evidence bool
 }
+
+// checkProofs is how many proofs a check shows without --evidence.
+const checkProofs = 2
 
 // whyKept says what is kept and for how long.
 var whyKept = fmt.Sprintf("ndp keeps the last %d updates of each node; the history is deleted with the node", v1alpha1.NodeHistoryUpdates)
@@ -128,7 +134,7 @@ func writeWhyText(w io.Writer, v whyView) error {
 	}
 	for i := range updates {
 		b.WriteString("\n")
-		writeUpdateText(&b, first+i, total, &updates[i])
+		writeUpdateText(&b, first+i, total, &updates[i], v.Evidence)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
@@ -148,7 +154,7 @@ func nodeStateLine(node string, s *WhyNodeState) string {
 // writeUpdateText prints one update: a short header, then what changed,
 // what was planned or foretold, what ran or was observed, the boot IDs and,
 // beside the MCO, the verdict.
-func writeUpdateText(b *strings.Builder, n, total int, u *v1alpha1.NodeUpdate) {
+func writeUpdateText(b *strings.Builder, n, total int, u *v1alpha1.NodeUpdate, all bool) {
 	newest := ""
 	if n == 1 {
 		newest = " (newest)"
@@ -190,13 +196,16 @@ func writeUpdateText(b *strings.Builder, n, total int, u *v1alpha1.NodeUpdate) {
 	writeSteps(b, ran, u)
 	b.WriteString("Boot: " + bootText(u) + "\n")
 	if mco || u.Verdict != "" || len(u.Checks) > 0 {
-		writeVerdict(b, u)
+		writeVerdict(b, u, all)
 	}
-	if len(u.Evidence) > 0 {
+	switch {
+	case len(u.Evidence) > 0 && all:
 		b.WriteString("Evidence:\n")
 		for _, e := range u.Evidence {
 			b.WriteString("  " + e + "\n")
 		}
+	case len(u.Evidence) > 0:
+		fmt.Fprintf(b, "Evidence: %d lines seen while it ran (--evidence lists them)\n", len(u.Evidence))
 	}
 }
 
@@ -322,7 +331,7 @@ func writeSteps(b *strings.Builder, title string, u *v1alpha1.NodeUpdate) {
 
 // stepDetail is a step's detail on its line. An observed step's detail
 // holds every proof of it, joined by "; ": the first is shown, the rest are
-// counted (the Evidence section lists them all).
+// counted (--evidence lists them all).
 func stepDetail(s v1alpha1.UpdateStep) string {
 	if s.Result != "Observed" {
 		return s.Detail
@@ -331,7 +340,7 @@ func stepDetail(s v1alpha1.UpdateStep) string {
 	if len(proofs) == 1 {
 		return s.Detail
 	}
-	return fmt.Sprintf("%s (and %d more, under Evidence)", proofs[0], len(proofs)-1)
+	return fmt.Sprintf("%s (and %d more)", proofs[0], len(proofs)-1)
 }
 
 func bootText(u *v1alpha1.NodeUpdate) string {
@@ -349,7 +358,7 @@ func bootText(u *v1alpha1.NodeUpdate) string {
 	return before + " -> " + after + " (rebooted)"
 }
 
-func writeVerdict(b *strings.Builder, u *v1alpha1.NodeUpdate) {
+func writeVerdict(b *strings.Builder, u *v1alpha1.NodeUpdate, all bool) {
 	verdict := string(u.Verdict)
 	if verdict == "" {
 		verdict = "not given"
@@ -371,7 +380,11 @@ func writeVerdict(b *strings.Builder, u *v1alpha1.NodeUpdate) {
 			observed = "no"
 		}
 		fmt.Fprintf(b, "  %s: foretold %s, observed %s -> %s\n", c.What, foretold, observed, dash(string(c.Result)))
-		for _, e := range c.Evidence {
+		for i, e := range c.Evidence {
+			if i == checkProofs && !all {
+				fmt.Fprintf(b, "    (and %d more)\n", len(c.Evidence)-checkProofs)
+				break
+			}
 			b.WriteString("    " + e + "\n")
 		}
 	}

@@ -78,12 +78,14 @@ func TestKubectlNdpWhy(t *testing.T) {
 			"Boot: 3b0b6e0c-5a1d-4c2e-9f87-1d2e3f4a5b6c -> 8f9d2a41-7e6b-4c3d-a2f1-0e9d8c7b6a54 (rebooted)\n",
 			"\nUpdate 2 of 2: ",
 		}},
-		{"why-advisor", "../../examples/history/ocp-worker-0.yaml", "ocp-worker-0", []string{
+		{"why-advisor", "../../examples/history/mco-worker-0.yaml", "worker-0", []string{
 			"  Run by:   the MCO's machine-config-daemon, observed by ndp's advisor\n",
-			"Foretold: Restart chronyd.service (no drain, no reboot)\n  from UpdateForecast worker-5e6f7a8b-0c1d2e3f\n",
+			"Foretold: Special (no drain, no reboot)\n  from UpdateForecast worker-fe159d9884d43111452cf7e9b3606d20-0c937847d350c53691406390632ded4d\n",
 			"Observed:\n",
-			"Verdict: Mismatch (checked against UpdateForecast worker-5e6f7a8b-0c1d2e3f)\n  drain: foretold no, observed yes -> Mismatch\n",
-			"  restart chronyd.service: foretold yes, observed unknown -> NotObservable\n",
+			"Verdict: Mismatch (checked against UpdateForecast worker-fe159d9884d43111452cf7e9b3606d20-0c937847d350c53691406390632ded4d)\n",
+			"  reboot: foretold no, observed yes -> Mismatch\n",
+			"  reload crio.service: foretold yes, observed unknown -> NotObservable\n",
+			"Verdict: Agreed (checked against UpdateForecast worker-2e8a88e02c79c6b2a2e46bb3f0d6b1d5-fe159d9884d43111452cf7e9b3606d20)\n",
 		}},
 	} {
 		t.Run(ex.node, func(t *testing.T) {
