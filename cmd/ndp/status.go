@@ -382,6 +382,7 @@ func forecastReport(f *v1alpha1.UpdateForecast) ForecastReport {
 	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ForecastConditionReady); c != nil {
 		r.Ready = ConditionReport{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 	}
+	r.Observed = s.Observed
 	if m := s.MCO; m != nil {
 		side := &ForecastPlanReport{Actions: forecastActions(m.Actions), Drain: m.Drain, Reboot: m.Reboot, Refused: m.Refused, Error: m.Error, Rules: []ForecastRuleReport{}}
 		for _, rule := range m.Rules {

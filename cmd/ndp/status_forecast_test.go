@@ -126,3 +126,22 @@ func TestStatusForecastsText(t *testing.T) {
 		t.Errorf("forecasts shown without any:\n%s", out)
 	}
 }
+
+func TestObservedLine(t *testing.T) {
+	for _, tc := range []struct {
+		o    *v1alpha1.ForecastObserved
+		want string
+	}{
+		{nil, ""},
+		{&v1alpha1.ForecastObserved{}, ""},
+		{&v1alpha1.ForecastObserved{Agreed: 3}, "observed: 3 agreed"},
+		{&v1alpha1.ForecastObserved{Agreed: 2, Mismatched: 1, InProgress: 1, Nodes: []v1alpha1.NodeVerdict{
+			{Node: "worker-0", Verdict: v1alpha1.VerdictMismatch, Mismatches: []string{"reboot: foretold no, observed yes (Node status.nodeInfo.bootID a → b)"}},
+			{Node: "worker-1", Verdict: v1alpha1.VerdictAgreed},
+		}}, "observed: 2 agreed, 1 mismatch, 1 in progress (worker-0: reboot: foretold no, observed yes; kubectl ndp why NODE)"},
+	} {
+		if got := observedLine(tc.o); got != tc.want {
+			t.Errorf("observedLine(%+v) = %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}

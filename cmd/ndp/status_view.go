@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 // StatusReport is what `ndp status -o json|yaml` prints: the pools, each
@@ -64,6 +65,9 @@ type ForecastReport struct {
 	NDP *ForecastPlanReport `json:"ndp,omitempty"`
 	// Ready is the forecast's Ready condition.
 	Ready ConditionReport `json:"ready"`
+	// Observed tallies the nodes whose update was checked against the
+	// forecast; absent before any was.
+	Observed *v1alpha1.ForecastObserved `json:"observed,omitempty"`
 }
 
 // ForecastPlanReport is one side of a forecast.
@@ -479,6 +483,9 @@ func writeForecastsText(b *strings.Builder, p PoolReport) {
 		fmt.Fprintf(b, "  %s -> %s (%s%s)\n", shortConfig(p.Name, f.From), shortConfig(p.Name, f.To), nodes, state)
 		writeForecastSide(b, "MCO", f.MCO)
 		writeForecastSide(b, "ndp", f.NDP)
+		if line := observedLine(f.Observed); line != "" {
+			b.WriteString("    " + line + "\n")
+		}
 		if f.Ready.Status != "True" && f.Ready.Reason != "" {
 			msg := f.Ready.Message
 			if len(msg) > maxStepWidth*2 {
@@ -487,6 +494,42 @@ func writeForecastsText(b *strings.Builder, p PoolReport) {
 			fmt.Fprintf(b, "    not ready: %s: %s\n", f.Ready.Reason, msg)
 		}
 	}
+}
+
+// observedLine says how the nodes' updates went against the forecast:
+// "observed: 2 agreed, 1 mismatch (worker-0: reboot: foretold no, observed
+// yes)"; kubectl ndp why NODE tells the rest.
+func observedLine(o *v1alpha1.ForecastObserved) string {
+	if o == nil || o.Agreed+o.Mismatched+o.PartlyObserved+o.InProgress == 0 {
+		return ""
+	}
+	var parts []string
+	for _, c := range []struct {
+		n    int32
+		what string
+	}{{o.Agreed, "agreed"}, {o.Mismatched, "mismatch"}, {o.PartlyObserved, "partly observed"}, {o.InProgress, "in progress"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	line := "observed: " + strings.Join(parts, ", ")
+	var first []string
+	for _, n := range o.Nodes {
+		if n.Verdict == v1alpha1.VerdictMismatch && len(n.Mismatches) > 0 {
+			m := n.Mismatches[0]
+			if i := strings.Index(m, " ("); i > 0 {
+				m = m[:i] // the evidence is in kubectl ndp why
+			}
+			first = append(first, n.Node+": "+m)
+		}
+		if len(first) == 3 {
+			break
+		}
+	}
+	if len(first) > 0 {
+		line += " (" + strings.Join(first, "; ") + "; kubectl ndp why NODE)"
+	}
+	return line
 }
 
 func writeForecastSide(b *strings.Builder, who string, s *ForecastPlanReport) {
