@@ -35,10 +35,10 @@ func TestWhyMissingReadsNdpWhy(t *testing.T) {
 		t.Fatalf("ndp why: %v\n%s", err, out)
 	}
 	const (
-		from   = "rendered-worker-4de5d78316568cf4c2059b89af749054"
-		to     = "rendered-worker-9b1f0c3e7a2d45c8b6e1f0a9d3c7b2e4"
-		before = "3b0b6e0c-5a1d-4c2e-9f87-1d2e3f4a5b6c"
-		after  = "8f9d2a41-7e6b-4c3d-a2f1-0e9d8c7b6a54"
+		from   = "rendered-worker-99b93f3002fe49cc5205ddc4990f357e"
+		to     = "rendered-worker-5b3e018212ed70053f2a62ed378187c1"
+		before = "8cace772-46fa-4c18-bf28-4eed8cbccab9"
+		after  = "d52e4ccb-00c3-4810-8338-1418a57dbbde"
 	)
 	text := string(out)
 	if m := whyMissing(text, from, to, before, after, ""); len(m) > 0 {
@@ -61,9 +61,12 @@ func TestWhyMissingReadsNdpWhy(t *testing.T) {
 			t.Errorf("%s: missing %q, want one: %q", tc.name, m, tc.want)
 		}
 	}
-	// An interruption the record does not show.
+	// The power cut the record shows, and an interruption it does not.
+	if m := whyMissing(text, from, to, before, after, "resumed after an unplanned reboot (boot "+before+" -> "); len(m) > 0 {
+		t.Errorf("the power cut during the drain: missing %q", m)
+	}
 	if m := whyMissing(text, from, to, before, after, "resumed after a restart of the daemon"); len(m) != 1 || !strings.HasPrefix(m[0], "how the update was interrupted") {
-		t.Errorf("no resume recorded: missing %q", m)
+		t.Errorf("no restart of the daemon recorded: missing %q", m)
 	}
 	// The reboot before the drain.
 	swapped := strings.Replace(strings.Replace(text, " drain           Done", " XXXXX           Done", 1), " reboot          Done", " drain           Done", 1)

@@ -68,15 +68,15 @@ func TestKubectlNdpWhy(t *testing.T) {
 		want                []string
 	}{
 		{"why-executor", "../../examples/history/ndp-worker-1.yaml", "ndp-worker-1", []string{
-			"Node why-executor: 2 updates recorded, newest first (ndp keeps the last 10 updates of each node; the history is deleted with the node).\n",
-			"\nUpdate 1 of 2 (newest): rendered-worker-4de5d78316568cf4c2059b89af749054 -> rendered-worker-9b1f0c3e7a2d45c8b6e1f0a9d3c7b2e4\n",
+			"Node why-executor: 3 updates recorded, newest first (ndp keeps the last 10 updates of each node; the history is deleted with the node).\n",
+			"\nUpdate 1 of 3 (newest): rendered-worker-99b93f3002fe49cc5205ddc4990f357e -> rendered-worker-5b3e018212ed70053f2a62ed378187c1\n",
 			"  Run by:   ndp-daemon\n",
 			"  file /etc/ndp-example/app.conf: added (MachineConfig 60-worker-app)\n    decided by: no policy -> Reboot (no policy claims this change)\n",
 			"Planned: drain, Reboot\n",
-			"  10:02:11  drain           Done  took 41s    evicted 1 pod (default/web-7d4b9c8f6-x2kq9)\n",
-			"  10:02:53  reboot          Done  took 1m48s  the node came back with a new boot ID\n",
-			"Boot: 3b0b6e0c-5a1d-4c2e-9f87-1d2e3f4a5b6c -> 8f9d2a41-7e6b-4c3d-a2f1-0e9d8c7b6a54 (rebooted)\n",
-			"\nUpdate 2 of 2: ",
+			"  15:25:36  drain           Done  took 4m12s  resumed after an unplanned reboot (boot 8cace772-46fa-4c18-bf28-4eed8cbccab9 -> 5d156e29-5e6a-4574-9fc5-b82ae3568a1c)\n",
+			"  15:29:48  reboot          Done  took 2m1s   requested in boot 5d156e29-5e6a-4574-9fc5-b82ae3568a1c\n",
+			"Boot: 8cace772-46fa-4c18-bf28-4eed8cbccab9 -> d52e4ccb-00c3-4810-8338-1418a57dbbde (rebooted)\n",
+			"\nUpdate 3 of 3: ",
 		}},
 		{"why-advisor", "../../examples/history/mco-worker-0.yaml", "worker-0", []string{
 			"  Run by:   the MCO's machine-config-daemon, observed by ndp's advisor\n",
