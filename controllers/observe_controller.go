@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -245,9 +244,7 @@ func (r *ObserveReconciler) poolOf(ctx context.Context, node *corev1.Node) (stri
 // resourceVersion read, so that nothing a newer write recorded is lost.
 func (r *ObserveReconciler) write(ctx context.Context, node *corev1.Node, hist *v1alpha1.NodeHistory, found bool, updates []v1alpha1.NodeUpdate) error {
 	if !found {
-		hist = &v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: node.Name, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true),
-		}}}}
+		hist = v1alpha1.NewNodeHistory(node.Name, node.UID)
 		if err := r.Client.Create(ctx, hist); err != nil {
 			return fmt.Errorf("creating NodeHistory %s: %w", node.Name, err)
 		}

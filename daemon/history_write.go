@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -70,9 +68,7 @@ func (d *Daemon) loadHistory(ctx context.Context, node *corev1.Node) error {
 	var nh v1alpha1.NodeHistory
 	err := d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &nh)
 	if apierrors.IsNotFound(err) {
-		nh = v1alpha1.NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: d.NodeName, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(false),
-		}}}}
+		nh = *v1alpha1.NewNodeHistory(node.Name, node.UID)
 		err = d.Client.Create(ctx, &nh)
 		if apierrors.IsAlreadyExists(err) {
 			err = d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &nh)

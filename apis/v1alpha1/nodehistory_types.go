@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // NodeHistoryKind is the kind of a NodeHistory.
@@ -304,4 +305,15 @@ type NodeHistoryList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeHistory `json:"items"`
+}
+
+// NewNodeHistory is the empty NodeHistory of a node, as either writer
+// creates it: named after the node and owned by it, so that it is deleted
+// with the node. The Node is no controller of it, and does not wait for it
+// (no blockOwnerDeletion: that would need rights on the Node's finalizers).
+func NewNodeHistory(node string, uid types.UID) *NodeHistory {
+	notController := false
+	return &NodeHistory{ObjectMeta: metav1.ObjectMeta{Name: node, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Node", Name: node, UID: uid, Controller: &notController,
+	}}}}
 }
