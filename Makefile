@@ -16,9 +16,26 @@ BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
 .PHONY: image image-push install-manifests node-binaries cluster vm-image test-vm
-.PHONY: all build test test-go test-rego test-fuzz fuzz faults scale scale-mco test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
+.PHONY: all packages build test test-go test-rego test-fuzz fuzz faults scale scale-mco test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
+
+# The Debian packages the goals asked for need (make test, make cluster, make local-cluster; several at once are checked,
+# and installed, together). hack/packages.sh checks them before anything builds: as root on Debian it installs what is
+# missing with apt-get, saying what and why; else it stops within seconds, naming the packages and how to install them.
+PACKAGE_PROFILES ?= $(sort $(patsubst test-go,test,$(filter test test-go cluster local-cluster,$(MAKECMDGOALS))))
+# VMS: how many worker VMs make cluster boots: 2 by default, the full scenario; VMS=0 asks for the smaller one without
+# them (and without qemu, debootstrap and socat). NDP_CLUSTER_VMS in the environment sets it too.
+VMS ?= $(or $(NDP_CLUSTER_VMS),2)
+export NDP_CLUSTER_VMS := $(VMS)
+
+## packages: checks, and as root on Debian installs, what the goals given with it need (make test, cluster and
+## local-cluster run it first; alone: make packages PACKAGE_PROFILES="test cluster local-cluster")
+packages:
+	@$(if $(strip $(PACKAGE_PROFILES)),hack/packages.sh $(PACKAGE_PROFILES),true)
+
+# Under make -j too, nothing builds before the packages are checked.
+build image control-plane node-binaries vm-image test-fuzz: | packages
 
 ## build: the ndp CLI (also installed as kubectl-ndp, so `kubectl ndp` / `oc ndp` work), ndp-controller and ndp-daemon
 build:
@@ -60,7 +77,7 @@ test: test-go test-rego test-fuzz
 
 # The cluster tests (test/cluster, test/node) run envtest against the real binaries in $(BIN);
 # test/node also runs systemd user managers (root, /lib/systemd/systemd, unshare).
-test-go: control-plane
+test-go: packages control-plane
 	KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
 ## control-plane: etcd, kube-apiserver and kubectl for the cluster tests, built from the Go module
@@ -136,7 +153,7 @@ test-under-load: control-plane
 
 ## local-cluster: the quick start: a local control plane, ndp-controller and three node daemons with
 ## real systemd; a chrony change previewed, planned and rolled out node by node; then everything stopped
-local-cluster: build control-plane
+local-cluster: packages build control-plane
 	hack/local-cluster.sh
 
 NODE_BINARIES := kubelet kube-controller-manager kube-scheduler kube-proxy
@@ -148,12 +165,9 @@ node-binaries:
 
 ## cluster: the quick start: ndp installed from its install manifests (image by digest, from a registry on loopback)
 ## on a real one-node Kubernetes cluster on this machine (kubelet, containerd, runc, kube-proxy, kube-controller-manager,
-## kube-scheduler in namespaces of their own), used through kubectl, then everything stopped. Needs root, and
-## containerd, runc, containernetworking-plugins and iptables from Debian (.ci/run installs them)
-cluster: build image control-plane node-binaries
-	@# The worker VMs' image, where this machine can build and boot it (else the cluster runs without them).
-	@if command -v debootstrap >/dev/null && command -v qemu-system-x86_64 >/dev/null; then hack/vm/build-image.sh --bin $(BIN); \
-	else echo "no worker VMs: apt-get install qemu-system-x86 qemu-utils debootstrap socat to add them"; fi
+## kube-scheduler in namespaces of their own) and VMS worker VMs (default 2; VMS=0: none, the smaller scenario), used
+## through kubectl, then everything stopped. Needs root; installs the Debian packages it needs first (make packages)
+cluster: packages build image control-plane node-binaries $(if $(filter-out 0,$(VMS)),vm-image)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pause ./hack/pause
 	$(GO) build -o $(BIN)/image-tool ./hack/image
 	$(GO) run ./hack/cluster

@@ -86,12 +86,13 @@ func (c *cluster) run(ctx context.Context) error {
 	}
 	c.s = &stack{work: work, cgroup: filepath.Base(work)}
 	s := c.s
-	if ok, why := c.vmsPossible(); ok {
-		for i := 1; i <= workerCount(); i++ {
+	if n := workerCount(); n == 0 {
+		fmt.Println("Scenario: without worker VMs, as asked (NDP_CLUSTER_VMS=0, make cluster VMS=0): the scenarios run on the namespace's own node, without systemd as PID 1.")
+	} else {
+		fmt.Printf("Scenario: the full one, with %d worker VMs (make cluster VMS=0 runs the smaller one without them).\n", n)
+		for i := 1; i <= n; i++ {
 			c.workers = append(c.workers, &worker{name: fmt.Sprintf("ndp-worker-%d", i), ip: workerIP(i), index: i})
 		}
-	} else {
-		fmt.Printf("No worker VMs (%s): the scenarios run on the namespace's own node, without systemd as PID 1.\n", why)
 	}
 
 	step("Namespaces: the node's network (%s on a veth, pods %s) and a private mount namespace", nodeIP, podCIDR)
@@ -218,6 +219,11 @@ func (c *cluster) preflight() error {
 	}
 	if !exists(systemdtest.Binary) {
 		missing = append(missing, systemdtest.Binary+" (apt-get install systemd)")
+	}
+	if workerCount() > 0 {
+		if err := c.vmsMissing(); err != nil {
+			missing = append(missing, fmt.Sprintf("the worker VMs: %v; make cluster VMS=0 runs without them", err))
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("missing:\n  %s", strings.Join(missing, "\n  "))

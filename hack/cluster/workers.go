@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +30,8 @@ const (
 	workerMemory  = 768
 )
 
-// workerCount is how many worker VMs make cluster boots (NDP_CLUSTER_VMS
-// sets it; 0: none): two show one node at a time and a budget spread over
+// workerCount is how many worker VMs make cluster boots (NDP_CLUSTER_VMS,
+// make cluster VMS=n, sets it; 0: none, the smaller scenario): two show one node at a time and a budget spread over
 // nodes, at a TCG boot's cost each.
 func workerCount() int {
 	if n, err := strconv.Atoi(os.Getenv("NDP_CLUSTER_VMS")); err == nil && n >= 0 {
@@ -51,23 +52,21 @@ type worker struct {
 
 func workerIP(i int) string { return fmt.Sprintf("10.99.0.%d", 10+i) }
 
-// vmsPossible tells whether this machine can run the worker VMs, and if
-// not, why.
-func (c *cluster) vmsPossible() (bool, string) {
-	if workerCount() == 0 {
-		return false, "NDP_CLUSTER_VMS=0"
-	}
+// vmsMissing names what this machine lacks to run the worker VMs, nil when
+// it has it all. Asked for (the default) and missing fails the run: the
+// smaller scenario runs only when asked for (NDP_CLUSTER_VMS=0).
+func (c *cluster) vmsMissing() error {
 	for _, f := range []string{vm.BaseImage, vm.Kernel, vm.Initrd} {
 		if !exists(filepath.Join(c.bin("vm-image"), f)) {
-			return false, "no worker VM image in bin/vm-image (make vm-image)"
+			return errors.New("no worker VM image in bin/vm-image (make vm-image)")
 		}
 	}
 	for _, t := range []string{"qemu-system-x86_64", "qemu-img", "socat"} {
 		if _, err := exec.LookPath(t); err != nil {
-			return false, t + " is not installed (apt-get install qemu-system-x86 qemu-utils socat)"
+			return errors.New(t + " is not installed (apt-get install qemu-system-x86 qemu-utils socat)")
 		}
 	}
-	return true, ""
+	return nil
 }
 
 // startWorkers writes each worker's share (the kubelet and kube-proxy, their
