@@ -105,7 +105,8 @@ func (c *cluster) observeNodes(names []string, target string) nodesView {
 // judgeNodes turns what was read of the nodes into an observation.
 // Progress: each node's configs, state, cordon, Ready and boot ID; its
 // NodeHistory's last update and steps (the daemon records each step as it
-// starts and ends); the pods on it (the daemon's own, evictions); the
+// starts and ends); the pods on it (the daemon's own, evictions) and ndp's
+// pods wherever they run (the controller sends the next node); the
 // events about it (the daemon's Cordoned, DrainWaiting, Rebooting,
 // Resumed; the kubelet's Starting), a repeated one counting up; the size
 // of its VM's console (a shutdown and a boot write there before the
@@ -171,6 +172,16 @@ func judgeNodes(names []string, target string, r nodeReads) nodesView {
 			slices.Sort(pods[n])
 			o.progress[n+" pods"] = strings.Join(pods[n], ", ")
 		}
+		// ndp's own pods wherever they are: the controller that sends
+		// the next node, replaced in an upgrade.
+		var ndp []string
+		for _, l := range strings.Split(r.pods, "\n") {
+			if _, pod, ok := strings.Cut(l, "\t"); ok && strings.HasPrefix(pod, "ndp-system/") {
+				ndp = append(ndp, pod)
+			}
+		}
+		slices.Sort(ndp)
+		o.progress["ndp pods"] = strings.Join(ndp, ", ")
 	}
 
 	if r.eventsOK {

@@ -123,6 +123,7 @@ func TestJudgeNodes(t *testing.T) {
 		wantSignals: map[string]string{
 			"worker-1 pods":    "default/web-a Running ready=true restarts=0, ndp-system/d-1 Running ready=true restarts=0",
 			"worker-2 pods":    "",
+			"ndp pods":         "ndp-system/d-1 Running ready=true restarts=0",
 			"worker-1 events":  "8 (Cordoned DrainWaiting)",
 			"worker-2 events":  "0 ()",
 			"worker-2 console": "4096 bytes",
