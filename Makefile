@@ -15,7 +15,7 @@ RUNS ?= 3
 BENCHCOUNT ?= 3
 ADMISSION_LOAD ?= 20s
 
-.PHONY: image image-push install-manifests node-binaries cluster vm-image test-vm
+.PHONY: image image-push install-manifests node-binaries cluster cluster-under-load vm-image test-vm
 .PHONY: all packages build test test-go test-rego test-fuzz fuzz faults scale scale-mco test-under-load control-plane bench generate verify lint fmt vet demo local-cluster clean
 
 all: build
@@ -171,6 +171,11 @@ cluster: packages build image control-plane node-binaries $(if $(filter-out 0,$(
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pause ./hack/pause
 	$(GO) build -o $(BIN)/image-tool ./hack/image
 	$(GO) run ./hack/cluster
+
+## cluster-under-load: make cluster while busy loops keep every core busy (as test-under-load); prints how long it took.
+## The log: bin/cluster-under-load.log
+cluster-under-load:
+	hack/cluster-under-load.sh
 
 ## vm-image: the worker VMs' disk image (Debian bookworm by debootstrap from the Debian archive apt uses, kernel and
 ## initrd for direct boot) into bin/vm-image; about 3 minutes cold, under a second when hack/vm/ is unchanged.

@@ -6,16 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
-cores=$(nproc)
-pids=()
-stop_load() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap stop_load EXIT
-for _ in $(seq "$cores"); do
-	# A shell busy loop: pure CPU, at the tests' own priority.
-	bash -c 'while :; do :; done' &
-	pids+=($!)
-done
-echo "load: $cores busy loops on $cores cores"
+. hack/busy-loops.sh
+start_load
 failed=0
 for i in $(seq "$runs"); do
 	start=$(date +%s)

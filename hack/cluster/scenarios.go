@@ -29,7 +29,7 @@ func (c *cluster) scenarios(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitNodeDone(ctx, first, 3*time.Minute); err != nil {
+	if err := c.waitNodeDone(ctx, first); err != nil {
 		return err
 	}
 	c.kubectl("ndp", "status")
@@ -51,7 +51,7 @@ func (c *cluster) scenarios(ctx context.Context) error {
 	}
 	c.kubectl("get", "mc", second, "-o", "jsonpath={.status.postConfigActions[0].actions}")
 	fmt.Println()
-	if err := c.waitNodeDone(ctx, second, 3*time.Minute); err != nil {
+	if err := c.waitNodeDone(ctx, second); err != nil {
 		return err
 	}
 	conf, _ := os.ReadFile(filepath.Join(c.host, "etc", "chrony.conf"))
@@ -237,7 +237,7 @@ spec:
 	if _, err := c.waitEvent(ctx, nodeName, "Resumed", "after a reboot"); err != nil {
 		return err
 	}
-	if err := c.waitNodeDone(ctx, target, 4*time.Minute); err != nil {
+	if err := c.waitNodeDone(ctx, target); err != nil {
 		return err
 	}
 	if err := c.waitFor(ctx, 2*time.Minute, "the node uncordoned", "", "get", "node", nodeName, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
@@ -325,14 +325,19 @@ func (c *cluster) deleteDaemonPodOn(ctx context.Context, nodeName string) error 
 }
 
 // waitEvent waits for an event of node with reason whose message holds
-// substr and was not seen by an earlier call, and returns its message. The
-// wait allows for a worker VM's reboot: the event comes from the daemon's
-// next pod, after the boot, the kubelet and the pod's start under TCG.
+// substr and was not seen by an earlier call, and returns its message. It
+// waits as long as the node makes progress (followProgress): the event may
+// come from the daemon's next pod, after a worker VM's reboot, the kubelet
+// and the pod's start under TCG.
 func (c *cluster) waitEvent(ctx context.Context, node, reason, substr string) (string, error) {
 	var msg string
-	err := poll(ctx, rebootTimeout, fmt.Sprintf("a %s event (%q) on %s", reason, substr, node), func() (bool, error) {
-		out, _ := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+node+",reason="+reason,
+	err := followProgress(ctx, fmt.Sprintf("a %s event (%q) on %s", reason, substr, node), ceilingFor(1), func() observation {
+		v := c.observeNodes([]string{node}, "")
+		out, err := c.kubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+node+",reason="+reason,
 			"-o", `jsonpath={range .items[*]}{.metadata.uid} {.message}{"\n"}{end}`)
+		if err != nil {
+			return v.observation
+		}
 		for _, l := range strings.Split(out, "\n") {
 			uid, m, _ := strings.Cut(l, " ")
 			if strings.Contains(m, substr) && !c.seenEvents[uid] {
@@ -340,10 +345,11 @@ func (c *cluster) waitEvent(ctx context.Context, node, reason, substr string) (s
 					c.seenEvents = map[string]bool{}
 				}
 				c.seenEvents[uid], msg = true, m
-				return true, nil
+				v.observation.done = true
+				break
 			}
 		}
-		return false, nil
+		return v.observation
 	})
 	return msg, err
 }
@@ -382,17 +388,11 @@ func (c *cluster) waitTargetSources(ctx context.Context, old string, n int) (str
 	return target, err
 }
 
-// waitNodeDone waits for the node to run target, Done, printing each
-// state it passes through.
-func (c *cluster) waitNodeDone(ctx context.Context, target string, timeout time.Duration) error {
-	last := ""
-	return poll(ctx, timeout, "the node on "+target, func() (bool, error) {
-		out, _ := c.kubectlQuiet("get", "node", nodeName, "-o", jsonNodeState)
-		if out != last {
-			last = out
-			fmt.Printf("  node %s: %s\n", nodeName, out)
-		}
-		return out == target+" Done", nil
+// waitNodeDone waits for the node to run target, Done, as long as it makes
+// progress (followProgress), printing what changes.
+func (c *cluster) waitNodeDone(ctx context.Context, target string) error {
+	return followProgress(ctx, "the node on "+target, ceilingFor(1), func() observation {
+		return c.observeNodes([]string{nodeName}, target).observation
 	})
 }
 
