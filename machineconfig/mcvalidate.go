@@ -45,7 +45,7 @@ func supportedList() string {
 // Ignition's validation, which New has done), and every extension is
 // supported (ValidateMachineConfigExtensions). The MCO checks extensions
 // only when the MachineConfig has an Ignition config; ndp checks them
-// always (see README, "Differences from the Machine Config Operator").
+// always (see docs/differences-from-the-mco.md).
 //
 // object names the MachineConfig in the error (`MachineConfig "50-x"`);
 // the error is an *InputError naming the field. The render controller and

@@ -49,7 +49,7 @@ var (
 )
 
 // defaultFiles are the file rules of ndp's default policy
-// (policies/default/default.rego, the README's "The default policy"), which
+// (policies/default/default.rego, docs/how-plans-are-decided.md, "The default policy"), which
 // reproduce the MCO's defaultClusterPolicies (machine-config-operator
 // pkg/apihelpers/apihelpers.go; paths from pkg/daemon/constants). The MCO
 // writes its directories without a final "/" (constants.CrioPoliciesDir =

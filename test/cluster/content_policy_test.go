@@ -20,8 +20,8 @@ import (
 	"github.com/ndp-dev/ndp/planner/loader"
 )
 
-// An administrator's policy that reads inside a file (the README's
-// kubelet-maxpods example, tested offline by ndp test) decides in the
+// An administrator's policy that reads inside a file (the guide's
+// kubelet-maxpods example, docs/reading-files.md, tested offline by ndp test) decides in the
 // cluster exactly as `ndp plan` does offline on the same two rendered
 // configs: the same actions, drain, reboot and reasons.
 func TestContentPolicyDecidesInTheClusterAsOffline(t *testing.T) {
