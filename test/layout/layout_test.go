@@ -1,8 +1,9 @@
 // Package layout checks the import rule of docs/design.md#the-import-rule
-// with `go list`: the node daemon, render, the config parser and the MCO's
-// rules link no policy engine, only the planner's stages and policyset import OPA, and
-// controllers, webhook and daemon are siblings that import none of one
-// another.
+// with `go list`: the node daemon, render, the parsers (machineconfig,
+// registries, nodeconfig) and the MCO's rules link no policy engine, only
+// the planner's stages and policyset import OPA, controllers, webhook and
+// daemon are siblings that import none of one another, and mcorules stands
+// on the first level alone.
 package layout
 
 import (
