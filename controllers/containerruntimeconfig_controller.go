@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -46,11 +46,11 @@ func (r *ContainerRuntimeConfigReconciler) SetupWithManager(mgr ctrl.Manager) er
 
 type containerRuntimeKind struct{}
 
-func (containerRuntimeKind) kind() generated.Kind     { return generated.KindContainerRuntime }
+func (containerRuntimeKind) kind() nodeconfig.Kind    { return nodeconfig.KindContainerRuntime }
 func (containerRuntimeKind) typeName() string         { return "ContainerRuntimeConfig" }
 func (containerRuntimeKind) newObject() client.Object { return &mcfgv1.ContainerRuntimeConfig{} }
-func (containerRuntimeKind) owner(o client.Object) generated.Owner {
-	return generated.OwnerOfContainerRuntimeConfig(o.(*mcfgv1.ContainerRuntimeConfig))
+func (containerRuntimeKind) owner(o client.Object) nodeconfig.Owner {
+	return nodeconfig.OwnerOfContainerRuntimeConfig(o.(*mcfgv1.ContainerRuntimeConfig))
 }
 
 func (containerRuntimeKind) list(ctx context.Context, c client.Reader) ([]client.Object, error) {

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -31,11 +31,11 @@ import (
 // controllers differ in; generatedConfigs does the rest, the same way for
 // both, as the MCO's two controllers do.
 type configKind interface {
-	kind() generated.Kind
+	kind() nodeconfig.Kind
 	typeName() string // KubeletConfig
 	newObject() client.Object
 	list(ctx context.Context, c client.Reader) ([]client.Object, error)
-	owner(client.Object) generated.Owner
+	owner(client.Object) nodeconfig.Owner
 	ignition(pool string, mcs []*ndpmcv1.MachineConfig, obj client.Object) ([]byte, error)
 	// setCondition appends the condition to obj's status as the MCO's
 	// cleanUpStatusConditions does, and sets observedGeneration; false
@@ -110,7 +110,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	var selected []*mcfgv1.MachineConfigPool
 	for i := range pools.Items {
-		ok, err := generated.SelectsPool(r.kind.owner(obj).Selector, &pools.Items[i])
+		ok, err := nodeconfig.SelectsPool(r.kind.owner(obj).Selector, &pools.Items[i])
 		if err != nil {
 			return reconcile.Result{}, r.fail(ctx, obj, "InvalidSelector", fmt.Sprintf("%s: %v", object, err))
 		}
@@ -132,7 +132,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	owners := make([]generated.Owner, len(all))
+	owners := make([]nodeconfig.Owner, len(all))
 	for i, o := range all {
 		owners[i] = r.kind.owner(o)
 	}
@@ -143,7 +143,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	var outs []out
 	for _, pool := range selected {
-		name, err := generated.ManagedName(r.kind.kind(), pool, r.kind.owner(obj), owners, func(n string) bool {
+		name, err := nodeconfig.ManagedName(r.kind.kind(), pool, r.kind.owner(obj), owners, func(n string) bool {
 			var mc ndpmcv1.MachineConfig
 			return r.Client.Get(ctx, client.ObjectKey{Name: n}, &mc) == nil
 		})
@@ -155,7 +155,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 			return reconcile.Result{}, r.fail(ctx, obj, "RenderFailed", fmt.Sprintf("%s: pool %s: %v", object, pool.Name, err))
 		}
 		ign, err := r.kind.ignition(pool.Name, mcs, obj)
-		if generated.IsInvalid(err) {
+		if nodeconfig.IsInvalid(err) {
 			return reconcile.Result{}, r.fail(ctx, obj, "Invalid", err.Error())
 		}
 		if err != nil {
@@ -172,8 +172,8 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	if _, ok := annotations[generated.MCNameSuffixAnnotation]; !ok {
-		annotations[generated.MCNameSuffixAnnotation] = generated.Suffix(r.kind.kind(), outs[0].pool.Name, outs[0].name)
+	if _, ok := annotations[nodeconfig.MCNameSuffixAnnotation]; !ok {
+		annotations[nodeconfig.MCNameSuffixAnnotation] = nodeconfig.Suffix(r.kind.kind(), outs[0].pool.Name, outs[0].name)
 		obj.SetAnnotations(annotations)
 	}
 	for _, o := range outs {
@@ -252,12 +252,12 @@ func (r *generatedConfigs) cascadeDelete(ctx context.Context, obj client.Object)
 
 // isGeneratedFinalizer: a finalizer naming a generated MachineConfig of
 // kind (any pool).
-func isGeneratedFinalizer(kind generated.Kind, f string) bool {
+func isGeneratedFinalizer(kind nodeconfig.Kind, f string) bool {
 	i := strings.Index(f, "-generated-"+string(kind))
 	if !strings.HasPrefix(f, "99-") || i < 0 {
 		return false
 	}
-	return generated.IsGeneratedName(kind, f[len("99-"):i], f)
+	return nodeconfig.IsGeneratedName(kind, f[len("99-"):i], f)
 }
 
 // deleteOwned deletes the MachineConfigs obj controls whose name drop

@@ -3,7 +3,7 @@ package controllers
 import (
 	"testing"
 
-	"github.com/ndp-dev/ndp/generated"
+	"github.com/ndp-dev/ndp/nodeconfig"
 )
 
 func TestIsGeneratedFinalizer(t *testing.T) {
@@ -16,7 +16,7 @@ func TestIsGeneratedFinalizer(t *testing.T) {
 		"foregroundDeletion":                   false,
 		"example.com/keep":                     false,
 	} {
-		if got := isGeneratedFinalizer(generated.KindKubelet, f); got != want {
+		if got := isGeneratedFinalizer(nodeconfig.KindKubelet, f); got != want {
 			t.Errorf("%s: %v, want %v", f, got, want)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -50,11 +50,11 @@ func (r *KubeletConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 type kubeletKind struct{}
 
-func (kubeletKind) kind() generated.Kind     { return generated.KindKubelet }
+func (kubeletKind) kind() nodeconfig.Kind    { return nodeconfig.KindKubelet }
 func (kubeletKind) typeName() string         { return "KubeletConfig" }
 func (kubeletKind) newObject() client.Object { return &mcfgv1.KubeletConfig{} }
-func (kubeletKind) owner(o client.Object) generated.Owner {
-	return generated.OwnerOfKubeletConfig(o.(*mcfgv1.KubeletConfig))
+func (kubeletKind) owner(o client.Object) nodeconfig.Owner {
+	return nodeconfig.OwnerOfKubeletConfig(o.(*mcfgv1.KubeletConfig))
 }
 
 func (kubeletKind) list(ctx context.Context, c client.Reader) ([]client.Object, error) {

@@ -1,6 +1,7 @@
 // Package machineconfig parses MachineConfig documents and their Ignition
-// configs, and decodes file contents. It is the part of the planner the node
-// daemon shares: it links Ignition, not the policy engine.
+// configs, and decodes file contents. The planner, render, the
+// controllers' config cache and the node daemon share it: it links
+// Ignition, not the policy engine.
 package machineconfig
 
 import (

@@ -2,9 +2,12 @@
 // plan: it diffs them (planner/changeset), evaluates the policy set
 // (planner/engine) and resolves the claims — the most specific claim wins
 // each change, ties to priority — into ordered post-config actions, a drain
-// and a reboot, with the reason for each change. It also holds the plan
-// rule the controllers and the webhook share (which plan a pool's nodes
-// follow) and the what-if of a policy edit.
+// and a reboot, with the reason for each change. It also holds what the
+// what-if of a policy edit compares (Outcome, DecisionChanges) and the probe
+// a policy must pass before it joins a set (Probe, CheckPolicy). The plan
+// rule — which plans a pool needs and whether a stored one stands — is not
+// here: it is render.PlanGroups and the MachineConfig status's StandingPlan
+// (docs/design.md#the-plan-rule).
 //
 // The stages below it, one package each, as in OPA's own layering
 // (docs/design.md#layout):

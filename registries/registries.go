@@ -1,7 +1,16 @@
-// Package registries reads /etc/containers/registries.conf with the parser
-// and validator CRI-O itself runs, containers/image's sysregistriesv2
-// (go.podman.io/image/v5/pkg/sysregistriesv2), and computes a semantic diff
-// between two versions of it.
+// Package registries is ndp's model of /etc/containers/registries.conf:
+//
+//   - registries.go reads it with the parser and validator CRI-O itself
+//     runs, containers/image's sysregistriesv2
+//     (go.podman.io/image/v5/pkg/sysregistriesv2);
+//   - diff.go computes a semantic diff between two versions of it;
+//   - mirrors.go turns the image-mirror objects (ImageDigestMirrorSets,
+//     ImageTagMirrorSets, ImageContentSourcePolicies) into mirror rules and
+//     adds them to a base (render.RegistriesConfig makes the pool's
+//     MachineConfig of it), and marshal.go writes the result as CRI-O reads it;
+//   - mcorender.go restates what the Machine Config Operator's
+//     container-runtime-config controller writes for the same objects
+//     (RenderMCO), for the advisor's previews and the MCO tests.
 //
 // The planner feeds the result of Diff to Rego policies that decide whether a change can
 // be applied with a CRI-O reload instead of a drain, so the diff ignores

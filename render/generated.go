@@ -8,12 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/nodeconfig"
 )
 
 // ownerKinds are the kinds whose generated MachineConfigs a base leaves out.
-var ownerKinds = map[generated.Kind]string{generated.KindKubelet: "KubeletConfig", generated.KindContainerRuntime: "ContainerRuntimeConfig"}
+var ownerKinds = map[nodeconfig.Kind]string{nodeconfig.KindKubelet: "KubeletConfig", nodeconfig.KindContainerRuntime: "ContainerRuntimeConfig"}
 
 // GeneratedBase returns the contents of path in what pool's MachineConfigs
 // (mcs, as PoolView.Sources lists them) render to without the
@@ -24,10 +24,10 @@ var ownerKinds = map[generated.Kind]string{generated.KindKubelet: "KubeletConfig
 // ContainerRuntimeConfig (storage.conf) is merged into, as the MCO merges
 // into its templates' file: a field removed from the KubeletConfig goes
 // back to the pool's own value.
-func GeneratedBase(pool string, mcs []*ndpmcv1.MachineConfig, kind generated.Kind, path string) (data []byte, from string, err error) {
+func GeneratedBase(pool string, mcs []*ndpmcv1.MachineConfig, kind nodeconfig.Kind, path string) (data []byte, from string, err error) {
 	var sources []Source
 	for _, mc := range mcs {
-		if generated.IsGeneratedName(kind, pool, mc.Name) {
+		if nodeconfig.IsGeneratedName(kind, pool, mc.Name) {
 			continue
 		}
 		if ref := metav1.GetControllerOf(mc); ref != nil && ref.Kind == ownerKinds[kind] && ref.APIVersion == mcfgv1.GroupVersion.String() {
@@ -62,47 +62,47 @@ func GeneratedBase(pool string, mcs []*ndpmcv1.MachineConfig, kind generated.Kin
 
 // KubeletConfigIgnition validates kc and renders it for pool into the
 // Ignition config of its generated MachineConfig: kubelet.conf is the
-// pool's (GeneratedBase) with kc merged over it (generated.KubeletFiles).
-// An invalid kc is a *generated.InvalidError; a pool without kubelet.conf
+// pool's (GeneratedBase) with kc merged over it (nodeconfig.KubeletFiles).
+// An invalid kc is a *nodeconfig.InvalidError; a pool without kubelet.conf
 // is an error of the pool's.
 func KubeletConfigIgnition(pool string, mcs []*ndpmcv1.MachineConfig, kc *mcfgv1.KubeletConfig) ([]byte, error) {
-	if err := generated.ValidateKubeletConfig(kc); err != nil {
+	if err := nodeconfig.ValidateKubeletConfig(kc); err != nil {
 		return nil, err
 	}
-	base, from, err := GeneratedBase(pool, mcs, generated.KindKubelet, generated.KubeletConfPath)
+	base, from, err := GeneratedBase(pool, mcs, nodeconfig.KindKubelet, nodeconfig.KubeletConfPath)
 	if err != nil {
 		return nil, err
 	}
 	if base == nil {
-		return nil, fmt.Errorf("pool %s: no MachineConfig of the pool has %s to merge KubeletConfig %q into", pool, generated.KubeletConfPath, kc.Name)
+		return nil, fmt.Errorf("pool %s: no MachineConfig of the pool has %s to merge KubeletConfig %q into", pool, nodeconfig.KubeletConfPath, kc.Name)
 	}
-	files, err := generated.KubeletFiles(kc, base, fmt.Sprintf("pool %s's MachineConfig %q", pool, from))
+	files, err := nodeconfig.KubeletFiles(kc, base, fmt.Sprintf("pool %s's MachineConfig %q", pool, from))
 	if err != nil {
 		return nil, err
 	}
-	return generated.Ignition(files)
+	return nodeconfig.Ignition(files)
 }
 
 // ContainerRuntimeConfigIgnition validates c and renders it for pool into
 // the Ignition config of its generated MachineConfig (the CRI-O drop-ins,
 // and the pool's storage.conf with overlaySize set).
 func ContainerRuntimeConfigIgnition(pool string, mcs []*ndpmcv1.MachineConfig, c *mcfgv1.ContainerRuntimeConfig) ([]byte, error) {
-	if err := generated.ValidateContainerRuntimeConfig(c); err != nil {
+	if err := nodeconfig.ValidateContainerRuntimeConfig(c); err != nil {
 		return nil, err
 	}
 	var base []byte
 	from := ""
 	if cfg := c.Spec.ContainerRuntimeConfig; cfg != nil && cfg.OverlaySize != nil && !cfg.OverlaySize.IsZero() {
 		var err error
-		if base, from, err = GeneratedBase(pool, mcs, generated.KindContainerRuntime, generated.StorageConfPath); err != nil {
+		if base, from, err = GeneratedBase(pool, mcs, nodeconfig.KindContainerRuntime, nodeconfig.StorageConfPath); err != nil {
 			return nil, err
 		}
 	}
-	files, err := generated.ContainerRuntimeFiles(c, base, fmt.Sprintf("pool %s's MachineConfig %q", pool, from))
+	files, err := nodeconfig.ContainerRuntimeFiles(c, base, fmt.Sprintf("pool %s's MachineConfig %q", pool, from))
 	if err != nil {
 		return nil, err
 	}
-	return generated.Ignition(files)
+	return nodeconfig.Ignition(files)
 }
 
 // GeneratedMachineConfig is a generated MachineConfig for pool as the MCO

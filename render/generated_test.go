@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -22,7 +22,7 @@ func TestKubeletConfigIgnitionMergesIntoThePoolsOwnKubeletConf(t *testing.T) {
 		// An earlier rendering of a KubeletConfig: never the base.
 		builder.MachineConfig("99-worker-generated-kubelet").WithRole("worker").WithFile("/etc/kubernetes/kubelet.conf", "maxPods: 7\nkubeAPIBurst: 7\n").Build(),
 	}
-	base, from, err := render.GeneratedBase("worker", mcs, generated.KindKubelet, generated.KubeletConfPath)
+	base, from, err := render.GeneratedBase("worker", mcs, nodeconfig.KindKubelet, nodeconfig.KubeletConfPath)
 	if err != nil || from != "01-worker-kubelet" || !strings.Contains(string(base), "maxPods: 250") {
 		t.Fatalf("base from %q: %q, %v", from, base, err)
 	}
@@ -40,18 +40,18 @@ func TestKubeletConfigIgnitionMergesIntoThePoolsOwnKubeletConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := generated.DecodeBaseKubeletConfig(data, "rendered")
+	got, err := nodeconfig.DecodeBaseKubeletConfig(data, "rendered")
 	if err != nil || got.MaxPods != 250 || *got.KubeAPIQPS != 100 || got.KubeAPIBurst != 0 || mc.Labels[ndpmcv1.RoleLabel] != "worker" {
 		t.Errorf("rendered %+v, %v", got, err)
 	}
 
 	// A pool with no kubelet.conf is the pool's problem, not the KubeletConfig's.
-	if _, err := render.KubeletConfigIgnition("worker", mcs[2:], kc); err == nil || generated.IsInvalid(err) || !strings.Contains(err.Error(), "no MachineConfig of the pool has /etc/kubernetes/kubelet.conf") {
+	if _, err := render.KubeletConfigIgnition("worker", mcs[2:], kc); err == nil || nodeconfig.IsInvalid(err) || !strings.Contains(err.Error(), "no MachineConfig of the pool has /etc/kubernetes/kubelet.conf") {
 		t.Errorf("no base: %v", err)
 	}
 	// An invalid KubeletConfig is refused before anything is rendered.
 	kc.Spec.KubeletConfig.Raw = []byte(`{"cpuManagerPolicy": "bogus"}`)
-	if _, err := render.KubeletConfigIgnition("worker", mcs, kc); !generated.IsInvalid(err) || !strings.Contains(err.Error(), "spec.kubeletConfig.cpuManagerPolicy") {
+	if _, err := render.KubeletConfigIgnition("worker", mcs, kc); !nodeconfig.IsInvalid(err) || !strings.Contains(err.Error(), "spec.kubeletConfig.cpuManagerPolicy") {
 		t.Errorf("invalid: %v", err)
 	}
 }

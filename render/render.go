@@ -1,11 +1,16 @@
 // Package render merges a pool's MachineConfigs into its rendered config:
 // the first box of the flow (docs/design.md#the-flow), shared by the render controller and
-// the admission webhook's in-memory preview. It also renders registries.conf
-// from the image-mirror objects (RegistriesConfig), keeps parsed
-// MachineConfigs (ConfigCache), and reads what a pool's rendering and plans
-// start from (PoolView): its source MachineConfigs, its nodes by current
-// config, and whether the cluster is a single node. The controllers and the
-// webhook all read these through it, the same way.
+// the admission webhook's in-memory preview (Merge), and the same merge as
+// the MCO makes it, for the advisor (MergeMCO, MCOName). It also renders the
+// MachineConfigs ndp generates for a pool: registries.conf from the
+// image-mirror objects (registriesconfig.go) and the Ignition of a
+// KubeletConfig or ContainerRuntimeConfig over the pool's own files
+// (generated.go, on nodeconfig); keeps parsed MachineConfigs (ConfigCache);
+// and reads what a pool's rendering and plans start from (PoolView): its
+// source MachineConfigs, its nodes by current config, whether the cluster is
+// a single node, and the groups of nodes waiting for a plan (Waiting,
+// PlanGroups: half of the plan rule). The controllers and the webhook all
+// read these through it, the same way. It links no OPA.
 package render
 
 import (

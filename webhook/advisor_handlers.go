@@ -15,15 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
 
 // registriesKind names the MCO's generated registries MachineConfig,
 // 99-<pool>-generated-registries, for render.GeneratedBase.
-const registriesKind generated.Kind = "registries"
+const registriesKind nodeconfig.Kind = "registries"
 
 // mcoRegistriesOverrides puts, in each pool, the generated registries
 // MachineConfig the MCO's container-runtime-config controller would write
@@ -49,11 +49,11 @@ func (p *Previewer) mcoRegistriesOverrides(ctx context.Context, pools []*mcfgv1.
 		if err != nil {
 			return nil, &InvalidChangeError{fmt.Errorf("the MCO's container-runtime-config controller refuses it, nothing is rendered: %w", err)}
 		}
-		gf := make([]generated.File, len(files))
+		gf := make([]nodeconfig.File, len(files))
 		for i, f := range files {
-			gf[i] = generated.File{Path: f.Path, Data: f.Data}
+			gf[i] = nodeconfig.File{Path: f.Path, Data: f.Data}
 		}
-		ign, err := generated.Ignition(gf)
+		ign, err := nodeconfig.Ignition(gf)
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -35,8 +35,8 @@ type GeneratedConfigPreview struct {
 
 // generatedObject is the candidate and its kind's functions.
 type generatedObject struct {
-	kind     generated.Kind
-	owner    generated.Owner
+	kind     nodeconfig.Kind
+	owner    nodeconfig.Owner
 	validate func() error
 	ignition func(pool string, mcs []*ndpmcv1.MachineConfig) ([]byte, error)
 }
@@ -52,8 +52,8 @@ func (h *GeneratedConfigPreview) decode(req admission.Request, old bool) (*gener
 		if err := h.Decoder.DecodeRaw(raw, &kc); err != nil {
 			return nil, err
 		}
-		return &generatedObject{generated.KindKubelet, generated.OwnerOfKubeletConfig(&kc),
-			func() error { return generated.ValidateKubeletConfig(&kc) },
+		return &generatedObject{nodeconfig.KindKubelet, nodeconfig.OwnerOfKubeletConfig(&kc),
+			func() error { return nodeconfig.ValidateKubeletConfig(&kc) },
 			func(pool string, mcs []*ndpmcv1.MachineConfig) ([]byte, error) {
 				return render.KubeletConfigIgnition(pool, mcs, &kc)
 			}}, nil
@@ -62,8 +62,8 @@ func (h *GeneratedConfigPreview) decode(req admission.Request, old bool) (*gener
 		if err := h.Decoder.DecodeRaw(raw, &c); err != nil {
 			return nil, err
 		}
-		return &generatedObject{generated.KindContainerRuntime, generated.OwnerOfContainerRuntimeConfig(&c),
-			func() error { return generated.ValidateContainerRuntimeConfig(&c) },
+		return &generatedObject{nodeconfig.KindContainerRuntime, nodeconfig.OwnerOfContainerRuntimeConfig(&c),
+			func() error { return nodeconfig.ValidateContainerRuntimeConfig(&c) },
 			func(pool string, mcs []*ndpmcv1.MachineConfig) ([]byte, error) {
 				return render.ContainerRuntimeConfigIgnition(pool, mcs, &c)
 			}}, nil
@@ -73,17 +73,17 @@ func (h *GeneratedConfigPreview) decode(req admission.Request, old bool) (*gener
 
 // owners lists the configs of kind in the cluster, with cand in place of
 // the one of its name (or removed, when cand is nil).
-func (h *GeneratedConfigPreview) owners(ctx context.Context, kind generated.Kind, name string, cand *generated.Owner) ([]generated.Owner, error) {
-	var out []generated.Owner
+func (h *GeneratedConfigPreview) owners(ctx context.Context, kind nodeconfig.Kind, name string, cand *nodeconfig.Owner) ([]nodeconfig.Owner, error) {
+	var out []nodeconfig.Owner
 	switch kind {
-	case generated.KindKubelet:
+	case nodeconfig.KindKubelet:
 		var l mcfgv1.KubeletConfigList
 		if err := h.Previewer.Client.List(ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range l.Items {
 			if l.Items[i].Name != name {
-				out = append(out, generated.OwnerOfKubeletConfig(&l.Items[i]))
+				out = append(out, nodeconfig.OwnerOfKubeletConfig(&l.Items[i]))
 			}
 		}
 	default:
@@ -93,7 +93,7 @@ func (h *GeneratedConfigPreview) owners(ctx context.Context, kind generated.Kind
 		}
 		for i := range l.Items {
 			if l.Items[i].Name != name {
-				out = append(out, generated.OwnerOfContainerRuntimeConfig(&l.Items[i]))
+				out = append(out, nodeconfig.OwnerOfContainerRuntimeConfig(&l.Items[i]))
 			}
 		}
 	}
@@ -145,13 +145,13 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 	if k == nil {
 		k = old
 	}
-	var candOwner *generated.Owner
+	var candOwner *nodeconfig.Owner
 	if cand != nil {
 		o := cand.owner
-		if old != nil && o.Annotations[generated.MCNameSuffixAnnotation] == "" {
+		if old != nil && o.Annotations[nodeconfig.MCNameSuffixAnnotation] == "" {
 			// An update keeps the name the controller gave it.
-			if v, ok := old.owner.Annotations[generated.MCNameSuffixAnnotation]; ok {
-				o.Annotations = map[string]string{generated.MCNameSuffixAnnotation: v}
+			if v, ok := old.owner.Annotations[nodeconfig.MCNameSuffixAnnotation]; ok {
+				o.Annotations = map[string]string{nodeconfig.MCNameSuffixAnnotation: v}
 			}
 		}
 		candOwner = &o
@@ -176,12 +176,12 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 	for _, pool := range pools {
 		inNew, inOld := false, false
 		if cand != nil {
-			if inNew, err = generated.SelectsPool(cand.owner.Selector, pool); err != nil {
+			if inNew, err = nodeconfig.SelectsPool(cand.owner.Selector, pool); err != nil {
 				return h.refuse(kind, fmt.Sprintf("%s: %v", object, err))
 			}
 		}
 		if old != nil {
-			inOld, _ = generated.SelectsPool(old.owner.Selector, pool)
+			inOld, _ = nodeconfig.SelectsPool(old.owner.Selector, pool)
 		}
 		if !inNew && !inOld {
 			continue
@@ -189,13 +189,13 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 		ov := Overrides{}
 		if inOld {
 			// What the config renders to today, removed (and replaced below).
-			name, err := generated.ManagedName(k.kind, pool, old.owner, append(owners, old.owner), exists)
+			name, err := nodeconfig.ManagedName(k.kind, pool, old.owner, append(owners, old.owner), exists)
 			if err == nil {
 				ov[name] = nil
 			}
 		}
 		if inNew {
-			name, err := generated.ManagedName(k.kind, pool, *candOwner, owners, exists)
+			name, err := nodeconfig.ManagedName(k.kind, pool, *candOwner, owners, exists)
 			if err != nil {
 				warnings = append(warnings, fmt.Sprintf("%sno preview for pool %s: %v", prefix, pool.Name, err))
 				continue
@@ -206,7 +206,7 @@ func (h *GeneratedConfigPreview) Handle(ctx context.Context, req admission.Reque
 				continue
 			}
 			ign, err := cand.ignition(pool.Name, mcs)
-			if generated.IsInvalid(err) {
+			if nodeconfig.IsInvalid(err) {
 				return h.refuse(kind, err.Error())
 			}
 			if err != nil {

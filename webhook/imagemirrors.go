@@ -27,8 +27,10 @@ import (
 // ImageMirrorPreview previews an ImageDigestMirrorSet, ImageTagMirrorSet or
 // ImageContentSourcePolicy create, update or delete: it renders
 // registries.conf with the change in place, as the registries controller
-// would, and previews every pool's generated registries MachineConfig.
-// An object the registries controller could not render is denied.
+// would (render.RegistriesConfig), and previews every pool's generated
+// registries MachineConfig. An object the registries controller could not
+// render is denied. In advisor mode it previews what the MCO would write
+// instead (registries.RenderMCO, with image.config's registry sources).
 type ImageMirrorPreview struct {
 	Previewer      *Previewer
 	Decoder        admission.Decoder

@@ -1,9 +1,11 @@
 // Package webhook holds ndp's admission handlers: the dry-run preview of
 // MachineConfig, image-mirror, KubeletConfig and ContainerRuntimeConfig changes, returned as warnings (one per
 // pool, with node counts, actions, drain and reboot, and the deciding
-// policies), and the validation of NodeDisruptionPolicies. They call the
-// same render, planner and policy-check code as the controllers, in
-// memory, and never write.
+// policies), and the validation of NodeDisruptionPolicies. In advisor mode
+// (the MCO runs the nodes) the previews say what the MCO will do, with
+// ndp's plan beside it, also for image.config and MachineConfiguration
+// cluster, and deny nothing. They call the same render, planner and
+// policy-check code as the controllers, in memory, and never write.
 //
 // Failure policies are deliberate (manifests/webhook): a preview never
 // blocks a MachineConfig when the webhook is down (Ignore), while policy

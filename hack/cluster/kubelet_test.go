@@ -8,9 +8,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/planner/loader"
 )
 
@@ -23,14 +23,14 @@ func TestWorkerKubeletConfigIsARestart(t *testing.T) {
 	if err := yaml.UnmarshalStrict(mustRead(t, "../../examples/cluster/kubeletconfig-max-pods.yaml"), &kc); err != nil {
 		t.Fatal(err)
 	}
-	if err := generated.ValidateKubeletConfig(&kc); err != nil {
+	if err := nodeconfig.ValidateKubeletConfig(&kc); err != nil {
 		t.Fatal(err)
 	}
-	files, err := generated.KubeletFiles(&kc, []byte(guestKubeletConfig()), "01-worker-kubelet")
+	files, err := nodeconfig.KubeletFiles(&kc, []byte(guestKubeletConfig()), "01-worker-kubelet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := builder.MachineConfig("rendered-worker-base").WithFiles(builder.File(generated.KubeletConfPath, guestKubeletConfig())).Build()
+	base := builder.MachineConfig("rendered-worker-base").WithFiles(builder.File(nodeconfig.KubeletConfPath, guestKubeletConfig())).Build()
 	var fs []builder.Entry
 	for _, f := range files {
 		fs = append(fs, builder.File(f.Path, string(f.Data)))

@@ -1,7 +1,9 @@
 // Package testkit is what ndp's test suites share: waits, free ports, a
-// process's last log lines, and the envtest control plane (on top of
-// internal/controlplane, which the non-test tools use too). Its
-// MachineConfig and Ignition builders are in testkit/builder.
+// process's last log lines, the envtest control plane (on top of
+// internal/controlplane, which the non-test tools use too) and where the
+// MCO's reference tools are (MCORef). Its MachineConfig and Ignition
+// builders are in testkit/builder, its small policies and default planner
+// in testkit/policytest.
 package testkit
 
 import (

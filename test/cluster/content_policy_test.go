@@ -15,8 +15,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/planner/loader"
 )
 
@@ -42,7 +42,7 @@ func TestContentPolicyDecidesInTheClusterAsOffline(t *testing.T) {
 	create(t, machineConfigPool("content"))
 	// The base kubelet.conf as YAML, a later MachineConfig's as JSON (as
 	// the MCO renders a KubeletConfig's): only the data is compared.
-	create(t, sourceMC("01-content-kubelet", "content").WithFile(generated.KubeletConfPath,
+	create(t, sourceMC("01-content-kubelet", "content").WithFile(nodeconfig.KubeletConfPath,
 		"apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 250\ncgroupDriver: systemd\n").Build())
 	from := waitPool(t, "content", func(p *mcfgv1.MachineConfigPool) bool { return hasSource(p, "01-content-kubelet") }).Spec.Configuration.Name
 	create(t, node("content-a", "content", from))
@@ -55,7 +55,7 @@ func TestContentPolicyDecidesInTheClusterAsOffline(t *testing.T) {
 		{"99-content-maxpods", `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","maxPods":500,"cgroupDriver":"systemd"}`, "Restart kubelet.service"},
 		{"99-content-maxpods", `{"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1","maxPods":500,"cgroupDriver":"cgroupfs"}`, "Reboot"},
 	} {
-		mc := sourceMC(tc.name, "content").WithFile(generated.KubeletConfPath, tc.conf).Build()
+		mc := sourceMC(tc.name, "content").WithFile(nodeconfig.KubeletConfPath, tc.conf).Build()
 		var existing ndpmcv1.MachineConfig
 		if err := k8s.Get(ctx, client.ObjectKey{Name: tc.name}, &existing); err == nil {
 			existing.Spec = mc.Spec

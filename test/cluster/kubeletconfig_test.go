@@ -17,9 +17,9 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/nodeconfig"
 )
 
 const generatedConfigsWebhook = "generatedconfigs.preview.ndp.dev"
@@ -95,7 +95,7 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	pool.Labels = map[string]string{workerPoolLabel: ""}
 	create(t, pool)
 	create(t, sourceMC("00-worker", "worker").WithFile("/etc/motd", "hello").Build())
-	create(t, sourceMC("01-worker-kubelet", "worker").WithFile(generated.KubeletConfPath, workerKubeletConf).Build())
+	create(t, sourceMC("01-worker-kubelet", "worker").WithFile(nodeconfig.KubeletConfPath, workerKubeletConf).Build())
 	target := waitPool(t, "worker", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 	create(t, node("worker-a", "worker", target))
 	create(t, node("worker-b", "worker", target))
@@ -144,17 +144,17 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	if ref := metav1.GetControllerOf(mc); ref == nil || ref.Kind != "KubeletConfig" || ref.Name != "max-pods" || mc.Labels[ndpmcv1.RoleLabel] != "worker" {
 		t.Errorf("owner %+v, labels %v", ref, mc.Labels)
 	}
-	conf, err := generated.DecodeBaseKubeletConfig([]byte(fileOf(t, mc, generated.KubeletConfPath)), "the generated MachineConfig")
+	conf, err := nodeconfig.DecodeBaseKubeletConfig([]byte(fileOf(t, mc, nodeconfig.KubeletConfPath)), "the generated MachineConfig")
 	if err != nil || conf.MaxPods != 500 || *conf.KubeAPIQPS != 50 || conf.ClusterDomain != "cluster.local" {
 		t.Errorf("merged kubelet.conf: %+v, %v", conf, err)
 	}
-	if got := fileOf(t, mc, generated.KubeletLogLevelPath); got != "[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=4\"\n" {
+	if got := fileOf(t, mc, nodeconfig.KubeletLogLevelPath); got != "[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=4\"\n" {
 		t.Errorf("log level drop-in %q", got)
 	}
 	got := waitKubeletConfig(t, "max-pods", func(kc *mcfgv1.KubeletConfig) bool {
 		return lastCondition(kc).Type == mcfgv1.KubeletConfigSuccess && kc.Status.ObservedGeneration == kc.Generation
 	})
-	if v, ok := got.Annotations[generated.MCNameSuffixAnnotation]; !ok || v != "" || !slices.Contains(got.Finalizers, "99-worker-generated-kubelet") {
+	if v, ok := got.Annotations[nodeconfig.MCNameSuffixAnnotation]; !ok || v != "" || !slices.Contains(got.Finalizers, "99-worker-generated-kubelet") {
 		t.Errorf("annotations %v, finalizers %v", got.Annotations, got.Finalizers)
 	}
 	waitEvent(t, "max-pods", "MachineConfigRendered")
@@ -166,7 +166,7 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: rendered}, &rmc); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(fileOf(t, &rmc, generated.KubeletConfPath), "maxPods: 500") {
+	if !strings.Contains(fileOf(t, &rmc, nodeconfig.KubeletConfPath), "maxPods: 500") {
 		t.Errorf("the rendered config %s does not hold the merged kubelet.conf", rendered)
 	}
 	// Its status holds the plan from the nodes' config: the kubelet
@@ -204,10 +204,10 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	second := kubeletConfigObject("pids", `{"podPidsLimit": 2048}`)
 	create(t, second)
 	mc1 := waitMachineConfig(t, "99-worker-generated-kubelet-1", func(*ndpmcv1.MachineConfig) bool { return true })
-	if !strings.Contains(fileOf(t, mc1, generated.KubeletConfPath), "podPidsLimit: 2048") {
-		t.Errorf("99-worker-generated-kubelet-1:\n%s", fileOf(t, mc1, generated.KubeletConfPath))
+	if !strings.Contains(fileOf(t, mc1, nodeconfig.KubeletConfPath), "podPidsLimit: 2048") {
+		t.Errorf("99-worker-generated-kubelet-1:\n%s", fileOf(t, mc1, nodeconfig.KubeletConfPath))
 	}
-	waitKubeletConfig(t, "pids", func(kc *mcfgv1.KubeletConfig) bool { return kc.Annotations[generated.MCNameSuffixAnnotation] == "1" })
+	waitKubeletConfig(t, "pids", func(kc *mcfgv1.KubeletConfig) bool { return kc.Annotations[nodeconfig.MCNameSuffixAnnotation] == "1" })
 	if err := k8s.Delete(ctx, second); err != nil {
 		t.Fatal(err)
 	}
@@ -224,10 +224,10 @@ func TestKubeletConfigRendersTheGeneratedMachineConfig(t *testing.T) {
 	}}
 	create(t, crc)
 	cmc := waitMachineConfig(t, "99-worker-generated-containerruntime", func(*ndpmcv1.MachineConfig) bool { return true })
-	if got := fileOf(t, cmc, generated.CRIODropInPidsLimitPath); got != "[crio]\n  [crio.runtime]\n    pids_limit = 2048\n" {
+	if got := fileOf(t, cmc, nodeconfig.CRIODropInPidsLimitPath); got != "[crio]\n  [crio.runtime]\n    pids_limit = 2048\n" {
 		t.Errorf("pids limit drop-in %q", got)
 	}
-	if got := fileOf(t, cmc, generated.CRIODropInLogLevelPath); got != "[crio]\n  [crio.runtime]\n    log_level = \"debug\"\n" {
+	if got := fileOf(t, cmc, nodeconfig.CRIODropInLogLevelPath); got != "[crio]\n  [crio.runtime]\n    log_level = \"debug\"\n" {
 		t.Errorf("log level drop-in %q", got)
 	}
 

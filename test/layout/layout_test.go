@@ -1,8 +1,9 @@
 // Package layout checks the import rule of docs/design.md#the-import-rule
-// with `go list`: the node daemon, render, the config parser and the MCO's
-// rules link no policy engine, only the planner's stages and policyset import OPA, and
-// controllers, webhook and daemon are siblings that import none of one
-// another.
+// with `go list`: the node daemon, render, the parsers (machineconfig,
+// registries, nodeconfig) and the MCO's rules link no policy engine, only
+// the planner's stages and policyset import OPA, controllers, webhook and
+// daemon are siblings that import none of one another, and mcorules stands
+// on the first level alone.
 package layout
 
 import (
@@ -40,7 +41,7 @@ func TestDaemonLinksNoPolicyEngine(t *testing.T) {
 // run a node without linking OPA: everything below the policy engine that
 // the daemon, render and the controllers' config cache stand on.
 var opaFree = []string{
-	"./cmd/ndp-daemon", "./daemon/...", "./render/...", "./machineconfig/...", "./registries/...", "./generated/...",
+	"./cmd/ndp-daemon", "./daemon/...", "./render/...", "./machineconfig/...", "./registries/...", "./nodeconfig/...",
 	"./apis/...", "./planner/changeset", "./webhook/certs", "./mcorules/...",
 }
 
@@ -111,7 +112,7 @@ func TestSiblingsImportNoneOfOneAnother(t *testing.T) {
 // levelOne are the packages of the import rule's first level: mcorules,
 // the MCO's decision, stands on them alone, so the CLI, the webhook and the
 // forecast controller can all call it and it can never reach ndp's planner.
-var levelOne = []string{"apis", "policies", "machineconfig", "registries", "generated", "mcoguard", "mcorules"}
+var levelOne = []string{"apis", "policies", "machineconfig", "registries", "nodeconfig", "mcoguard", "mcorules"}
 
 func TestMCORulesStaysAtLevelOne(t *testing.T) {
 	all := deps(t, "./mcorules/...")

@@ -28,11 +28,11 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
-	"github.com/ndp-dev/ndp/generated"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
@@ -591,10 +591,10 @@ func (a *advisor) sameRegistries(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		var gf []generated.File
+		var gf []nodeconfig.File
 		for _, f := range files {
-			gf = append(gf, generated.File{Path: f.Path, Data: f.Data})
+			gf = append(gf, nodeconfig.File{Path: f.Path, Data: f.Data})
 		}
-		return generated.Ignition(gf)
+		return nodeconfig.Ignition(gf)
 	})
 }

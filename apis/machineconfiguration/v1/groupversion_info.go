@@ -3,6 +3,13 @@
 // openshift/api's type lacks, holding the plans computed for the config.
 // ndp ships the MachineConfig CRD with a status subresource to match.
 //
+// plan.go reads and checks the plans on that status: PlanFrom and
+// StandingPlan (half of the plan rule), the PlanHash the daemon verifies
+// (Verify, Validate), and the conversions between ndp's actions and the
+// MCO's NodeDisruptionPolicy actions. well_known.go holds the annotations,
+// labels, node states, conditions and daemon paths the controllers and the
+// daemon share.
+//
 // +kubebuilder:object:generate=true
 // +groupName=machineconfiguration.openshift.io
 package v1

@@ -13,13 +13,15 @@ import (
 )
 
 // DefaultRegistriesBase is the registries.conf the mirror rules are added
-// to: OpenShift's default search list.
+// to (by the registries controller and the image-mirror preview, unless a
+// test gives another): OpenShift's default search list, the one of the
+// MCO's template registries.conf (01-<pool>-container-runtime).
 const DefaultRegistriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
 short-name-mode = ""
 `
 
 // GeneratedRegistriesName is the MachineConfig holding a pool's rendered
-// registries.conf.
+// registries.conf, the name the MCO gives its own: 99-<pool>-generated-registries.
 func GeneratedRegistriesName(pool string) string {
 	return "99-" + pool + "-generated-registries"
 }
@@ -36,10 +38,14 @@ func (e *InvalidMirrorsError) Error() string {
 	return strings.Join(msgs, "; ")
 }
 
-// RegistriesConfig is the Ignition config of the generated registries
-// MachineConfig: base with the mirror rules of every image-mirror object.
-// The registries controller writes it; the admission webhook previews it
-// with a candidate object in place. Invalid objects give an *InvalidMirrorsError.
+// RegistriesConfig is the Ignition config of every pool's
+// 99-<pool>-generated-registries MachineConfig (the same for every pool):
+// registries.conf, base with the mirror rules of the cluster's image-mirror
+// objects added (registries.MirrorRules, registries.Render), and the number
+// of rules. The registries controller writes it; the image-mirror preview
+// renders it with a candidate object in place (in advisor mode it renders
+// the MCO's files instead, registries.RenderMCO). Invalid objects give an
+// *InvalidMirrorsError naming each.
 func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet, icsp []operatorv1alpha1.ImageContentSourcePolicy) (ignition []byte, rules int, err error) {
 	mirrorRules, errs := registries.MirrorRules(idms, itms, icsp)
 	if len(errs) > 0 {

@@ -1,14 +1,4 @@
-// Package generated renders KubeletConfigs and ContainerRuntimeConfigs
-// (openshift/api machineconfiguration/v1) into the Ignition config of the
-// MachineConfigs the Machine Config Operator generates for them,
-// 99-<pool>-generated-kubelet and 99-<pool>-generated-containerruntime,
-// with the MCO's names, merge and encoding (its
-// pkg/controller/kubelet-config and pkg/controller/container-runtime-config),
-// and validates them first. It is pure: the kubelet.conf and storage.conf a
-// config is merged into are given by the caller (render.GeneratedBase reads
-// them from the pool's other MachineConfigs), so the controllers and the
-// admission webhook render the same bytes. It links no policy engine.
-package generated
+package nodeconfig
 
 import (
 	"fmt"
