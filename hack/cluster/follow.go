@@ -27,13 +27,15 @@ func stall() time.Duration {
 }
 
 // followProgress observes until progressWait ends the wait, printing the
-// signals that change (but the consoles' sizes).
+// signals that change (but the consoles' sizes and the units' CPU times).
 func followProgress(ctx context.Context, what string, ceiling time.Duration, observe func() observation) error {
 	p := newProgressWait(what, time.Now(), stall(), ceiling)
 	for {
 		v, changed, err := p.observe(time.Now(), observe())
 		for _, l := range changed {
-			if !strings.Contains(l, " console: ") {
+			// A console's size and a unit's CPU time move all the time:
+			// progress, but not worth a line each.
+			if !strings.Contains(l, " console: ") && !strings.Contains(l, " units: ") {
 				fmt.Printf("  %s %s\n", time.Now().Format("15:04:05"), l)
 			}
 		}

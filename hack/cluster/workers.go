@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ndp-dev/ndp/hack/cluster/vm"
@@ -155,11 +156,21 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 func (c *cluster) joinWorkers(ctx context.Context) error {
 	t := time.Now()
 	for _, w := range c.workers {
-		actx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-		err := w.vm.WaitAgent(actx)
-		cancel()
+		// Booting under TCG on a busy machine can take minutes: wait while
+		// the console grows (the kernel, systemd), until the agent answers.
+		var agentErr error
+		err := followProgress(ctx, w.name+"'s guest agent", minCeiling, func() observation {
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			agentErr = w.vm.WaitAgent(actx)
+			cancel()
+			o := observation{progress: map[string]string{}, done: agentErr == nil}
+			if st, err := os.Stat(w.vm.SerialLog()); err == nil {
+				o.progress[w.name+" console"] = strconv.FormatInt(st.Size(), 10)
+			}
+			return o
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", w.name, err)
+			return fmt.Errorf("%s: %w (the agent: %v)", w.name, err, agentErr)
 		}
 		if w.boot, err = w.vm.BootID(ctx); err != nil {
 			return err
@@ -168,8 +179,7 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 		fmt.Printf("%s: booted (%s), boot %s\n", w.name, time.Since(t).Round(time.Second), w.boot[:8])
 	}
 	for _, w := range c.workers {
-		if err := c.waitFor(ctx, 4*time.Minute, w.name+" to be Ready", "True",
-			"get", "node", w.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); err != nil {
+		if err := c.waitJoined(ctx, w); err != nil {
 			// What the node itself says: the share's copy and the kubelet.
 			for _, unit := range []string{"node-share.service", "kubelet.service"} {
 				out, _ := w.vm.Run(ctx, "journalctl", "--no-pager", "-b", "-n", "25", "-u", unit)
@@ -180,6 +190,34 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 	}
 	fmt.Printf("every worker VM Ready %s after qemu started\n", time.Since(t).Round(time.Second))
 	return nil
+}
+
+// waitJoined waits for a booted worker's node to be Ready, while the VM
+// makes progress: its first-boot units (the share's copy, containerd, the
+// kubelet) change state or use CPU, its console grows, its Node appears
+// and its conditions move. On a loaded machine the copy alone can take
+// minutes, quietly: a fixed bound failed runs that were progressing.
+func (c *cluster) waitJoined(ctx context.Context, w *worker) error {
+	return followProgress(ctx, w.name+" to join and be Ready", minCeiling, func() observation {
+		o := observation{progress: map[string]string{}}
+		if out, err := c.kubectlQuiet("get", "node", w.name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); err == nil {
+			o.progress["node Ready"] = out
+			o.done = out == "True"
+		} else if strings.Contains(out, "NotFound") {
+			o.progress["node Ready"] = "no Node yet"
+		}
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		units, err := w.vm.Run(rctx, "systemctl", "show", "-p", "Id,ActiveState,SubState,CPUUsageNSec",
+			"node-share.service", "containerd.service", "kubelet.service")
+		cancel()
+		if err == nil {
+			o.progress[w.name+" units"] = strings.Join(strings.Fields(units), " ")
+		}
+		if st, err := os.Stat(w.vm.SerialLog()); err == nil {
+			o.progress[w.name+" console"] = strconv.FormatInt(st.Size(), 10)
+		}
+		return o
+	})
 }
 
 // stopWorkers stops the VMs (qemu and its forwards' socat) and reports
