@@ -775,7 +775,6 @@ func TestUnitsKeysAndPasswordThroughSystemd(t *testing.T) {
 // until the test opens a gate, so the crash lands inside the job.
 func TestCrashDuringARestartJob(t *testing.T) {
 	h := newHost(t, "node-midjob")
-	h.metricsPort = testkit.FreePort(t)
 	from := createMC(t, builder.MachineConfig("rendered-midjob-a").WithFileMap(map[string]string{"/etc/slow.conf": "1\n"}, 0o644).Build())
 	to := builder.MachineConfig("rendered-midjob-b").WithFileMap(map[string]string{"/etc/slow.conf": "2\n"}, 0o644).Build()
 	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/slow.conf": {restart("slow.service")}})}
@@ -802,9 +801,13 @@ func TestCrashDuringARestartJob(t *testing.T) {
 		t.Fatalf("the restart's step when the daemon dies: %+v (want started, not done)", s)
 	}
 	h.start()
-	// It waits for the job: synced afresh while the job still runs, it
-	// neither restarted the unit again nor finished the update.
-	h.waitSynced()
+	// It waits for the job (inside its Sync, so no sync count moves): once
+	// it has journaled taking the update up again, with the job still
+	// running it has neither started the unit again nor finished.
+	testkit.Eventually(t, "the restarted daemon journals the resume", func() (bool, string) {
+		j := h.journal()
+		return j != nil && len(j.Resumes) == 1, fmt.Sprintf("journal: %+v", j)
+	}, testkit.Within(time.Minute))
 	if starts, _ := h.runs("slow.service"); starts != before+1 {
 		t.Errorf("slow.service started %d times while its job ran, want 1", starts-before)
 	}
