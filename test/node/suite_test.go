@@ -540,7 +540,7 @@ func (h *host) waitSynced() {
 		poke(h.t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.name}}, i)
 		testkit.Eventually(h.t, "the daemon of "+h.name+" syncs", func() (bool, string) {
 			n := reconciles(h.t, h.metricsPort)
-			return n >= before+i, fmt.Sprintf("%d syncs, %d before", n, before)
+			return n >= before+i, fmt.Sprintf("%d syncs, %d before; daemon running: %t", n, before, h.running())
 		}, testkit.Within(time.Minute))
 	}
 }
