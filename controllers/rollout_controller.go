@@ -9,6 +9,7 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -84,6 +86,16 @@ func mcoChanges(g *mcoguard.Guard, h handler.EventHandler) (source.Source, error
 	return source.Channel(g.Subscribe(), h), nil
 }
 
+// rolloutDecisions counts, per pool, the reconciles that looked at the pool
+// and decided (sent nodes, waited, or found it paused or blocked): the one
+// sign that the rollout considered a pool and chose to send nobody.
+var rolloutDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "ndp_rollout_decisions_total",
+	Help: "Reconciles of a MachineConfigPool by the rollout controller that ended in a decision (nodes sent, or none).",
+}, []string{"pool"})
+
+func init() { ctrlmetrics.Registry.MustRegister(rolloutDecisions) }
+
 // SetupWithManager reconciles every pool when nodes or MachineConfigs
 // (their plans) change, or the MCO's ClusterOperator or daemon comes or
 // goes.
@@ -108,11 +120,19 @@ func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile sends as many of a pool's nodes to its target as its budget
 // allows: decideRollout decides, Reconcile reads and patches.
-func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, rerr error) {
 	var pool mcfgv1.MachineConfigPool
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			rolloutDecisions.DeleteLabelValues(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	defer func() {
+		if rerr == nil {
+			rolloutDecisions.WithLabelValues(pool.Name).Inc()
+		}
+	}()
 	// First, so that a paused pool reports it too.
 	if down, err := r.standDown(ctx, &pool); down || err != nil {
 		return reconcile.Result{}, err

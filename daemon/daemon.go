@@ -124,7 +124,8 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 		}
 		return mcoRecheck, nil
 	}
-	d.Status.load(ctx)
+	// A failed read is tried again before the conditions are written.
+	_ = d.Status.load(ctx)
 	boot, err := d.bootID()
 	if err != nil {
 		return 0, err

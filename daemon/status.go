@@ -45,18 +45,33 @@ func (s *Status) condition(typ mcfgv1.StateProgress, status metav1.ConditionStat
 	meta.SetStatusCondition(&s.conds, metav1.Condition{Type: string(typ), Status: status, Reason: reason, Message: truncate(msg, maxMessage)})
 }
 
-func (s *Status) load(ctx context.Context) {
+// load reads the conditions the MachineConfigNode holds, once: a daemon
+// restarted mid-update keeps those an earlier process set. A read that
+// fails (other than NotFound: nothing to keep) leaves it unloaded, to be
+// tried again; until then apply writes no conditions, which would replace
+// the stored list with only what this process set. Conditions set before
+// the read are newer than the stored ones and win.
+func (s *Status) load(ctx context.Context) error {
 	if s.loaded {
-		return
+		return nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigNode"))
-	if err := s.Reader.Get(ctx, client.ObjectKey{Name: s.NodeName}, u); err == nil {
+	err := s.Reader.Get(ctx, client.ObjectKey{Name: s.NodeName}, u)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading MachineConfigNode %s: %w", s.NodeName, err)
+	}
+	var stored []metav1.Condition
+	if err == nil {
 		raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		b, _ := json.Marshal(raw)
-		_ = json.Unmarshal(b, &s.conds)
+		_ = json.Unmarshal(b, &stored) // the schema keeps them well formed
 	}
-	s.loaded = true
+	for _, c := range s.conds {
+		meta.SetStatusCondition(&stored, c)
+	}
+	s.conds, s.loaded = stored, true
+	return nil
 }
 
 // apply writes the MachineConfigNode: spec (node, pool, desired config)
@@ -70,6 +85,9 @@ func (s *Status) apply(ctx context.Context, pool, current, desired string) error
 	}
 	if desired == "" {
 		return nil // nothing to report against yet
+	}
+	if err := s.load(ctx); err != nil {
+		return err // not from an empty list: retried
 	}
 	gvk := mcfgv1.GroupVersion.WithKind("MachineConfigNode")
 	spec := &unstructured.Unstructured{Object: map[string]any{

@@ -46,6 +46,7 @@ for p in "$@"; do
 		# hack/cluster/vm's test starts a real qemu (it skips without one).
 		req cmd qemu-system-x86_64 qemu-system-x86 "the worker VM test"
 		req cmd qemu-img qemu-utils "the worker VM test's disk"
+		req cmd gcc gcc "the race detector (cgo)"
 		;;
 	local-cluster)
 		goals+=("make local-cluster")

@@ -59,7 +59,7 @@ test_slow if {
 	// a plan made before it has both is a reboot.
 	create(t, sourceMC("50-fresh-chrony", "fresh").WithFile("/etc/chrony.conf", "pool fresh").WithFile("/var/lib/kubelet/config.json", "{}").Build())
 	started := time.Now()
-	_, set, _ := takeoverReplica(t)
+	_, set, _ := takeoverReplica(t, 4*time.Second)
 	b := waitPool(t, "fresh", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 3 }).Spec.Configuration.Name
 
 	// Every plan the target's status ever holds, from a poll every 50ms.

@@ -353,6 +353,7 @@ func TestAdministratorsCordonIsKept(t *testing.T) {
 // boot ID, it completes the update without repeating an earlier step.
 func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	h := newHost(t, "node-reboot")
+	h.metricsPort = testkit.FreePort(t)
 	kubelet(t, h.name)
 	fromMC := builder.MachineConfig("rendered-reboot-a").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
 	fromMC.Spec.OSImageURL = "quay.io/example/os@sha256:1111"
@@ -372,8 +373,9 @@ func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	testkit.Eventually(t, "one reboot request", func() (bool, string) {
 		return h.reboots() == 1, fmt.Sprintf("%d reboot requests", h.reboots())
 	})
-	// The daemon waits for the reboot; it does not go on, nor ask again.
-	time.Sleep(2 * time.Second)
+	// The daemon waits for the reboot; it does not go on, nor ask again:
+	// synced afresh after the request, it did neither.
+	h.waitSynced()
 	before := h.journal()
 	if h.reboots() != 1 || !h.running() {
 		t.Fatalf("after the reboot request: %d requests, daemon running %t", h.reboots(), h.running())
@@ -558,6 +560,7 @@ func TestPlanIsVerifiedAndWaitedFor(t *testing.T) {
 // the previous files are back and nothing reboots.
 func TestFailingRestartRestoresTheFiles(t *testing.T) {
 	h := newHost(t, "node-fail")
+	h.metricsPort = testkit.FreePort(t)
 	kubelet(t, h.name)
 	from := createMC(t, builder.MachineConfig("rendered-fail-a").WithFileMap(map[string]string{"/etc/broken.conf": "old\n"}, 0o644).Build())
 	to := builder.MachineConfig("rendered-fail-b").WithFileMap(map[string]string{"/etc/broken.conf": "new\n", "/etc/extra.conf": "extra\n"}, 0o644).Build()
@@ -595,10 +598,12 @@ func TestFailingRestartRestoresTheFiles(t *testing.T) {
 		t.Errorf("NodeDegraded: %+v", c)
 	}
 	assertEvent(t, h.name, "StepFailed")
-	// It is not retried in a loop.
-	time.Sleep(3 * time.Second)
-	if starts, _ := h.runs("broken.service"); starts > 3 {
-		t.Errorf("the failing restart was retried: %d starts", starts)
+	// It is not retried in a loop: synced afresh, the daemon started
+	// the unit no more.
+	failedStarts, _ := h.runs("broken.service")
+	h.waitSynced()
+	if starts, _ := h.runs("broken.service"); starts != failedStarts {
+		t.Errorf("the failing restart was retried: %d starts after the failure, %d at it", starts, failedStarts)
 	}
 	// Back to the old config: the node is Done again.
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: from.Name})
@@ -766,16 +771,20 @@ func TestUnitsKeysAndPasswordThroughSystemd(t *testing.T) {
 
 // A crash while a Restart's job is still running: the daemon restarted
 // finds the unit's run changed since the marker it journaled, waits for
-// the job, and does not restart the unit again.
+// the job, and does not restart the unit again. The unit's start blocks
+// until the test opens a gate, so the crash lands inside the job.
 func TestCrashDuringARestartJob(t *testing.T) {
 	h := newHost(t, "node-midjob")
 	from := createMC(t, builder.MachineConfig("rendered-midjob-a").WithFileMap(map[string]string{"/etc/slow.conf": "1\n"}, 0o644).Build())
 	to := builder.MachineConfig("rendered-midjob-b").WithFileMap(map[string]string{"/etc/slow.conf": "2\n"}, 0o644).Build()
 	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/slow.conf": {restart("slow.service")}})}
 	createMC(t, to)
-	h.traceUnit("slow.service", "/bin/sleep 3") // each start takes 3 s after its trace line
+	gate := filepath.Join(h.dir, "slow.gate")
+	h.writeGate(gate, true) // open for the unit's first start
+	h.traceUnit("slow.service", fmt.Sprintf("/bin/sh -c 'while [ ! -e %s ]; do sleep 0.1; done'", gate))
 	h.provision(from, map[string]string{"/etc/slow.conf": "1\n"})
 	before, _ := h.runs("slow.service")
+	h.writeGate(gate, false) // each start from now on waits for the gate
 
 	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
 	testkit.Eventually(t, "the unit restarts", func() (bool, string) {
@@ -783,15 +792,49 @@ func TestCrashDuringARestartJob(t *testing.T) {
 		return starts == before+1, fmt.Sprintf("%d starts", starts)
 	})
 	h.stop() // SIGKILL while the restart job runs
+	// The premise: the crash landed inside the job, with the action step
+	// journaled started and not done.
 	if state, _ := h.sd.Show("slow.service", "ActiveState"); state != "activating" {
-		t.Logf("slow.service is %s when the daemon dies (the test wants the job still running)", state)
+		t.Fatalf("slow.service is %s when the daemon dies: the crash did not land inside the restart job", state)
+	}
+	if s := stepNamed(h.journal(), daemon.StepAction); s == nil || !s.Started || s.Done {
+		t.Fatalf("the restart's step when the daemon dies: %+v (want started, not done)", s)
 	}
 	h.start()
+	// It waits for the job (inside its Sync, so no sync count moves): once
+	// it has journaled taking the update up again, with the job still
+	// running it has neither started the unit again nor finished.
+	testkit.Eventually(t, "the restarted daemon journals the resume", func() (bool, string) {
+		j := h.journal()
+		return j != nil && len(j.Resumes) == 1, fmt.Sprintf("journal: %+v", j)
+	}, testkit.Within(time.Minute))
+	if starts, _ := h.runs("slow.service"); starts != before+1 {
+		t.Errorf("slow.service started %d times while its job ran, want 1", starts-before)
+	}
+	if st := h.node().Annotations[ndpmcv1.StateAnnotation]; st == ndpmcv1.StateDone {
+		t.Errorf("the update is Done while the restart job still runs")
+	}
+	h.writeGate(gate, true)
 	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
 	if starts, _ := h.runs("slow.service"); starts != before+1 {
 		t.Errorf("slow.service started %d times during the update, want 1", starts-before)
 	}
 	if c := h.mcnConditions()["Resumed"]; c.Status != metav1.ConditionTrue {
 		t.Errorf("Resumed: %+v", c)
+	}
+}
+
+// writeGate opens (creates) or closes (removes) a gate file a test unit
+// waits on.
+func (h *host) writeGate(path string, open bool) {
+	h.t.Helper()
+	var err error
+	if open {
+		err = os.WriteFile(path, nil, 0o644)
+	} else if err = os.Remove(path); os.IsNotExist(err) {
+		err = nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
 	}
 }

@@ -199,6 +199,29 @@ func (r *rollout) sentTo(config string) []string {
 	return out
 }
 
+// decisions is the rollout controller's count of decisions on the pool
+// (ndp_rollout_decisions_total).
+func (r *rollout) decisions() int {
+	return metricValue(scrape(r.t, controllerMetricsPort), fmt.Sprintf(`ndp_rollout_decisions_total{pool=%q}`, r.pool))
+}
+
+// waitDecided returns once the rollout controller has looked at the pool
+// afresh and decided: two more decisions, each asked for by a change of
+// an annotation of the pool. The queue hands a pool to one worker at a
+// time, so the second began after the first ended, after this call began:
+// it saw everything the test had observed before calling.
+func (r *rollout) waitDecided() {
+	r.t.Helper()
+	before := r.decisions()
+	for i := 1; i <= 2; i++ {
+		poke(r.t, r.mcp(), i)
+		testkit.Eventually(r.t, "the rollout controller decides on pool "+r.pool, func() (bool, string) {
+			n := r.decisions()
+			return n >= before+i, fmt.Sprintf("%d decisions, %d before", n, before)
+		}, testkit.Within(time.Minute))
+	}
+}
+
 func (h *host) setLabels(labels map[string]string) {
 	h.t.Helper()
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
@@ -383,7 +406,7 @@ func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
 		return c.Status == corev1.ConditionTrue && r.mcp().Status.UnavailableMachineCount == 1, fmt.Sprintf("Updating: %+v, status %+v", c, r.mcp().Status)
 	}, testkit.Within(time.Minute))
-	time.Sleep(3 * time.Second) // nothing may happen: give it the chance
+	r.waitDecided() // nothing may happen: the controller looked and sent nobody
 	if sent := r.sentTo(b); len(sent) != 0 {
 		t.Fatalf("nodes sent while a NotReady node used the budget: %v", sent)
 	}
@@ -401,7 +424,7 @@ func TestRolloutPausesAndCountsNotReadyNodes(t *testing.T) {
 		c := r.poolCondition(mcfgv1.MachineConfigPoolUpdating)
 		return c.Reason == "Paused" && r.mcp().Status.UpdatedMachineCount == 1, fmt.Sprintf("Updating: %+v", c)
 	}, testkit.Within(time.Minute))
-	time.Sleep(3 * time.Second)
+	r.waitDecided()
 	if sent := r.sentTo(b); len(sent) != 1 {
 		t.Fatalf("nodes sent while the pool is paused: %v", sent)
 	}
@@ -433,7 +456,7 @@ func TestRolloutWaitsForThePlan(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%s conditions: %+v", b, mc.Status.Conditions)
 	}, testkit.Within(time.Minute))
-	time.Sleep(3 * time.Second)
+	r.waitDecided()
 	if sent := r.sentTo(b); len(sent) != 0 {
 		t.Fatalf("nodes sent to a target without a plan for them: %v", sent)
 	}
@@ -485,7 +508,7 @@ func TestDegradedNodeStopsTheRollout(t *testing.T) {
 			t.Errorf("the PrometheusRule reads %s, which ndp does not serve", name)
 		}
 	}
-	time.Sleep(3 * time.Second)
+	r.waitDecided()
 	if sent := r.sentTo(b); len(sent) != 1 || sent[0] != bad.name {
 		t.Fatalf("after a node degraded, nodes sent to %s: %v", b, sent)
 	}

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -497,5 +498,49 @@ func setPlans(t *testing.T, name string, plans ...ndpmcv1.PostConfigActions) {
 	mc.Status.PostConfigActions = plans
 	if err := k8s.Status().Update(context.Background(), &mc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// poke changes a test annotation of obj, which wakes the controllers
+// watching it and changes nothing they read.
+func poke(t *testing.T, obj client.Object, i int) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{"test.ndp.dev/poke": fmt.Sprintf("%d-%d", time.Now().UnixNano(), i)}}})
+	if err := k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, b)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// metricValue is the value of one series (name and labels exactly as
+// served) in a metrics scrape; 0 when absent.
+func metricValue(scrape, series string) int {
+	for _, line := range strings.Split(scrape, "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			var v float64
+			if _, err := fmt.Sscan(strings.TrimPrefix(line, series+" "), &v); err == nil {
+				return int(v)
+			}
+		}
+	}
+	return 0
+}
+
+// waitSynced returns once the daemon has run Sync afresh: two more
+// reconciles, each asked for by a change of an annotation of its Node.
+// They run one at a time, so the second began after the first ended, after
+// this call began: it saw everything the test had observed before calling.
+// Needs h.metricsPort.
+func (h *host) waitSynced() {
+	h.t.Helper()
+	if h.metricsPort == 0 {
+		h.t.Fatal("waitSynced needs the daemon's metrics (h.metricsPort)")
+	}
+	before := reconciles(h.t, h.metricsPort)
+	for i := 1; i <= 2; i++ {
+		poke(h.t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.name}}, i)
+		testkit.Eventually(h.t, "the daemon of "+h.name+" syncs", func() (bool, string) {
+			n := reconciles(h.t, h.metricsPort)
+			return n >= before+i, fmt.Sprintf("%d syncs, %d before; daemon running: %t", n, before, h.running())
+		}, testkit.Within(time.Minute))
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package policyset
+
+const raceDetector = false
