@@ -20,7 +20,7 @@ import (
 // The commands and files of every profile (cluster with its worker VMs).
 var (
 	allCommands = []string{"make", "git", "systemctl", "unshare", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
-		"iptables", "ip", "nsenter", "qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat"}
+		"iptables", "ip", "nsenter", "qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "gcc"}
 	allFiles = []string{"/lib/systemd/systemd", "/usr/lib/cni/bridge"}
 )
 
@@ -140,7 +140,7 @@ func TestProfilesNeedTheirOwn(t *testing.T) {
 		env     []string
 	}{
 		{"test", []string{"containerd", "ctr", "runc", "iptables", "ip", "nsenter", "debootstrap", "socat", "mkfs.ext4", "/usr/lib/cni/bridge"}, nil},
-		{"local-cluster", []string{"containerd", "runc", "qemu-system-x86_64", "qemu-img", "debootstrap", "socat", "/usr/lib/cni/bridge"}, nil},
+		{"local-cluster", []string{"containerd", "runc", "qemu-system-x86_64", "qemu-img", "debootstrap", "socat", "/usr/lib/cni/bridge", "gcc"}, nil},
 		// Asked for the smaller scenario: no worker VMs, so no qemu, debootstrap or socat.
 		{"cluster", []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat"}, []string{"NDP_CLUSTER_VMS=0"}},
 	} {
