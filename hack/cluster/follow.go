@@ -76,6 +76,10 @@ type nodeReads struct {
 	nodes, histories, pods, events         string // jsonNodeRows, NodeHistoryList JSON, jsonPodRows, jsonEventRows
 	nodesOK, historiesOK, podsOK, eventsOK bool
 	consoles                               map[string]int64 // VM console sizes by node
+	// units: each VM's share copy, containerd and kubelet as its systemd shows them
+	// (state and CPU time), by node; absent while the guest does not
+	// answer (a reboot).
+	units map[string]string
 }
 
 // observeNodes observes the nodes on their way to target ("": no target;
@@ -99,6 +103,22 @@ func (c *cluster) observeNodes(names []string, target string) nodesView {
 		}
 		if st, err := os.Stat(w.vm.SerialLog()); err == nil {
 			r.consoles[w.name] = st.Size()
+		}
+	}
+	// After a boot, the console falls quiet while the kubelet starts, the
+	// node turns Ready and the daemon's pod comes back: on a busy machine
+	// that can take over a minute with no other sign; the units' CPU time
+	// moves all along.
+	r.units = map[string]string{}
+	for _, w := range c.workers {
+		if w.vm == nil || !slices.Contains(names, w.name) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		out, err := w.vm.Run(ctx, "systemctl", "show", "-p", "Id,ActiveState,SubState,CPUUsageNSec", "node-share.service", "containerd.service", "kubelet.service")
+		cancel()
+		if err == nil {
+			r.units[w.name] = strings.Join(strings.Fields(out), " ")
 		}
 	}
 	return judgeNodes(names, target, r)
@@ -211,6 +231,11 @@ func judgeNodes(names []string, target string, r nodeReads) nodesView {
 	for n, size := range r.consoles {
 		if want[n] {
 			o.progress[n+" console"] = fmt.Sprintf("%d bytes", size)
+		}
+	}
+	for n, u := range r.units {
+		if want[n] {
+			o.progress[n+" units"] = u
 		}
 	}
 

@@ -119,6 +119,7 @@ func TestJudgeNodes(t *testing.T) {
 			podsOK: true, pods: "worker-1\tndp-system/d-1 Running ready=true restarts=0\nworker-1\tdefault/web-a Running ready=true restarts=0\n\tdefault/web-b Pending ready= restarts=\n",
 			eventsOK: true, events: "worker-1\tw1.a\t1\t\tCordoned\nworker-1\tw1.b\t\t7\tDrainWaiting\nworker-3\tw3.a\t1\t\tStarting\n",
 			consoles: map[string]int64{"worker-2": 4096, "worker-3": 1},
+			units:    map[string]string{"worker-2": "Id=kubelet.service ActiveState=active CPUUsageNSec=123", "worker-3": "x"},
 		},
 		wantSignals: map[string]string{
 			"worker-1 pods":    "default/web-a Running ready=true restarts=0, ndp-system/d-1 Running ready=true restarts=0",
@@ -127,6 +128,7 @@ func TestJudgeNodes(t *testing.T) {
 			"worker-1 events":  "8 (Cordoned DrainWaiting)",
 			"worker-2 events":  "0 ()",
 			"worker-2 console": "4096 bytes",
+			"worker-2 units":   "Id=kubelet.service ActiveState=active CPUUsageNSec=123",
 		},
 	}, {
 		name: "failed reads: their signals unknown, not empty", names: both, target: "rendered-2",
@@ -151,7 +153,7 @@ func TestJudgeNodes(t *testing.T) {
 					t.Errorf("signal %q of a node not waited on", k)
 				}
 			}
-			if !tt.r.nodesOK && !tt.r.historiesOK && !tt.r.podsOK && !tt.r.eventsOK && len(tt.r.consoles) == 0 && len(v.progress) != 0 {
+			if !tt.r.nodesOK && !tt.r.historiesOK && !tt.r.podsOK && !tt.r.eventsOK && len(tt.r.consoles) == 0 && len(tt.r.units) == 0 && len(v.progress) != 0 {
 				t.Errorf("signals %q from failed reads", v.progress)
 			}
 		})
