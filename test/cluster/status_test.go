@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,10 +90,7 @@ func TestKubectlNdpStatus(t *testing.T) {
 	ctx := context.Background()
 	const pool = "ndpstatus"
 	role := "node-role.kubernetes.io/" + pool
-	dir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-ndp"), "../../cmd/ndp").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir := testkit.KubectlNdp(t)
 
 	spec := chronySpec()
 	spec.PoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ndp.dev/test": pool}}

@@ -16,6 +16,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // whyNode creates a Node with the daemon's annotations.
@@ -58,10 +59,7 @@ func storeExampleHistory(t *testing.T, file string, node *corev1.Node) *v1alpha1
 // server and asks the real kubectl, running ndp as its plugin, why the
 // nodes rebooted: from the cluster, and from a saved copy (--file).
 func TestKubectlNdpWhy(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-ndp"), "../../cmd/ndp").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir := testkit.KubectlNdp(t)
 	plugin := filepath.Join(dir, "kubectl-ndp")
 	for _, ex := range []struct {
 		node, file, example string

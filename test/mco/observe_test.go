@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,7 +162,10 @@ func TestAdvisorObservesTheMCOsUpdates(t *testing.T) {
 		// The metrics count the mismatch by check, and the verdicts.
 		// (The verdict is written before it is counted: wait.)
 		testkit.Eventually(t, "the mismatch and the verdicts counted", func() (bool, string) {
-			metrics := scrape(t, a.metrics)
+			metrics, err := testkit.Scrape(a.metrics)
+			if err != nil {
+				return false, err.Error()
+			}
 			for _, want := range []string{`ndp_forecast_mismatches_total{check="reboot",pool="worker"} 1`,
 				`ndp_forecast_observed_updates_total{pool="worker",verdict="Mismatch"} 1`,
 				fmt.Sprintf(`ndp_forecast_observed_updates_total{pool="worker",verdict="Agreed"} %d`, 2*len(a.nodes)-1)} {
@@ -590,10 +591,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // plugin, and returns its output.
 func kubectlNdpWhy(t *testing.T, a *installedAdvisor, args ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-ndp"), "../../cmd/ndp").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../../cmd/ndp: %v\n%s", err, out)
-	}
+	dir := testkit.KubectlNdp(t)
 	// kubectl passes no flag before a plugin's name on: the kubeconfig
 	// goes by the environment.
 	cmd := exec.Command(a.kubectl, append([]string{"ndp", "why"}, args...)...)
@@ -604,21 +602,6 @@ func kubectlNdpWhy(t *testing.T, a *installedAdvisor, args ...string) string {
 	}
 	t.Logf("kubectl ndp why %s:\n%s", strings.Join(args, " "), out)
 	return string(out)
-}
-
-// scrape reads a metrics endpoint.
-func scrape(t *testing.T, addr string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("scraping %s: %v", addr, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("scraping %s: %v", addr, err)
-	}
-	return string(b)
 }
 
 // grepLines keeps the lines of s that contain sub.

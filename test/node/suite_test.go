@@ -10,8 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,16 +278,12 @@ func (h *host) metricsAddr() string {
 	return fmt.Sprintf("127.0.0.1:%d", h.metricsPort)
 }
 
-// scrape reads a metrics endpoint on loopback.
+// scrape reads a metrics endpoint on loopback; "" while it does not
+// answer (the callers poll).
 func scrape(t *testing.T, port int) string {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	m, _ := testkit.Scrape(fmt.Sprintf("127.0.0.1:%d", port))
+	return m
 }
 
 func (h *host) output() string { return h.logs.String() }
