@@ -55,6 +55,7 @@ func main() {
 	defer stop()
 	c := &cluster{keep: *keep, start: time.Now()}
 	err := c.run(ctx)
+	failedStep := steps.title
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\ncluster: %v\n", err)
 		c.dumpLogs()
@@ -68,6 +69,8 @@ func main() {
 		}
 	}
 	if err != nil {
+		// Again, last: the logs above are long and CI shows a log's tail.
+		fmt.Fprintf(os.Stderr, "\ncluster FAILED in step %q after %s:\n  %v\n", failedStep, time.Since(c.start).Round(time.Second), err)
 		os.Exit(1)
 	}
 }
