@@ -70,6 +70,7 @@ func main() {
 	}
 	if err != nil {
 		// Again, last: the logs above are long and CI shows a log's tail.
+		fmt.Fprintf(os.Stderr, "\neach step's time:\n%s\n", strings.Join(steps.took, "\n"))
 		fmt.Fprintf(os.Stderr, "\ncluster FAILED in step %q after %s:\n  %v\n", failedStep, time.Since(c.start).Round(time.Second), err)
 		os.Exit(1)
 	}

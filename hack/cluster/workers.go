@@ -88,7 +88,29 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The images the nodes start with, as archives in the share: pulled
+	// over the VMs' user network they took a minute and more of each join.
+	// (The upgrade scenario's image still comes from the registry.)
+	images := map[string]string{
+		"ndp.tar":   c.bin("ndp-image"),
+		"pause.tar": s.path("pause-image"),
+	}
+	imageNames := map[string]string{"ndp.tar": registry + "/ndp:dev", "pause.tar": registry + "/pause:1"}
+	for f, layout := range images {
+		if _, err := c.imageTool("archive", "--layout", layout, "--name", imageNames[f], "--out", filepath.Join(binDir, f)); err != nil {
+			return err
+		}
+	}
 	for _, w := range c.workers {
+		for f := range images {
+			dst := s.path("vms", w.name, "share", "images", f)
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			if err := os.Link(filepath.Join(binDir, f), dst); err != nil {
+				return err
+			}
+		}
 		share := s.path("vms", w.name, "share", "rootfs")
 		for _, b := range []string{"kubelet", "kube-proxy"} {
 			dst := filepath.Join(share, "usr", "local", "bin", b)
@@ -111,6 +133,9 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 			// kubelet told it: it finds none by its host name here.
 			filepath.Join(share, "etc", "systemd", "network", "10-node.network"):                     guestNetwork(w.ip),
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "10-node-ip.conf"): guestKubeletDropIn(w.ip),
+			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "20-images.conf"):  guestImagesDropIn,
+			filepath.Join(share, "etc", "systemd", "system", "node-images.service"):                  guestImagesUnit,
+			filepath.Join(share, "usr", "local", "sbin", "node-images"):                              guestImagesScript,
 			// kubelet.conf is the worker pool's (its MachineConfig
 			// 01-worker-kubelet, which ndp-daemon updates): the share only
 			// provisions it, as Ignition would at first boot.
@@ -188,6 +213,13 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, w := range c.workers {
+		// A failed import costs only time (the kubelet pulls): say so.
+		if out, err := w.vm.Run(ctx, "systemctl", "is-active", "node-images.service"); err != nil || strings.TrimSpace(out) != "active" {
+			log, _ := w.vm.Run(ctx, "journalctl", "--no-pager", "-b", "-n", "15", "-u", "node-images.service")
+			fmt.Printf("%s: WARNING: the share's images were not imported (%s %v); the kubelet pulls them\n%s\n", w.name, strings.TrimSpace(out), err, log)
+		}
+	}
 	fmt.Printf("every worker VM Ready %s after qemu started\n", time.Since(t).Round(time.Second))
 	return nil
 }
@@ -255,6 +287,37 @@ LinkLocalAddressing=no
 IPv6AcceptRA=no
 `, ip, workerGateway)
 }
+
+// The share's images/ imported into containerd before the kubelet starts,
+// once per archive (a reboot finds them imported). The kubelet only
+// wants it: a failed import leaves the pull from the registry.
+const (
+	guestImagesDropIn = `[Unit]
+Wants=node-images.service
+After=node-images.service
+`
+	guestImagesUnit = `[Unit]
+Description=The images in the host's 9p share imported into containerd
+Requires=containerd.service
+After=containerd.service node-share.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh /usr/local/sbin/node-images
+`
+	guestImagesScript = `#!/bin/sh
+set -eu
+mkdir -p /var/lib/node-images
+for f in /run/node-share/images/*.tar; do
+	[ -e "$f" ] || continue
+	stamp=/var/lib/node-images/$(basename "$f").$(stat -c %s-%Y "$f")
+	[ -e "$stamp" ] && continue
+	ctr -n k8s.io images import "$f"
+	touch "$stamp"
+done
+`
+)
 
 func guestKubeletDropIn(ip string) string {
 	return fmt.Sprintf(`[Service]

@@ -4,6 +4,11 @@
 //	image build --out DIR --file /ndp=bin/image/ndp ... [--entrypoint /ndp] [--user 65532:65532]
 //	image push --layout DIR --to REGISTRY/REPO[:TAG]      (prints REGISTRY/REPO@sha256:...)
 //	image serve --addr 127.0.0.1:5000 --dir DIR            (a registry, blobs on disk)
+//	image archive --layout DIR --name REGISTRY/REPO:TAG --out FILE.tar
+//
+// archive writes the layout's image as an OCI archive that containerd
+// imports (ctr images import) under that name: the manifest is the one
+// pushed, so the image's digest reference resolves to it without a pull.
 //
 // build writes an OCI image layout holding one image of one layer and
 // prints the image's digest. Everything that could vary between two
@@ -19,12 +24,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -55,8 +62,10 @@ func main() {
 		err = push(args)
 	case "serve":
 		err = serve(args)
+	case "archive":
+		err = archive(args)
 	default:
-		err = fmt.Errorf("unknown command %q (build, push, serve)", cmd)
+		err = fmt.Errorf("unknown command %q (build, push, serve, archive)", cmd)
 	}
 	if err != nil {
 		log.Fatal(err)
@@ -246,6 +255,83 @@ func push(args []string) error {
 		return err
 	}
 	fmt.Printf("%s@%s\n", ref.Context(), digest)
+	return nil
+}
+
+func archive(args []string) error {
+	fs := flag.NewFlagSet("archive", flag.ExitOnError)
+	dir := fs.String("layout", "", "the OCI image layout `image build` wrote")
+	ref := fs.String("name", "", "REGISTRY/REPO:TAG the importer names the image")
+	out := fs.String("out", "", "the archive to write (replaced)")
+	_ = fs.Parse(args)
+	if *dir == "" || *ref == "" || *out == "" {
+		return errors.New("archive: --layout, --name and --out are required")
+	}
+	if _, err := name.NewTag(*ref, name.StrictValidation); err != nil {
+		return fmt.Errorf("archive: --name %q: %w", *ref, err)
+	}
+	img, err := layoutImage(*dir)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "image-archive-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	p, err := layout.Write(tmp, empty.Index)
+	if err != nil {
+		return err
+	}
+	// containerd names an imported image by this annotation.
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"io.containerd.image.name": *ref})); err != nil {
+		return err
+	}
+	return tarDir(tmp, *out)
+}
+
+// tarDir writes the files under dir as a tar (paths relative to dir).
+func tarDir(dir, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	werr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if d.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		src, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(tw, src)
+		return err
+	})
+	if err := errors.Join(werr, tw.Close(), f.Close()); err != nil {
+		os.Remove(out)
+		return fmt.Errorf("archive %s: %w", out, err)
+	}
 	return nil
 }
 
