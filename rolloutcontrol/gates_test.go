@@ -141,7 +141,7 @@ func TestEvaluateGates(t *testing.T) {
 		{name: "blocking pods cluster-wide", gates: v1alpha1.RolloutGates{BlockingPods: podsCluster}, res: GateResults{BlockingPods: &PodsResult{Pods: pods}},
 			hold: []string{"waiting: blocking pod data/db-0 and 2 more [rolloutpolicy gates]"}},
 		{name: "every gate at once: each says", gates: v1alpha1.RolloutGates{Prometheus: &v1alpha1.PrometheusGate{URL: "http://p", Alerts: prom.Alerts, Query: query.Query}, Alertmanager: am},
-			res: GateResults{PrometheusAlerts: &AlertsResult{Alerts: crash[:1]}, PrometheusQuery: &QueryResult{Err: errors.New("timeout")}, AlertmanagerAlerts: &AlertsResult{Err: errors.New("503")}},
+			res:  GateResults{PrometheusAlerts: &AlertsResult{Alerts: crash[:1]}, PrometheusQuery: &QueryResult{Err: errors.New("timeout")}, AlertmanagerAlerts: &AlertsResult{Err: errors.New("503")}},
 			hold: []string{"alert KubePodCrashLooping firing (namespace=web, pod=a)", "prometheus query failed: timeout", "alertmanager unreachable: 503"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
