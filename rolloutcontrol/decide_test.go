@@ -1,7 +1,6 @@
 package rolloutcontrol
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -322,5 +321,47 @@ func TestCompileNamesTheField(t *testing.T) {
 	if _, err := Compile(&v1alpha1.RolloutPolicy{Spec: w(func(*v1alpha1.MaintenanceWindow) {})}); err != nil {
 		t.Errorf("valid: %v", err)
 	}
-	_ = errors.New
+}
+
+func TestCheckPacing(t *testing.T) {
+	now := utc("2026-11-26 17:00")
+	pace := func(name string, settle time.Duration, drained bool) *Policy {
+		p, err := Compile(&v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.RolloutPolicySpec{
+			Pacing: &v1alpha1.RolloutPacing{SettleAfter: &metav1.Duration{Duration: settle}, WaitForDrainedPodsReady: drained}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	short, long, drained := pace("short", 5*time.Minute, false), pace("long", 15*time.Minute, false), pace("drained", 0, true)
+	for _, c := range []struct {
+		name     string
+		policies []*Policy
+		state    PacingState
+		want     []string // reasons
+		until    string
+	}{
+		{"no node done yet", []*Policy{long, drained}, PacingState{}, nil, ""},
+		{"the longest settle applies", []*Policy{short, long}, PacingState{LastDone: now.Add(-10 * time.Minute), LastNode: "w1"},
+			[]string{"waiting: node w1 settles for 15m0s after its update, until 17:05:00 UTC [rolloutpolicy long]"}, "2026-11-26 17:05"},
+		{"settled", []*Policy{short, long}, PacingState{LastDone: now.Add(-15 * time.Minute)}, nil, ""},
+		{"drained pods wait, without a time", []*Policy{short, drained}, PacingState{LastDone: now.Add(-time.Hour), DrainedPodsNotReady: []string{"web/cart-0"}},
+			[]string{"waiting: pods drained from the last node are not Ready yet: web/cart-0 [rolloutpolicy drained]"}, ""},
+		{"drained pods ignored without the policy", []*Policy{short}, PacingState{LastDone: now.Add(-time.Hour), DrainedPodsNotReady: []string{"web/cart-0"}}, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs := CheckPacing(c.policies, c.state, now)
+			if len(rs) != len(c.want) {
+				t.Fatalf("reasons %v, want %v", rs, c.want)
+			}
+			for i, r := range rs {
+				if r.String() != c.want[i] {
+					t.Errorf("reason %q, want %q", r.String(), c.want[i])
+				}
+			}
+			if c.until != "" && !rs[0].Until.Equal(utc(c.until)) {
+				t.Errorf("until %s, want %s", rs[0].Until, c.until)
+			}
+		})
+	}
 }

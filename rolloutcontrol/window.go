@@ -339,3 +339,24 @@ func checkWindows(sets []windowSet, k Kinds, now time.Time) WindowVerdict {
 	v.Never = true
 	return v
 }
+
+// CheckWindows says when a plan of kinds k may start under the policies'
+// windows, from now: for the dry-run preview ("the change would start Sat
+// 22:00 Europe/Berlin") and `kubectl ndp status`. WindowMessage words it.
+func CheckWindows(policies []*Policy, k Kinds, now time.Time) WindowVerdict {
+	sets := make([]windowSet, 0, len(policies))
+	for _, p := range policies {
+		sets = append(sets, p.windows)
+	}
+	return checkWindows(sets, k, now)
+}
+
+// WindowMessage is the verdict in words: "" when the plan may start now,
+// else "waiting: outside the maintenance window, opens Sat 02:00
+// Europe/Berlin for plans that reboot".
+func WindowMessage(v WindowVerdict, now time.Time) string {
+	if v.Allowed {
+		return ""
+	}
+	return windowReason(v, now, "").String()
+}

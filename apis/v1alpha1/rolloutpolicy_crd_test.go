@@ -2,12 +2,14 @@ package v1alpha1_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
@@ -81,6 +83,19 @@ func TestRolloutPolicyCRD(t *testing.T) {
 	}
 	if err := cp.Client.Get(ctx, clientKey("zone-budget-pct"), got); err != nil {
 		t.Fatal(err)
+	}
+
+	// The example the guide shows is accepted as written.
+	raw, err := os.ReadFile("../../examples/rollout/workers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := &v1alpha1.RolloutPolicy{}
+	if err := yaml.UnmarshalStrict(raw, example); err != nil {
+		t.Fatalf("examples/rollout/workers.yaml: %v", err)
+	}
+	if err := cp.Client.Create(ctx, example); err != nil {
+		t.Fatalf("examples/rollout/workers.yaml refused: %v", err)
 	}
 }
 
