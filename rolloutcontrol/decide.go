@@ -95,7 +95,7 @@ func Decide(in Input) Decision {
 	for _, pi := range in.Policies {
 		p, err := Compile(pi.Policy)
 		if err != nil {
-			d.Pool = append(d.Pool, Reason{Kind: ReasonInvalid, Policy: pi.Policy.Name, Detail: fmt.Sprintf("invalid: %v", err)})
+			d.Pool = append(d.Pool, Reason{Kind: ReasonInvalid, Policy: pi.Policy.Name, Detail: fmt.Sprintf("invalid %v", err)})
 			continue
 		}
 		policies = append(policies, p)
@@ -117,7 +117,7 @@ func Decide(in Input) Decision {
 			if order == nil {
 				order, orderBy = o, p.Name
 			} else if o.By != order.By || o.Label != order.Label || strings.Join(o.Priorities, "\x00") != strings.Join(order.Priorities, "\x00") {
-				d.Warnings = append(d.Warnings, Reason{Kind: ReasonInvalid, Policy: p.Name,
+				d.Warnings = append(d.Warnings, Reason{Kind: ReasonIgnored, Policy: p.Name,
 					Detail: fmt.Sprintf("its order (%s) is ignored: rolloutpolicy %s's (%s) applies", o.By, orderBy, order.By)})
 			}
 		}

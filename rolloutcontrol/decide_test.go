@@ -183,7 +183,7 @@ func TestDecide(t *testing.T) {
 		{name: "a plan not ready is skipped, not counted", allowed: 1, notReady: []string{"a1"}, send: "a2",
 			held: map[string]string{"a1": "its plan to the target is not ready"}},
 		{name: "an invalid policy holds the pool and says why", policies: []PolicyInput{policy("bad", v1alpha1.RolloutPolicySpec{Windows: []v1alpha1.MaintenanceWindow{win("Sat", "02:00", "05:00", "Mars/Olympus")}})},
-			allowed: 2, send: "", pool: []string{`waiting: invalid: rolloutpolicy bad: spec.windows[0].timeZone: unknown time zone "Mars/Olympus"`}},
+			allowed: 2, send: "", pool: []string{`waiting: invalid rolloutpolicy bad: spec.windows[0].timeZone: unknown time zone "Mars/Olympus"`}},
 		{name: "strictest: windows of two policies intersect", policies: []PolicyInput{policy("saturday", saturday),
 			policy("night", v1alpha1.RolloutPolicySpec{Windows: []v1alpha1.MaintenanceWindow{win("", "04:00", "06:00", "Europe/Berlin")}})},
 			plans: map[string]*ndpmcv1.PostConfigActions{"a2": restart, "a3": restart, "b1": restart, "b2": restart}, allowed: 1, send: "a2",
