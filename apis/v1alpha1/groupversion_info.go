@@ -2,7 +2,9 @@
 // cluster resource that carries the rules deciding how a node applies a
 // configuration change, and UpdateForecast, the advisor's forecast of a
 // pool's pending update (what the MCO will do, and ndp's plan beside it), and
-// NodeHistory, what each node went through in its last updates and why.
+// NodeHistory, what each node went through in its last updates and why, and
+// RolloutPolicy, when and in what order the nodes of some pools may be
+// disrupted.
 //
 // +kubebuilder:object:generate=true
 // +groupName=ndp.dev
@@ -26,7 +28,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &NodeDisruptionPolicy{}, &NodeDisruptionPolicyList{}, &UpdateForecast{}, &UpdateForecastList{}, &NodeHistory{}, &NodeHistoryList{})
+	scheme.AddKnownTypes(GroupVersion, &NodeDisruptionPolicy{}, &NodeDisruptionPolicyList{}, &UpdateForecast{}, &UpdateForecastList{}, &NodeHistory{}, &NodeHistoryList{}, &RolloutPolicy{}, &RolloutPolicyList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

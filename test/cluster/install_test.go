@@ -31,14 +31,15 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		dir: "../../manifests",
 		want: []string{"deployment.apps/ndp-controller", "daemonset.apps/ndp-daemon", "validatingwebhookconfiguration.admissionregistration.k8s.io/ndp-webhook-shipped",
 			"validatingadmissionpolicy.admissionregistration.k8s.io/ndp-daemon-own-node", "customresourcedefinition.apiextensions.k8s.io/nodedisruptionpolicies.ndp.dev",
-			"clusterrole.rbac.authorization.k8s.io/ndp-daemon", "service/ndp-webhook", "namespace/ndp-system"},
+			"customresourcedefinition.apiextensions.k8s.io/rolloutpolicies.ndp.dev", "clusterrole.rbac.authorization.k8s.io/ndp-daemon", "service/ndp-webhook", "namespace/ndp-system"},
 		wantText: []string{"image: ghcr.io/ndp-dev/ndp:latest", "command:\n        - /ndp-controller", "command:\n        - /ndp-daemon"},
 		notText:  []string{"PrometheusRule", "security.openshift.io", "service.beta.openshift.io"},
 	}, {
 		dir: "../../overlays/openshift",
 		want: []string{"deployment.apps/ndp-controller", "validatingwebhookconfiguration.admissionregistration.k8s.io/ndp-webhook-shipped",
 			"customresourcedefinition.apiextensions.k8s.io/nodedisruptionpolicies.ndp.dev", "customresourcedefinition.apiextensions.k8s.io/updateforecasts.ndp.dev",
-			"customresourcedefinition.apiextensions.k8s.io/nodehistories.ndp.dev", "clusterrole.rbac.authorization.k8s.io/ndp-controller", "service/ndp-webhook", "namespace/ndp-system"},
+			"customresourcedefinition.apiextensions.k8s.io/nodehistories.ndp.dev", "customresourcedefinition.apiextensions.k8s.io/rolloutpolicies.ndp.dev",
+			"clusterrole.rbac.authorization.k8s.io/ndp-controller", "service/ndp-webhook", "namespace/ndp-system"},
 		wantText: []string{"openshift.io/required-scc: restricted-v2", "- --mode=advisor",
 			"service.beta.openshift.io/serving-cert-secret-name: ndp-webhook-cert", `service.beta.openshift.io/inject-cabundle: "true"`},
 		// The advisor (TestOpenShiftInstallIsTheAdvisor checks it further).

@@ -135,3 +135,27 @@ func TestMCORulesStaysAtLevelOne(t *testing.T) {
 		t.Fatalf("go list gave %d of ndp's packages for mcorules: not a real dependency list", own)
 	}
 }
+
+// TestRolloutControlIsPure: the rollout policy's decisions stand on the
+// APIs alone (the second level), so that the rollout controller, the
+// webhook's preview and `ndp status` can all call them, and hold no client:
+// the gates are evaluated by the caller.
+func TestRolloutControlIsPure(t *testing.T) {
+	own := 0
+	for _, p := range deps(t, "./rolloutcontrol") {
+		if strings.HasPrefix(p, "sigs.k8s.io/controller-runtime") || strings.HasPrefix(p, "k8s.io/client-go") || strings.HasPrefix(p, "github.com/prometheus/client_golang") {
+			t.Errorf("rolloutcontrol links %s: it takes evaluated gates, and holds no client", p)
+		}
+		if !strings.HasPrefix(p, module) {
+			continue
+		}
+		own++
+		rel := strings.TrimPrefix(p, module)
+		if rel != "rolloutcontrol" && rel != "apis" && !strings.HasPrefix(rel, "apis/") {
+			t.Errorf("rolloutcontrol imports %s: it stands on apis alone", p)
+		}
+	}
+	if own < 3 {
+		t.Fatalf("go list gave %d of ndp's packages for rolloutcontrol: not a real dependency list", own)
+	}
+}
