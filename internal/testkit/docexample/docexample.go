@@ -1,0 +1,231 @@
+// Package docexample finds the example sessions in the README and the user
+// guide (docs/*.md) and checks them against what their commands print, so
+// that an example output cannot go stale.
+//
+// An example session is a fenced code block with a "$ " command line
+// followed by output lines. Each one is checked by a test: a block whose
+// first line is "$ bin/ndp …" by cmd/ndp's TestReadmeExamples; any other by
+// the test that names it, from the marker comment on the line before the
+// block:
+//
+//	<!-- example: previews-chrony -->
+//	```
+//	$ kubectl apply --dry-run=server -f 50-worker-chrony.yaml
+//	Warning: …
+//	```
+//
+// The test brings up what the commands need and calls Check with the
+// example's name; Unchecked (run by TestEveryExampleIsChecked) reports a
+// session with neither.
+package docexample
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Block is one fenced code block of a markdown file.
+type Block struct {
+	File string // relative to the repository root
+	Line int    // of the opening fence, 1-based
+	// Name is the example's, from a "<!-- example: NAME -->" line right
+	// before the fence; empty without one.
+	Name string
+	// Lines are the block's lines without the fences, with the fence's
+	// indentation (a block inside a list item) removed.
+	Lines []string
+}
+
+// Step is one command of a session and the lines it printed.
+type Step struct {
+	Command string // without the "$ ", continuation lines joined
+	Output  []string
+}
+
+var markerRE = regexp.MustCompile(`^\s*<!--\s*example:\s*(\S+)\s*-->\s*$`)
+
+// Files are the markdown files with examples: the README and the guide.
+func Files(root string) ([]string, error) {
+	guide, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	files := []string{"README.md"}
+	for _, g := range guide {
+		rel, err := filepath.Rel(root, g)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, rel)
+	}
+	return files, nil
+}
+
+// Parse reads every fenced block of the README and the guide.
+func Parse(root string) ([]Block, error) {
+	files, err := Files(root)
+	if err != nil {
+		return nil, err
+	}
+	var blocks []Block
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return nil, err
+		}
+		bs, err := parseFile(f, string(data))
+		if err != nil {
+			return nil, err
+		}
+		blocks = append(blocks, bs...)
+	}
+	return blocks, nil
+}
+
+func parseFile(file, data string) ([]Block, error) {
+	lines := strings.Split(data, "\n")
+	var blocks []Block
+	for i := 0; i < len(lines); i++ {
+		trimmed := strings.TrimLeft(lines[i], " ")
+		if !strings.HasPrefix(trimmed, "```") {
+			continue
+		}
+		indent := lines[i][:len(lines[i])-len(trimmed)]
+		b := Block{File: file, Line: i + 1}
+		if i > 0 {
+			if m := markerRE.FindStringSubmatch(lines[i-1]); m != nil {
+				b.Name = m[1]
+			}
+		}
+		j := i + 1
+		for ; j < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[j], " "), "```"); j++ {
+			b.Lines = append(b.Lines, strings.TrimPrefix(lines[j], indent))
+		}
+		if j == len(lines) {
+			return nil, fmt.Errorf("%s:%d: the code block is not closed", file, i+1)
+		}
+		blocks = append(blocks, b)
+		i = j
+	}
+	return blocks, nil
+}
+
+// Steps splits a block into its commands and their output. Lines before
+// the first command (a usage synopsis, a heading) are no step's.
+func (b Block) Steps() []Step {
+	var steps []Step
+	for i := 0; i < len(b.Lines); i++ {
+		l := b.Lines[i]
+		if !strings.HasPrefix(l, "$ ") {
+			if len(steps) > 0 {
+				steps[len(steps)-1].Output = append(steps[len(steps)-1].Output, l)
+			}
+			continue
+		}
+		cmd := strings.TrimPrefix(l, "$ ")
+		for strings.HasSuffix(cmd, "\\") && i+1 < len(b.Lines) {
+			i++
+			cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(b.Lines[i])
+		}
+		steps = append(steps, Step{Command: cmd})
+	}
+	for k := range steps {
+		// A blank line ends a session's output: kubectl prints none last.
+		for n := len(steps[k].Output); n > 0 && strings.TrimSpace(steps[k].Output[n-1]) == ""; n-- {
+			steps[k].Output = steps[k].Output[:n-1]
+		}
+	}
+	return steps
+}
+
+// HasOutput says whether a block shows what a command printed.
+func (b Block) HasOutput() bool {
+	for _, s := range b.Steps() {
+		if len(s.Output) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (b Block) String() string {
+	if len(b.Lines) == 0 {
+		return fmt.Sprintf("%s:%d", b.File, b.Line)
+	}
+	return fmt.Sprintf("%s:%d (%q)", b.File, b.Line, b.Lines[0])
+}
+
+// Find is the example named name; the test fails unless exactly one block
+// has that marker.
+func Find(t testing.TB, root, name string) Block {
+	t.Helper()
+	blocks, err := Parse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []Block
+	for _, b := range blocks {
+		if b.Name == name {
+			found = append(found, b)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("example %q: %d blocks carry its marker, want 1 (%v)", name, len(found), found)
+	}
+	return found[0]
+}
+
+// Check runs each command of the example named name with run (what the
+// command printed, stdout and stderr as a terminal shows them) and compares
+// it with the block's output after Normalise. A step whose command is
+// followed by no output must print nothing either.
+func Check(t testing.TB, root, name string, run func(command string) string) {
+	t.Helper()
+	b := Find(t, root, name)
+	steps := b.Steps()
+	if len(steps) == 0 {
+		t.Fatalf("example %q (%s): no \"$ \" command", name, b)
+	}
+	for _, s := range steps {
+		got := Normalise(run(s.Command))
+		want := Normalise(strings.Join(s.Output, "\n"))
+		if got != want {
+			t.Errorf("example %q (%s): %q prints (normalised):\n%s\n%s:%d says (normalised):\n%s",
+				name, b.File, s.Command, got, b.File, b.Line, want)
+		}
+	}
+}
+
+// What varies between two runs of the same commands, and only that:
+var normalisers = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	// A rendered config's name ends in a hash of its content, which holds
+	// the test's object names and the generated registries config.
+	{regexp.MustCompile(`\b(rendered-[a-z0-9-]+?-)[0-9a-f]{32}\b`), "${1}<hash>"},
+	// kubectl ndp status shortens them to their hash's first 8 digits.
+	{regexp.MustCompile(`\b[0-9a-f]{8}\b`), "<hash8>"},
+	// Timestamps.
+	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b`), "<time>"},
+	// kubectl's AGE or SINCE column, the last of a table row.
+	{regexp.MustCompile(`(?m) +\d+(s|m|h|d)(\d+[smh])?$`), " <age>"},
+	// Columns are padded to their widest cell, which the above change.
+	{regexp.MustCompile(`(?m)  +`), " "},
+	{regexp.MustCompile(`(?m) +$`), ""},
+}
+
+// Normalise replaces what legitimately differs from run to run: the hashes
+// in rendered config names (and their 8-digit short form), timestamps,
+// kubectl's AGE column; and, since those change column widths, collapses
+// runs of spaces. It ends the text with no trailing blank lines.
+func Normalise(s string) string {
+	for _, n := range normalisers {
+		s = n.re.ReplaceAllString(s, n.with)
+	}
+	return strings.TrimRight(s, "\n")
+}
