@@ -44,6 +44,8 @@ type Block struct {
 type Step struct {
 	Command string // without the "$ ", continuation lines joined
 	Output  []string
+	// lines are the command's lines as the block has them.
+	lines []string
 }
 
 var markerRE = regexp.MustCompile(`^\s*<!--\s*example:\s*(\S+)\s*-->\s*$`)
@@ -127,11 +129,13 @@ func (b Block) Steps() []Step {
 			continue
 		}
 		cmd := strings.TrimPrefix(l, "$ ")
+		lines := []string{l}
 		for strings.HasSuffix(cmd, "\\") && i+1 < len(b.Lines) {
 			i++
 			cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(b.Lines[i])
+			lines = append(lines, b.Lines[i])
 		}
-		steps = append(steps, Step{Command: cmd})
+		steps = append(steps, Step{Command: cmd, lines: lines})
 	}
 	for k := range steps {
 		// A blank line ends a session's output: kubectl prints none last.
@@ -179,6 +183,11 @@ func Find(t testing.TB, root, name string) Block {
 	return found[0]
 }
 
+// UpdateEnv names the environment variable that makes Check write what
+// the commands printed into the block instead of comparing
+// (NDP_UPDATE_EXAMPLES=1 go test ./test/docs): review the diff.
+const UpdateEnv = "NDP_UPDATE_EXAMPLES"
+
 // Check runs each command of the example named name with run (what the
 // command printed, stdout and stderr as a terminal shows them) and compares
 // it with the block's output after Normalise. A step whose command is
@@ -190,14 +199,55 @@ func Check(t testing.TB, root, name string, run func(command string) string) {
 	if len(steps) == 0 {
 		t.Fatalf("example %q (%s): no \"$ \" command", name, b)
 	}
+	update := os.Getenv(UpdateEnv) != ""
+	var printed []string
 	for _, s := range steps {
-		got := Normalise(run(s.Command))
+		out := run(s.Command)
+		printed = append(printed, out)
+		got := Normalise(out)
 		want := Normalise(strings.Join(s.Output, "\n"))
-		if got != want {
-			t.Errorf("example %q (%s): %q prints (normalised):\n%s\n%s:%d says (normalised):\n%s",
-				name, b.File, s.Command, got, b.File, b.Line, want)
+		if got != want && !update {
+			t.Errorf("example %q (%s): %q prints (normalised):\n%s\n%s:%d says (normalised):\n%s\n(%s=1 writes what it printed into the block)",
+				name, b.File, s.Command, got, b.File, b.Line, want, UpdateEnv)
 		}
 	}
+	if update {
+		if err := rewrite(root, b, steps, printed); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rewrite replaces the outputs of b's steps with printed.
+func rewrite(root string, b Block, steps []Step, printed []string) error {
+	path := filepath.Join(root, b.File)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(data), "\n")
+	fence := lines[b.Line-1]
+	indent := fence[:len(fence)-len(strings.TrimLeft(fence, " "))]
+	var body []string
+	for _, l := range b.Lines {
+		if strings.HasPrefix(l, "$ ") {
+			break
+		}
+		body = append(body, indent+l)
+	}
+	for i, s := range steps {
+		for _, l := range s.lines {
+			body = append(body, indent+l)
+		}
+		if out := strings.TrimRight(printed[i], "\n"); out != "" {
+			for _, l := range strings.Split(out, "\n") {
+				body = append(body, strings.TrimRight(indent+l, " "))
+			}
+		}
+	}
+	end := b.Line + len(b.Lines) // the closing fence's index
+	lines = append(lines[:b.Line], append(body, lines[end:]...)...)
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
 }
 
 // What varies between two runs of the same commands, and only that:
