@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,6 +58,12 @@ func TestExecutorExamples(t *testing.T) {
 		if err := k8s.Create(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
+		// Ready, as its kubelet would say.
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := k8s.Status().Update(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// chrony.conf added: the nodes wait for a plan, a reboot without a
@@ -81,6 +89,86 @@ func TestExecutorExamples(t *testing.T) {
 	docexample.Check(t, root, "previews-generated", sh.step)
 	docexample.Check(t, root, "kubeletconfig-preview", sh.step)
 	docexample.Check(t, root, "clusteroperator", sh.step)
+
+	// A rollout under way: chrony pointed at new servers, the pool
+	// unpaused; worker-1 is done, one node runs its actions (as ndp-daemon
+	// reports them) and one waits for its turn (maxUnavailable: 1).
+	from := waitTarget(t, nil)
+	sh.must("kubectl apply -f examples/cluster/50-worker-chrony-v2.yaml")
+	to := waitTarget(t, func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != from })
+	settle(t)
+	daemon(t, "worker-1", to, to, ndpmcv1.StateDone, cond("UpdatePrepared", "True", "PlanVerified", ""),
+		cond("UpdateComplete", "True", "Complete", ""), cond("Updated", "True", "Updated", "the node runs "+to))
+	sh.must(`kubectl patch mcp worker --type merge -p '{"spec":{"paused":false}}'`)
+	var updating string
+	testkit.Eventually(t, "the rollout controller sends a node to "+to, func() (bool, string) {
+		var nodes corev1.NodeList
+		if err := k8s.List(context.Background(), &nodes, client.HasLabels{"node-role.kubernetes.io/worker"}); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			if n.Name != "worker-1" && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == to {
+				updating = n.Name
+				return true, ""
+			}
+		}
+		return false, "no node sent"
+	})
+	daemon(t, updating, from, to, ndpmcv1.StateWorking, cond("UpdatePrepared", "True", "PlanVerified", ""),
+		cond("Drained", "True", "NotRequired", ""), cond("AppliedFiles", "True", "Applied", ""),
+		cond("UpdatePostActionComplete", "Unknown", "Running", ""))
+	testkit.Eventually(t, "the pool's status counts the rollout", func() (bool, string) {
+		var p mcfgv1.MachineConfigPool
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: "worker"}, &p); err != nil {
+			return false, err.Error()
+		}
+		s := p.Status
+		return s.ObservedGeneration == p.Generation && s.MachineCount == 3 && s.UpdatedMachineCount == 1 && s.UnavailableMachineCount == 1,
+			fmt.Sprintf("%+v", s)
+	})
+	docexample.Check(t, root, "status", sh.step)
+}
+
+func cond(typ, status, reason, msg string) map[string]any {
+	return map[string]any{"type": typ, "status": status, "reason": reason, "message": msg,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+}
+
+// daemon writes what ndp-daemon reports of node: its annotations and its
+// MachineConfigNode's status.
+func daemon(t *testing.T, node, current, desired, state string, conds ...map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var n corev1.Node
+		if err := k8s.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+			return err
+		}
+		n.Annotations[ndpmcv1.CurrentConfigAnnotation] = current
+		n.Annotations[ndpmcv1.DesiredConfigAnnotation] = desired
+		n.Annotations[ndpmcv1.StateAnnotation] = state
+		return k8s.Update(ctx, &n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": node},
+		"spec": map[string]any{"node": map[string]any{"name": node}, "pool": map[string]any{"name": "worker"},
+			"configVersion": map[string]any{"desired": desired}},
+	}}
+	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigNode"))
+	if err := k8s.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	list := make([]any, 0, len(conds))
+	for _, c := range conds {
+		list = append(list, c)
+	}
+	u.Object["status"] = map[string]any{"configVersion": map[string]any{"current": current, "desired": desired}, "conditions": list}
+	if err := k8s.Status().Update(ctx, u); err != nil {
+		t.Fatalf("MachineConfigNode %s status: %v", node, err)
+	}
 }
 
 // step runs one command of an example and then waits until the
