@@ -20,7 +20,6 @@ var notYetChecked = map[string]string{
 	"docs/openshift.md: $ oc apply -f examples/policies/chrony.yaml                      # ndp's own policy: restart chronyd":                 "issue 31",
 	"docs/openshift.md: $ oc get updateforecasts        # after a chrony MachineConfig, a KubeletConfig, a digest mirror added, then deleted": "issue 31",
 	"docs/openshift.md: $ oc get nodehistories -o wide":                                                                                       "issue 31",
-	"docs/rollouts.md: $ kubectl ndp status worker":                                                                                           "issue 31",
 	"docs/try-it.md: ==> Before applying: a server-side dry-run previews the plan":                                                            "issue 31",
 }
 
