@@ -11,18 +11,6 @@ import (
 	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 )
 
-// notYetChecked are the example sessions no test runs yet, by file and
-// first line: each is a known debt (issue 31), not a place for new ones.
-// An entry that no longer matches a block fails the test, so the list only
-// shrinks.
-var notYetChecked = map[string]string{
-	"README.md: $ oc apply -f examples/policies/chrony.yaml                      # ndp's own policy: restart chronyd":                         "issue 31",
-	"docs/openshift.md: $ oc apply -f examples/policies/chrony.yaml                      # ndp's own policy: restart chronyd":                 "issue 31",
-	"docs/openshift.md: $ oc get updateforecasts        # after a chrony MachineConfig, a KubeletConfig, a digest mirror added, then deleted": "issue 31",
-	"docs/openshift.md: $ oc get nodehistories -o wide":                                                                                       "issue 31",
-	"docs/try-it.md: ==> Before applying: a server-side dry-run previews the plan":                                                            "issue 31",
-}
-
 // Every example session of the README and the guide (a "$ " command
 // followed by what it printed) is run by a test: "$ bin/ndp" blocks by
 // TestReadmeExamples, any other by the test named in its
@@ -35,37 +23,8 @@ func TestEveryExampleIsChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkers := exampleCheckers(t, root)
-	seen := map[string]docexample.Block{}
-	pending := map[string]bool{}
-	for _, b := range blocks {
-		if b.Name != "" {
-			if prev, ok := seen[b.Name]; ok {
-				t.Errorf("%s: example %q is also the marker of %s", b, b.Name, prev)
-			}
-			seen[b.Name] = b
-			if !checkers[b.Name] {
-				t.Errorf("%s: no test calls docexample.Check with %q", b, b.Name)
-			}
-			if len(b.Steps()) == 0 {
-				t.Errorf("%s: example %q has no \"$ \" command", b, b.Name)
-			}
-			continue
-		}
-		if !b.HasOutput() || strings.HasPrefix(b.Lines[0], "$ bin/ndp ") {
-			continue
-		}
-		key := b.File + ": " + b.Lines[0]
-		if notYetChecked[key] != "" {
-			pending[key] = true
-			continue
-		}
-		t.Errorf("%s: a command's output that no test checks: run it in a test (docexample.Check) and put an <!-- example: NAME --> marker before the block, or show commands only", b)
-	}
-	for key := range notYetChecked {
-		if !pending[key] {
-			t.Errorf("notYetChecked %q matches no unchecked block: remove it", key)
-		}
+	for _, p := range docexample.Problems(blocks, exampleCheckers(t, root)) {
+		t.Error(p)
 	}
 }
 

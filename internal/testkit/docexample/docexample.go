@@ -163,8 +163,41 @@ func (b Block) String() string {
 	return fmt.Sprintf("%s:%d (%q)", b.File, b.Line, b.Lines[0])
 }
 
-// Find is the example named name; the test fails unless exactly one block
-// has that marker.
+// Problems are the blocks no test checks: a session (a "$ " command
+// followed by output) with no marker and not a "$ bin/ndp" block (those
+// TestReadmeExamples runs); a marker that checked (the names tests pass to
+// Check) lacks; a marker on a block without a command; one name on two
+// different blocks. A block of commands alone (an input listing) is none.
+func Problems(blocks []Block, checked map[string]bool) []string {
+	var problems []string
+	seen := map[string]Block{}
+	for _, b := range blocks {
+		if b.Name == "" {
+			if b.HasOutput() && !strings.HasPrefix(b.Lines[0], "$ bin/ndp ") {
+				problems = append(problems, fmt.Sprintf("%s: a command's output that no test checks: run it in a test "+
+					"(docexample.Check) and put an <!-- example: NAME --> marker before the block, or show commands only", b))
+			}
+			continue
+		}
+		// The same session twice (the README repeats one of the guide's)
+		// shares a marker; different ones may not.
+		if prev, ok := seen[b.Name]; ok && strings.Join(prev.Lines, "\n") != strings.Join(b.Lines, "\n") {
+			problems = append(problems, fmt.Sprintf("%s: example %q is also the marker of %s, which differs", b, b.Name, prev))
+		}
+		seen[b.Name] = b
+		if !checked[b.Name] {
+			problems = append(problems, fmt.Sprintf("%s: no test calls docexample.Check with %q", b, b.Name))
+		}
+		if len(b.Steps()) == 0 {
+			problems = append(problems, fmt.Sprintf("%s: example %q has no \"$ \" command", b, b.Name))
+		}
+	}
+	return problems
+}
+
+// Find is the example named name; the test fails unless a block has that
+// marker. Several blocks may carry it when they are the same session (the
+// README repeats one of the guide's): they must be identical.
 func Find(t testing.TB, root, name string) Block {
 	t.Helper()
 	blocks, err := Parse(root)
@@ -177,8 +210,13 @@ func Find(t testing.TB, root, name string) Block {
 			found = append(found, b)
 		}
 	}
-	if len(found) != 1 {
-		t.Fatalf("example %q: %d blocks carry its marker, want 1 (%v)", name, len(found), found)
+	if len(found) == 0 {
+		t.Fatalf("example %q: no block carries its marker", name)
+	}
+	for _, b := range found[1:] {
+		if strings.Join(b.Lines, "\n") != strings.Join(found[0].Lines, "\n") {
+			t.Fatalf("example %q: %s and %s carry its marker but differ", name, found[0], b)
+		}
 	}
 	return found[0]
 }

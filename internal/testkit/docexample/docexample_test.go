@@ -1,6 +1,9 @@
 package docexample
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNormalise(t *testing.T) {
 	for _, tc := range []struct {
@@ -33,5 +36,29 @@ func TestSteps(t *testing.T) {
 	}
 	if !b.HasOutput() || (Block{Lines: []string{"$ a", "$ b"}}).HasOutput() {
 		t.Error("HasOutput")
+	}
+}
+
+func TestProblems(t *testing.T) {
+	md := "```\n$ kubectl get ndp\nNAME AGE\n```\n" + // a session, unmarked
+		"```sh\nmake cluster\n$ kubectl apply -f x.yaml\n$ kubectl get x\n```\n" + // commands only
+		"```\n$ bin/ndp plan\nPlan\n```\n" + // TestReadmeExamples's
+		"<!-- example: checked -->\n```\n$ a\nout\n```\n" +
+		"<!-- example: checked -->\n```\n$ a\nout\n```\n" + // the same again
+		"<!-- example: unknown -->\n```\n$ b\nout\n```\n" +
+		"  <!-- example: listing -->\n  ```\n  just text\n  ```\n"
+	blocks, err := parseFile("x.md", md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(Problems(blocks, map[string]bool{"checked": true, "listing": true}), "\n")
+	for _, want := range []string{`x.md:1 ("$ kubectl get ndp"): a command's output that no test checks`,
+		`no test calls docexample.Check with "unknown"`, `example "listing" has no "$ " command`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems do not say %q:\n%s", want, got)
+		}
+	}
+	if n := len(strings.Split(got, "\n")); n != 3 {
+		t.Errorf("%d problems, want 3:\n%s", n, got)
 	}
 }
