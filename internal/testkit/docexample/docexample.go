@@ -10,12 +10,12 @@
 //
 //	<!-- example: previews-chrony -->
 //	```
-//	$ kubectl apply --dry-run=server -f 50-worker-chrony.yaml
+//	$ kubectl apply --dry-run=server -f examples/cluster/50-worker-chrony-v2.yaml
 //	Warning: …
 //	```
 //
 // The test brings up what the commands need and calls Check with the
-// example's name; Unchecked (run by TestEveryExampleIsChecked) reports a
+// example's name; Problems (run by TestEveryExampleIsChecked) reports a
 // session with neither.
 package docexample
 
