@@ -11,7 +11,8 @@ import (
 )
 
 // docs/performance.md shows what make compare prints: its header in the
-// "compare" example and its table as the markdown table after it. Both are
+// "compare" example, its table as the markdown table after it, and its
+// summary in a text block. Both are
 // made by the same code path here (Run and WriteTable on the corpus, the
 // default costs), so a changed plan or cost shows in the page's diff.
 func TestPerformancePageShowsTheTable(t *testing.T) {
@@ -54,5 +55,29 @@ func TestPerformancePageShowsTheTable(t *testing.T) {
 	}
 	if strings.Join(shown, "\n") != strings.Join(printed, "\n") {
 		t.Errorf("%s: the table after the compare example differs from make compare's:\n%s", b.File, strings.Join(printed, "\n"))
+	}
+
+	// The rest of what it prints, the summary, is the page's text block
+	// that starts as it does.
+	_, summary, ok := strings.Cut(out.String(), "\nSummary, ")
+	if !ok {
+		t.Fatalf("make compare printed no summary:\n%s", out.String())
+	}
+	summary = "Summary, " + strings.TrimRight(summary, "\n")
+	blocks, err := docexample.Parse(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, blk := range blocks {
+		if blk.File == b.File && len(blk.Lines) > 0 && strings.HasPrefix(blk.Lines[0], "Summary, ") {
+			found = true
+			if got := strings.Join(blk.Lines, "\n"); got != summary {
+				t.Errorf("%s:%d: the summary differs from make compare's:\n%s", blk.File, blk.Line, summary)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s: no text block with make compare's summary", b.File)
 	}
 }
