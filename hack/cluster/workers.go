@@ -91,13 +91,9 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 	// The images the nodes start with, as archives in the share: pulled
 	// over the VMs' user network they took a minute and more of each join.
 	// (The upgrade scenario's image still comes from the registry.)
-	images := map[string]string{
-		"ndp.tar":   c.bin("ndp-image"),
-		"pause.tar": s.path("pause-image"),
-	}
-	imageNames := map[string]string{"ndp.tar": registry + "/ndp:dev", "pause.tar": registry + "/pause:1"}
-	for f, layout := range images {
-		if _, err := c.imageTool("archive", "--layout", layout, "--name", imageNames[f], "--out", filepath.Join(binDir, f)); err != nil {
+	images := shareImages(c.bin("ndp-image"), s.path("pause-image"))
+	for f, img := range images {
+		if _, err := c.imageTool("archive", "--layout", img[0], "--name", img[1], "--out", filepath.Join(binDir, f)); err != nil {
 			return err
 		}
 	}
@@ -134,7 +130,6 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 			filepath.Join(share, "etc", "systemd", "network", "10-node.network"):                     guestNetwork(w.ip),
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "10-node-ip.conf"): guestKubeletDropIn(w.ip),
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "20-images.conf"):  guestImagesDropIn,
-			filepath.Join(share, "etc", "systemd", "system", "node-images.service"):                  guestImagesUnit,
 			filepath.Join(share, "usr", "local", "sbin", "node-images"):                              guestImagesScript,
 			// kubelet.conf is the worker pool's (its MachineConfig
 			// 01-worker-kubelet, which ndp-daemon updates): the share only
@@ -215,9 +210,10 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 	}
 	for _, w := range c.workers {
 		// A failed import costs only time (the kubelet pulls): say so.
-		if out, err := w.vm.Run(ctx, "systemctl", "is-active", "node-images.service"); err != nil || strings.TrimSpace(out) != "active" {
-			log, _ := w.vm.Run(ctx, "journalctl", "--no-pager", "-b", "-n", "15", "-u", "node-images.service")
-			fmt.Printf("%s: WARNING: the share's images were not imported (%s %v); the kubelet pulls them\n%s\n", w.name, strings.TrimSpace(out), err, log)
+		out, err := w.vm.Run(ctx, "sh", "-c", "ls /var/lib/node-images 2>/dev/null | wc -l")
+		if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != len(shareImages("", "")) {
+			log, _ := w.vm.Run(ctx, "journalctl", "--no-pager", "-b", "-n", "15", "-u", "kubelet.service")
+			fmt.Printf("%s: WARNING: %s of the share's %d images imported (%v); the kubelet pulls the others\n%s\n", w.name, strings.TrimSpace(out), len(shareImages("", "")), err, log)
 		}
 	}
 	for _, w := range c.workers {
@@ -324,23 +320,23 @@ IPv6AcceptRA=no
 `, ip, workerGateway)
 }
 
-// The share's images/ imported into containerd before the kubelet starts,
-// once per archive (a reboot finds them imported). The kubelet only
-// wants it: a failed import leaves the pull from the registry.
-const (
-	guestImagesDropIn = `[Unit]
-Wants=node-images.service
-After=node-images.service
-`
-	guestImagesUnit = `[Unit]
-Description=The images in the host's 9p share imported into containerd
-Requires=containerd.service
-After=containerd.service node-share.service
+// shareImages: the archives in each worker's share, by file name: the
+// layout and the name the node knows the image by.
+func shareImages(ndpLayout, pauseLayout string) map[string][2]string {
+	return map[string][2]string{
+		"ndp.tar":   {ndpLayout, registry + "/ndp:dev"},
+		"pause.tar": {pauseLayout, registry + "/pause:1"},
+	}
+}
 
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/sh /usr/local/sbin/node-images
+// The share's images/ imported into containerd before the kubelet starts,
+// once per archive (a reboot finds them imported), by the kubelet's own
+// unit: a unit the share adds is not in the first boot's transaction, a
+// drop-in on the kubelet is read before it starts. A failed import ("-")
+// leaves the pull from the registry.
+const (
+	guestImagesDropIn = `[Service]
+ExecStartPre=-/bin/sh /usr/local/sbin/node-images
 `
 	guestImagesScript = `#!/bin/sh
 set -eu
