@@ -207,6 +207,12 @@ func (c *cluster) preflight() error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: it creates network and mount namespaces, cgroups and runs containerd")
 	}
+	if _, err := chosenScenarios(); err != nil {
+		return err
+	}
+	if os.Getenv("NDP_CLUSTER_SCENARIOS") != "" && workerCount() == 0 {
+		return errors.New("NDP_CLUSTER_SCENARIOS chooses among the worker-VM scenarios: the smaller scenario (NDP_CLUSTER_VMS=0) runs whole")
+	}
 	var missing []string
 	for _, b := range []string{"etcd", "kube-apiserver", "kubectl", "kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "image-tool", "pause", "ndp-image/index.json"} {
 		if !exists(c.bin(b)) {
@@ -225,6 +231,9 @@ func (c *cluster) preflight() error {
 		missing = append(missing, systemdtest.Binary+" (apt-get install systemd)")
 	}
 	if workerCount() > 0 {
+		if !exists(c.bin("rpm-ostree-standin")) {
+			missing = append(missing, "bin/rpm-ostree-standin (make cluster builds it)")
+		}
 		if err := c.vmsMissing(); err != nil {
 			missing = append(missing, fmt.Sprintf("the worker VMs: %v; make cluster VMS=0 runs without them", err))
 		}
