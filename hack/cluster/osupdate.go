@@ -83,26 +83,31 @@ func parseCalls(out string) ([]standinCall, error) {
 }
 
 // callsMismatch says how the calls the daemon made for the OS update
-// differ from osCommandLines, "" if they match: every call accepted, made
-// before the reboot (not in boot), the command lines in order, the whole
-// sequence repeated only if the daemon's OS step ran again after a restart
-// (Apply is idempotent; the repeat count is returned).
+// differ from osCommandLines, "" if they match: every call accepted and
+// made before the reboot (not in boot); the command lines in order, started
+// over only where the daemon's OS step ran again after a restart (Apply is
+// idempotent: each attempt but the last may stop short); the attempts are
+// returned.
 func callsMismatch(calls []standinCall, boot string) (string, int) {
-	if len(calls) == 0 || len(calls)%len(osCommandLines) != 0 {
-		return fmt.Sprintf("%d call(s), want %d (or that sequence repeated)", len(calls), len(osCommandLines)), 0
-	}
+	attempts, next := 0, 0 // next: the index in osCommandLines the next call must have
 	for i, c := range calls {
-		want := osCommandLines[i%len(osCommandLines)]
 		switch {
 		case c.Error != "":
 			return fmt.Sprintf("call %d %q refused: %s", i+1, c.Argv, c.Error), 0
-		case !slices.Equal(c.Argv, want):
-			return fmt.Sprintf("call %d is %q, want %q", i+1, c.Argv, want), 0
 		case c.Boot == boot:
 			return fmt.Sprintf("call %d %q ran in the boot after the reboot (%s)", i+1, c.Argv, shortID(boot)), 0
+		case slices.Equal(c.Argv, osCommandLines[0]):
+			attempts, next = attempts+1, 1
+		case next > 0 && next < len(osCommandLines) && slices.Equal(c.Argv, osCommandLines[next]):
+			next++
+		default:
+			return fmt.Sprintf("call %d is %q, want %q", i+1, c.Argv, osCommandLines[next%len(osCommandLines)]), 0
 		}
 	}
-	return "", len(calls) / len(osCommandLines)
+	if next != len(osCommandLines) {
+		return fmt.Sprintf("%d call(s), the last attempt incomplete: want %q", len(calls), osCommandLines), 0
+	}
+	return "", attempts
 }
 
 // osUpdatedOn checks the OS update on the worker after its reboot into
@@ -139,7 +144,7 @@ func (c *cluster) osUpdatedOn(ctx context.Context, w *worker, before int, boot s
 	}
 	status, _ := w.vm.Run(ctx, "rpm-ostree", "status")
 	fmt.Printf("%s: rpm-ostree status\n%s", w.name, status)
-	line := fmt.Sprintf("%s: OS update: rpm-ostree rebase and kargs --append-if-missing=%s run %d time(s) before the reboot; booted %s with kargs %q, made current in boot %s",
+	line := fmt.Sprintf("%s: OS update: rpm-ostree rebase and kargs --append-if-missing=%s run before the reboot (%d attempt(s)); booted %s with kargs %q, made current in boot %s",
 		w.name, osKarg, times, d.Image, d.Kargs, shortID(d.BootedIn))
 	fmt.Println(line)
 	c.summary = append(c.summary, line)

@@ -33,8 +33,10 @@ func TestCallsMismatch(t *testing.T) {
 	}{
 		{"once", []standinCall{call("b1", rebase...), call("b1", kargs...)}, "", 1},
 		{"again after a restart", []standinCall{call("b1", rebase...), call("b1", kargs...), call("b1", rebase...), call("b1", kargs...)}, "", 2},
+		{"cut short, then again", []standinCall{call("b1", rebase...), call("b1", rebase...), call("b1", kargs...)}, "", 2},
 		{"none", nil, "0 call(s)", 0},
 		{"no kargs", []standinCall{call("b1", rebase...)}, "1 call(s)", 0},
+		{"kargs twice", []standinCall{call("b1", rebase...), call("b1", kargs...), call("b1", kargs...)}, "call 3 is", 0},
 		{"out of order", []standinCall{call("b1", kargs...), call("b1", rebase...)}, "call 1 is", 0},
 		{"another karg", []standinCall{call("b1", rebase...), call("b1", "kargs", "--append-if-missing=x")}, "call 2 is", 0},
 		{"refused", []standinCall{call("b1", rebase...), {Boot: "b1", Argv: kargs, Error: "usage: no"}}, "refused", 0},
