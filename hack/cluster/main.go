@@ -94,6 +94,9 @@ func (c *cluster) run(ctx context.Context) error {
 		fmt.Println("Scenario: without worker VMs, as asked (NDP_CLUSTER_VMS=0, make cluster VMS=0): the scenarios run on the namespace's own node, without systemd as PID 1.")
 	} else {
 		fmt.Printf("Scenario: the full one, with %d worker VMs (make cluster VMS=0 runs the smaller one without them).\n", n)
+		if only := os.Getenv("NDP_CLUSTER_SCENARIOS"); only != "" {
+			fmt.Printf("Only the worker-VM scenarios %s after the pool's first rollout, as asked (NDP_CLUSTER_SCENARIOS, make cluster SCENARIOS=...).\n", only)
+		}
 		for i := 1; i <= n; i++ {
 			c.workers = append(c.workers, &worker{name: fmt.Sprintf("ndp-worker-%d", i), ip: workerIP(i), index: i})
 		}
