@@ -83,7 +83,7 @@ func (c *cluster) whyRebooted(node, from, to, bootBefore, bootAfter, resumed str
 	if len(missing) > 0 {
 		return fmt.Errorf("kubectl ndp why %s: its newest update lacks %s", node, strings.Join(missing, "; "))
 	}
-	c.summary = append(c.summary, fmt.Sprintf("why %s: %s of %s, no policy -> Reboot (%s); drain and reboot ran; boot %s -> %s",
+	c.summary = append(c.summary, fmt.Sprintf("why %s: %s of %s, no policy -> Reboot (%s); osImageURL and kernelArguments added -> Reboot; drain and reboot ran; boot %s -> %s",
 		node, appChange, appMachineConfig, appReason, shortID(bootBefore), shortID(bootAfter)))
 	return nil
 }
