@@ -28,6 +28,10 @@ PACKAGE_PROFILES ?= $(sort $(patsubst test-go,test,$(filter test test-go cluster
 # them (and without qemu, debootstrap and socat). NDP_CLUSTER_VMS in the environment sets it too.
 VMS ?= $(or $(NDP_CLUSTER_VMS),2)
 export NDP_CLUSTER_VMS := $(VMS)
+# SCENARIOS: for development, make cluster runs only these of the worker-VM scenarios (comma-separated: leader, preview,
+# chrony, kubelet, reboot or os-update, upgrade) after the pool's first rollout; empty: all. NDP_CLUSTER_SCENARIOS too.
+SCENARIOS ?= $(NDP_CLUSTER_SCENARIOS)
+export NDP_CLUSTER_SCENARIOS := $(SCENARIOS)
 
 ## packages: checks, and as root on Debian installs, what the goals given with it need (make test, cluster and
 ## local-cluster run it first; alone: make packages PACKAGE_PROFILES="test cluster local-cluster")
@@ -179,6 +183,7 @@ node-binaries:
 ## through kubectl, then everything stopped. Needs root; installs the Debian packages it needs first (make packages)
 cluster: packages build image control-plane node-binaries $(if $(filter-out 0,$(VMS)),vm-image)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pause ./hack/pause
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/rpm-ostree-standin ./hack/rpm-ostree-standin
 	$(GO) build -o $(BIN)/image-tool ./hack/image
 	$(GO) run ./hack/cluster
 

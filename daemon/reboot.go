@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -70,15 +71,26 @@ type RpmOstree struct {
 	Root string
 }
 
+// rpmOstreePath is rpm-ostree on the host (RHEL CoreOS, and make
+// cluster's stand-in): absolute, since it is looked up inside the chroot.
+const rpmOstreePath = "/usr/bin/rpm-ostree"
+
 func (r RpmOstree) run(ctx context.Context, args ...string) error {
-	name := "rpm-ostree"
+	cmd := exec.CommandContext(ctx, "rpm-ostree", args...)
 	if r.Root != "" && r.Root != "/" {
-		args = append([]string{r.Root, name}, args...)
-		name = "chroot"
+		// The kernel's chroot, not chroot(1): ndp's image holds no
+		// binaries but its own.
+		cmd = exec.CommandContext(ctx, rpmOstreePath, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: r.Root}
+		cmd.Dir = "/"
 	}
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		where := ""
+		if cmd.SysProcAttr != nil {
+			where = " (chrooted into " + r.Root + ")"
+		}
+		return fmt.Errorf("rpm-ostree %s%s: %v: %s", strings.Join(args, " "), where, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

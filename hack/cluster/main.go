@@ -94,6 +94,9 @@ func (c *cluster) run(ctx context.Context) error {
 		fmt.Println("Scenario: without worker VMs, as asked (NDP_CLUSTER_VMS=0, make cluster VMS=0): the scenarios run on the namespace's own node, without systemd as PID 1.")
 	} else {
 		fmt.Printf("Scenario: the full one, with %d worker VMs (make cluster VMS=0 runs the smaller one without them).\n", n)
+		if only := os.Getenv("NDP_CLUSTER_SCENARIOS"); only != "" {
+			fmt.Printf("Only the worker-VM scenarios %s after the pool's first rollout, as asked (NDP_CLUSTER_SCENARIOS, make cluster SCENARIOS=...).\n", only)
+		}
 		for i := 1; i <= n; i++ {
 			c.workers = append(c.workers, &worker{name: fmt.Sprintf("ndp-worker-%d", i), ip: workerIP(i), index: i})
 		}
@@ -207,6 +210,12 @@ func (c *cluster) preflight() error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: it creates network and mount namespaces, cgroups and runs containerd")
 	}
+	if _, err := chosenScenarios(); err != nil {
+		return err
+	}
+	if os.Getenv("NDP_CLUSTER_SCENARIOS") != "" && workerCount() == 0 {
+		return errors.New("NDP_CLUSTER_SCENARIOS chooses among the worker-VM scenarios: the smaller scenario (NDP_CLUSTER_VMS=0) runs whole")
+	}
 	var missing []string
 	for _, b := range []string{"etcd", "kube-apiserver", "kubectl", "kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "image-tool", "pause", "ndp-image/index.json"} {
 		if !exists(c.bin(b)) {
@@ -225,6 +234,9 @@ func (c *cluster) preflight() error {
 		missing = append(missing, systemdtest.Binary+" (apt-get install systemd)")
 	}
 	if workerCount() > 0 {
+		if !exists(c.bin("rpm-ostree-standin")) {
+			missing = append(missing, "bin/rpm-ostree-standin (make cluster builds it)")
+		}
 		if err := c.vmsMissing(); err != nil {
 			missing = append(missing, fmt.Sprintf("the worker VMs: %v; make cluster VMS=0 runs without them", err))
 		}

@@ -50,22 +50,69 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 	}
 	c.kubectl("ndp", "status")
 
-	if err := c.leaderScenario(ctx); err != nil {
+	chosen, err := chosenScenarios()
+	if err != nil {
 		return err
 	}
-	if err := c.previewScenario(ctx); err != nil {
-		return err
+	for _, sc := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"leader", c.leaderScenario},
+		{"preview", c.previewScenario},
+		{"chrony", func(ctx context.Context) error { return c.chronyOnVMs(ctx, first) }},
+		{"kubelet", c.kubeletConfigOnVMs},
+		{"reboot", c.rebootOnVMs},
+		{"upgrade", c.upgradeOnVMs},
+	} {
+		if !chosen[sc.name] {
+			fmt.Printf("# scenario %s skipped (NDP_CLUSTER_SCENARIOS=%s)\n", sc.name, os.Getenv("NDP_CLUSTER_SCENARIOS"))
+			continue
+		}
+		t := time.Now()
+		if err := sc.run(ctx); err != nil {
+			return err
+		}
+		c.summary = append(c.summary, fmt.Sprintf("scenario %s: %s", sc.name, time.Since(t).Round(time.Second)))
 	}
-	if err := c.chronyOnVMs(ctx, first); err != nil {
-		return err
+	return nil
+}
+
+// vmScenarioNames are the worker-VM scenarios, in the order they run;
+// os-update names the drain-and-reboot one, which carries the OS update.
+var vmScenarioNames = []string{"leader", "preview", "chrony", "kubelet", "reboot", "upgrade"}
+
+// chosenScenarios reads NDP_CLUSTER_SCENARIOS (make cluster SCENARIOS=...),
+// a comma-separated subset of the worker-VM scenarios, for development:
+// empty runs them all. The pool's first rollout always runs; each scenario
+// stands on its own after it.
+func chosenScenarios() (map[string]bool, error) {
+	env := strings.TrimSpace(os.Getenv("NDP_CLUSTER_SCENARIOS"))
+	chosen := map[string]bool{}
+	if env == "" {
+		for _, n := range vmScenarioNames {
+			chosen[n] = true
+		}
+		return chosen, nil
 	}
-	if err := c.kubeletConfigOnVMs(ctx); err != nil {
-		return err
+	for _, n := range strings.Split(env, ",") {
+		n = strings.TrimSpace(n)
+		if n == "os-update" {
+			n = "reboot"
+		}
+		if !slices.Contains(vmScenarioNames, n) {
+			return nil, fmt.Errorf("NDP_CLUSTER_SCENARIOS: no scenario %q (the worker-VM scenarios: %s, and os-update, the reboot one)", n, strings.Join(vmScenarioNames, ", "))
+		}
+		chosen[n] = true
 	}
-	if err := c.rebootOnVMs(ctx); err != nil {
-		return err
-	}
-	return c.upgradeOnVMs(ctx)
+	return chosen, nil
+}
+
+// sourcesNow counts the worker pool's source MachineConfigs now: a
+// scenario's rendering has as many plus those it adds, whichever ran before.
+func (c *cluster) sourcesNow() int {
+	out, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", `jsonpath={range .spec.configuration.source[*]}{.name} {end}`)
+	return len(strings.Fields(out))
 }
 
 // chronyOnVMs: the chrony change under the restart policy: chronyd
@@ -77,10 +124,11 @@ func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
 	if err != nil {
 		return err
 	}
+	sources := c.sourcesNow()
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/50-worker-chrony-v2.yaml"); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 3)
+	target, err := c.waitTargetSources(ctx, current, sources)
 	if err != nil {
 		return err
 	}
@@ -144,10 +192,11 @@ func (c *cluster) kubeletConfigOnVMs(ctx context.Context) error {
 		return err
 	}
 	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
+	sources := c.sourcesNow()
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/kubeletconfig-max-pods.yaml"); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 4)
+	target, err := c.waitTargetSources(ctx, current, sources+1)
 	if err != nil {
 		return err
 	}
@@ -260,12 +309,25 @@ spec:
 		boots[w.name] = b
 	}
 
-	step("A change the default policies answer with drain and reboot; the pool paused once its first worker is sent")
+	step("A change the default policies answer with drain and reboot, with an OS update (osImageURL and a kernel argument, %s); the pool paused once its first worker is sent", osMachineConfig)
 	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
-	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml"); err != nil {
+	sources := c.sourcesNow()
+	osMC := c.s.path(osMachineConfig + ".yaml")
+	if err := os.WriteFile(osMC, []byte(osUpdateMC), 0o644); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 5)
+	callsBefore := map[string]int{}
+	for _, w := range c.workers {
+		calls, err := c.standinCalls(ctx, w)
+		if err != nil {
+			return err
+		}
+		callsBefore[w.name] = len(calls)
+	}
+	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml", "-f", osMC); err != nil {
+		return err
+	}
+	target, err := c.waitTargetSources(ctx, current, sources+2)
 	if err != nil {
 		return err
 	}
@@ -390,6 +452,9 @@ spec:
 			resumed = "resumed after an unplanned reboot (boot " + w.bootNow + " -> "
 		}
 		if err := c.whyRebooted(w.name, strings.TrimSpace(current), target, w.bootNow, boot, resumed); err != nil {
+			return err
+		}
+		if err := c.osUpdatedOn(ctx, w, callsBefore[w.name], boot); err != nil {
 			return err
 		}
 		w.bootNow = boot
@@ -563,6 +628,7 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 		return err
 	}
 	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
+	sources := c.sourcesNow()
 	f := c.s.path("50-worker-chrony-v3.yaml")
 	if err := os.WriteFile(f, []byte(chronyV3), 0o644); err != nil {
 		return err
@@ -570,7 +636,7 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
 		return err
 	}
-	target, err := c.waitTargetSources(ctx, current, 5)
+	target, err := c.waitTargetSources(ctx, current, sources)
 	if err != nil {
 		return err
 	}

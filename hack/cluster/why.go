@@ -77,10 +77,13 @@ func (c *cluster) whyRebooted(node, from, to, bootBefore, bootAfter, resumed str
 	}
 	// The record itself, as kubectl shows it (the log keeps a real one).
 	c.kubectl("get", "nodehistory", node, "-o", "yaml")
-	if missing := whyMissing(out, from, to, bootBefore, bootAfter, resumed); len(missing) > 0 {
+	missing := whyMissing(out, from, to, bootBefore, bootAfter, resumed)
+	// The scenario's OS update (osupdate.go) is part of the same update.
+	missing = append(missing, whyOSMissing(out)...)
+	if len(missing) > 0 {
 		return fmt.Errorf("kubectl ndp why %s: its newest update lacks %s", node, strings.Join(missing, "; "))
 	}
-	c.summary = append(c.summary, fmt.Sprintf("why %s: %s of %s, no policy -> Reboot (%s); drain and reboot ran; boot %s -> %s",
+	c.summary = append(c.summary, fmt.Sprintf("why %s: %s of %s, no policy -> Reboot (%s); osImageURL and kernelArguments added -> Reboot; drain and reboot ran; boot %s -> %s",
 		node, appChange, appMachineConfig, appReason, shortID(bootBefore), shortID(bootAfter)))
 	return nil
 }

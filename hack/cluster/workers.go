@@ -79,8 +79,8 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return err
 	}
-	for _, b := range []string{"kubelet", "kube-proxy"} {
-		if err := copyFile(c.bin(b), filepath.Join(binDir, b), 0o755); err != nil {
+	for b, src := range map[string]string{"kubelet": "kubelet", "kube-proxy": "kube-proxy", "rpm-ostree": "rpm-ostree-standin"} {
+		if err := copyFile(c.bin(src), filepath.Join(binDir, b), 0o755); err != nil {
 			return err
 		}
 	}
@@ -108,14 +108,24 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 			}
 		}
 		share := s.path("vms", w.name, "share", "rootfs")
-		for _, b := range []string{"kubelet", "kube-proxy"} {
-			dst := filepath.Join(share, "usr", "local", "bin", b)
+		for b, dst := range map[string]string{"kubelet": "usr/local/bin/kubelet", "kube-proxy": "usr/local/bin/kube-proxy", "rpm-ostree": "usr/bin/rpm-ostree"} {
+			dst := filepath.Join(share, dst)
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return err
 			}
 			if err := os.Link(filepath.Join(binDir, b), dst); err != nil {
 				return err
 			}
+		}
+		// The stand-in's boot unit, enabled: from the second boot on (the
+		// first has nothing staged) it runs before containerd, so the
+		// daemon's pod sees the deployment this boot made current.
+		wants := filepath.Join(share, "etc", "systemd", "system", "sysinit.target.wants")
+		if err := os.MkdirAll(wants, 0o755); err != nil {
+			return err
+		}
+		if err := os.Symlink("../"+standinUnit, filepath.Join(wants, standinUnit)); err != nil {
+			return err
 		}
 		server := "https://" + nodeIP + ":" + apiPort
 		if err := writeFiles(map[string]string{
@@ -131,6 +141,7 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "10-node-ip.conf"): guestKubeletDropIn(w.ip),
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "20-images.conf"):  guestImagesDropIn,
 			filepath.Join(share, "usr", "local", "sbin", "node-images"):                              guestImagesScript,
+			filepath.Join(share, "etc", "systemd", "system", standinUnit):                            standinUnitText,
 			// kubelet.conf is the worker pool's (its MachineConfig
 			// 01-worker-kubelet, which ndp-daemon updates): the share only
 			// provisions it, as Ignition would at first boot.
@@ -170,6 +181,27 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 	}
 	return nil
 }
+
+// standinUnit makes the deployment the rpm-ostree stand-in
+// (hack/rpm-ostree-standin, the VMs' /usr/bin/rpm-ostree) staged before this
+// boot the booted one, early, before anything that could ask.
+const standinUnit = "rpm-ostree-standin-boot.service"
+
+const standinUnitText = `[Unit]
+Description=rpm-ostree stand-in: the deployment staged before this boot becomes the booted one
+DefaultDependencies=no
+After=local-fs.target node-share.service
+Before=sysinit.target containerd.service kubelet.service shutdown.target
+Conflicts=shutdown.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/bin/rpm-ostree standin-boot
+
+[Install]
+WantedBy=sysinit.target
+`
 
 // joinWorkers waits for each worker VM's agent and kubelet, and records the
 // boot IDs the nodes started with.
