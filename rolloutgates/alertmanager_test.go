@@ -74,8 +74,8 @@ func TestAlertmanagerGate(t *testing.T) {
 	}, testkit.Within(time.Minute))
 
 	post(t, url+"/api/v2/silences", map[string]any{
-		"matchers":  []map[string]any{{"name": "alertname", "value": "NdpTestAlert", "isRegex": false, "isEqual": true}},
-		"startsAt":  now, "endsAt": now.Add(time.Hour), "createdBy": "ndp-test", "comment": "rolloutgates test",
+		"matchers": []map[string]any{{"name": "alertname", "value": "NdpTestAlert", "isRegex": false, "isEqual": true}},
+		"startsAt": now, "endsAt": now.Add(time.Hour), "createdBy": "ndp-test", "comment": "rolloutgates test",
 	})
 	testkit.Eventually(t, "the silenced alert is suppressed and does not hold (firingOnly)", func() (bool, string) {
 		res, _ := e.Results(t.Context(), firing)
