@@ -44,7 +44,8 @@ type Options struct {
 // call if spec.gates.alertmanager is; 0 per pool, node or reconcile. The
 // blocking pods are read from the reader on every call (the manager's
 // cache: no request). Safe for concurrent use; concurrent callers of one
-// policy wait for a single evaluation.
+// policy wait for a single evaluation (at most Timeout, once per
+// Interval), callers of other policies do not wait for it.
 type Evaluator struct {
 	r    client.Reader
 	opts Options
@@ -126,7 +127,7 @@ func (e *Evaluator) remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (roll
 	if !en.next.IsZero() && start.Before(en.next) {
 		return en.results, en.next
 	}
-	res := e.ask(ctx, p.Name, p.Spec.Gates, start)
+	res := e.ask(ctx, p.Name, p.Spec.Gates)
 	if ctx.Err() != nil {
 		// The caller gave up (the manager stops): what failed for that
 		// is not the gate's answer, so it is not kept.
@@ -137,7 +138,7 @@ func (e *Evaluator) remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (roll
 }
 
 // ask calls the policy's remote gates, at once, each within Timeout.
-func (e *Evaluator) ask(ctx context.Context, policy string, g *v1alpha1.RolloutGates, now time.Time) rolloutcontrol.GateResults {
+func (e *Evaluator) ask(ctx context.Context, policy string, g *v1alpha1.RolloutGates) rolloutcontrol.GateResults {
 	var res rolloutcontrol.GateResults
 	var wg sync.WaitGroup
 	call := func(gate string, f func(context.Context) error) {
@@ -165,7 +166,7 @@ func (e *Evaluator) ask(ctx context.Context, policy string, g *v1alpha1.RolloutG
 		}
 		if pg.Query != "" {
 			call(GatePrometheusQuery, func(ctx context.Context) error {
-				res.PrometheusQuery = PrometheusQuery(ctx, pg.URL, pg.Query, now, rt)
+				res.PrometheusQuery = PrometheusQuery(ctx, pg.URL, pg.Query, rt)
 				return res.PrometheusQuery.Err
 			})
 		}

@@ -58,16 +58,16 @@ func PrometheusAlerts(ctx context.Context, rawURL string, rt http.RoundTripper) 
 	return out
 }
 
-// PrometheusQuery runs the gate's PromQL expression at now (/api/v1/query:
-// one request). An instant vector gives its samples, a scalar one sample
+// PrometheusQuery runs the gate's PromQL expression (/api/v1/query: one
+// request) at Prometheus' own time, so a skewed clock here moves nothing. An instant vector gives its samples, a scalar one sample
 // without labels; a range vector or a string is an error (the gate wants a
 // value that must be empty or zero).
-func PrometheusQuery(ctx context.Context, rawURL, query string, now time.Time, rt http.RoundTripper) *rolloutcontrol.QueryResult {
+func PrometheusQuery(ctx context.Context, rawURL, query string, rt http.RoundTripper) *rolloutcontrol.QueryResult {
 	c, err := newClient(rawURL, rt)
 	if err != nil {
 		return &rolloutcontrol.QueryResult{Err: err}
 	}
-	v, _, err := promv1.NewAPI(c).Query(ctx, query, now)
+	v, _, err := promv1.NewAPI(c).Query(ctx, query, time.Time{})
 	if err != nil {
 		return &rolloutcontrol.QueryResult{Err: callError(rawURL, err)}
 	}
