@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
@@ -15,6 +17,7 @@ import (
 // The blocking-pod gate lists pods by selector from a real API server,
 // with their nodes and their namespaces' labels.
 func TestBlockingPods(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard()) // envtest's client logs nothing worth reading here
 	c := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "..", NoCRDs: true}).Client
 	ctx := context.Background()
 	mk := func(o client.Object) {
