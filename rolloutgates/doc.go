@@ -11,6 +11,17 @@
 // number of pools, nodes or reconciles; none per node. The blocking-pod
 // gate reads the cache on every call: 0 API requests with a cached reader.
 //
+// In a reconcile (e from NewEvaluator(mgr.GetCache(), Options{}), made
+// once; Forget a deleted policy):
+//
+//	res, next := e.Results(ctx, policy)
+//	verdict := rolloutcontrol.EvaluateGates(compiled, res)
+//	// requeue at next (when non-zero) to see the remote gates change
+//
+// The blocking-pod gate reads pods and namespaces through the reader: the
+// controller needs list and watch on both (RBAC), and watches pods to
+// see a blocking pod go.
+//
 // It stands on apis and rolloutcontrol (level 3 of docs/design.md's import
 // rule, like render): the controllers use it, it uses none of them.
 package rolloutgates
