@@ -78,13 +78,13 @@ test: test-go test-rego test-fuzz
 # The cluster tests (test/cluster, test/node) run envtest against the real binaries in $(BIN);
 # test/node also runs systemd user managers (root, /lib/systemd/systemd, unshare).
 # Every package runs under the race detector (needs cgo: gcc) except those matching NORACE_PKGS:
-# - test/cluster, test/node, test/mco, test/scale, hack/cluster(/vm): suites that start API servers, daemons, systemd
+# - test/cluster, test/node, test/mco, test/scale, test/docs, hack/cluster(/vm): suites that start API servers, daemons, systemd
 #   managers or VMs; much of what they test runs in other, uninstrumented processes, and -race's slowdown on top of
 #   theirs would cost more than the CI budget allows (NDP_RACE=1 builds test/node's daemon with -race on demand);
 # - mcorules: pure functions, but its agreement test replays 10,400 recorded MCO verdicts, over 10 minutes under -race.
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
 # so they skip under -race and run here without it.
-NORACE_PKGS := /test/(cluster|node|mco|scale)$$|/hack/cluster(/vm)?$$|/mcorules$$
+NORACE_PKGS := /test/(cluster|node|mco|scale|docs)$$|/hack/cluster(/vm)?$$|/mcorules$$
 # NDP_REQUIRE_PROMETHEUS: rolloutgates' test fails, not skips, without Debian's prometheus and
 # prometheus-alertmanager (hack/packages.sh test installs them).
 test-go: packages control-plane

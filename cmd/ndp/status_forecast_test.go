@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 )
 
 const cfgZ = "rendered-worker-9a8b7c6d5e4f30211203f4e5d6c7b8a9"
@@ -119,6 +120,24 @@ func TestStatusForecastsText(t *testing.T) {
 	}
 	if d := cmp.Diff(want, "Forecasts ("+got); d != "" {
 		t.Errorf("forecasts text (-want +got):\n%s\nall:\n%s", d, out)
+	}
+	// docs/rollouts.md shows the first forecast of this output: the block
+	// must be how this output begins.
+	blocks, err := docexample.Parse("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := false
+	for _, b := range blocks {
+		if b.File == "docs/rollouts.md" && len(b.Lines) > 0 && strings.HasPrefix(b.Lines[0], "Forecasts (") {
+			shown = true
+			if page := strings.Join(b.Lines, "\n") + "\n"; !strings.HasPrefix("Forecasts ("+got, page) {
+				t.Errorf("%s: the forecasts block is not how ndp status's forecasts begin:\n%s", b, page)
+			}
+		}
+	}
+	if !shown {
+		t.Error("docs/rollouts.md: no block of forecasts")
 	}
 	// Without forecasts, nothing is said about them.
 	withFakeCluster(t)

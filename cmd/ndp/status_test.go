@@ -19,6 +19,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
+	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 )
 
 // cond parses "Type=Status/Reason" or "Type=Status/Reason:message".
@@ -289,6 +290,20 @@ stray  -        -        -      no config yet
 			t.Errorf("line wider than 120 columns: %q", l)
 		}
 	}
+
+	// docs/rollouts.md shows this worker pool: its session runs here, on
+	// the same fake cluster.
+	docexample.Check(t, "../..", "status-worker", func(command string) string {
+		args, ok := strings.CutPrefix(command, "kubectl ndp ")
+		if !ok {
+			t.Fatalf("%q: not a kubectl ndp command", command)
+		}
+		code, out, errOut := ndp(t, strings.Fields(args)...)
+		if code != exitOK {
+			t.Errorf("%s: exit %d: %s", command, code, errOut)
+		}
+		return out
+	})
 
 	// One pool by name; no "(none)" then.
 	code, out, _ = ndp(t, "status", "worker", "-o", "yaml")

@@ -376,6 +376,7 @@ spec:
 		line := fmt.Sprintf("%s: boot %s -> %s (%d boots since the change, want %d: %s; the Node says %s); app.conf %q",
 			w.name, w.bootNow[:8], boot[:8], b-boots[w.name], want, what, shortID(nodeBoot), strings.TrimSpace(string(file)))
 		fmt.Println(line)
+		fmt.Printf("%s: %s\n", w.name, c.bootCost(ctx, w))
 		c.summary = append(c.summary, line)
 		if b-boots[w.name] != want || boot == w.bootNow || nodeBoot != boot {
 			return fmt.Errorf("%s: want %d boot(s), the last seen by the node and its Node object", w.name, want)

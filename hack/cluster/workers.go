@@ -220,6 +220,9 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 			fmt.Printf("%s: WARNING: the share's images were not imported (%s %v); the kubelet pulls them\n%s\n", w.name, strings.TrimSpace(out), err, log)
 		}
 	}
+	for _, w := range c.workers {
+		fmt.Printf("%s: %s\n", w.name, c.bootCost(ctx, w))
+	}
 	fmt.Printf("every worker VM Ready %s after qemu started\n", time.Since(t).Round(time.Second))
 	return nil
 }
@@ -250,6 +253,39 @@ func (c *cluster) waitJoined(ctx context.Context, w *worker) error {
 		}
 		return o
 	})
+}
+
+// bootCost says where a worker's last boot spent its time, from systemd:
+// the kernel and userspace, the share's copy and image import, and when
+// the kubelet started (what a reboot costs a scenario, and why).
+func (c *cluster) bootCost(ctx context.Context, w *worker) string {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	total, err := w.vm.Run(rctx, "systemd-analyze", "time")
+	if err != nil {
+		return "boot cost unknown: " + err.Error()
+	}
+	total, _, _ = strings.Cut(strings.TrimSpace(total), "\n")
+	total = strings.TrimPrefix(total, "Startup finished in ")
+	out, _ := w.vm.Run(rctx, "systemctl", "show", "-p", "Id,ExecMainStartTimestampMonotonic,ExecMainExitTimestampMonotonic,ActiveEnterTimestampMonotonic",
+		"node-share.service", "node-images.service", "kubelet.service")
+	parts := []string{"boot " + total}
+	for _, unit := range strings.Split(strings.TrimSpace(out), "\n\n") {
+		f := map[string]string{}
+		for _, l := range strings.Split(unit, "\n") {
+			k, v, _ := strings.Cut(l, "=")
+			f[k] = v
+		}
+		us := func(k string) float64 { n, _ := strconv.ParseFloat(f[k], 64); return n / 1e6 }
+		name := strings.TrimSuffix(f["Id"], ".service")
+		switch {
+		case name == "kubelet":
+			parts = append(parts, fmt.Sprintf("kubelet started %.1fs after the kernel", us("ActiveEnterTimestampMonotonic")))
+		case us("ExecMainExitTimestampMonotonic") > 0:
+			parts = append(parts, fmt.Sprintf("%s %.1fs", name, us("ExecMainExitTimestampMonotonic")-us("ExecMainStartTimestampMonotonic")))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // stopWorkers stops the VMs (qemu and its forwards' socat) and reports

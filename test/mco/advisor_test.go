@@ -39,6 +39,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/render"
 )
@@ -125,6 +126,7 @@ func TestAdvisorInstalledBesideTheMCO(t *testing.T) {
 	// plans a restart where the MCO drains and reboots, and says which
 	// MachineConfiguration entry gets that from the MCO.
 	a.applyPolicy(t, "../../examples/policies/chrony.yaml")
+	docexample.Check(t, "../..", "advisor-preview", a.exampleRunner(t))
 
 	idmsFile := filepath.Join(t.TempDir(), "idms.yaml")
 	if err := os.WriteFile(idmsFile, []byte(idmsManifest), 0o600); err != nil {
@@ -150,6 +152,10 @@ func TestAdvisorInstalledBesideTheMCO(t *testing.T) {
 		if t.Failed() {
 			break // the next step starts from this one's config
 		}
+	}
+	if !t.Failed() {
+		// The forecasts of the four moves, as docs/openshift.md lists them.
+		docexample.Check(t, "../..", "advisor-forecasts", a.exampleRunner(t))
 	}
 
 	// The MCO's own writes (its controllers' KubeletConfig, generated
@@ -525,6 +531,39 @@ func (a *installedAdvisor) nodesOn(t *testing.T) string {
 func (a *installedAdvisor) kubectlRun(args ...string) (string, error) {
 	out, err := exec.Command(a.kubectl, append([]string{"--kubeconfig", a.Kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// exampleRunner runs the commands of an example session (docexample) as a
+// reader of docs/openshift.md would: by sh, from the repository's root, with oc
+// (here the same binary as kubectl) on PATH and KUBECONFIG set to this
+// cluster. A preview the webhook could not make in time (a loaded machine:
+// it gives up after 3 s and is ignored) is retried, as previewUntil does.
+func (a *installedAdvisor) exampleRunner(t *testing.T) func(command string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, name := range []string{"kubectl", "oc"} {
+		if err := os.Symlink(a.kubectl, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(command string) string {
+		var out string
+		testkit.Eventually(t, command+" makes its preview", func() (bool, string) {
+			cmd := exec.Command("sh", "-c", command)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+a.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			b, _ := cmd.CombinedOutput()
+			out = string(b)
+			return !strings.Contains(command, "--dry-run=server") || strings.Contains(out, "Warning: MCO: "), out
+		})
+		t.Logf("$ %s\n%s", command, out)
+		return out
+	}
+	return run
 }
 
 // applyPolicy creates an ndp NodeDisruptionPolicy: ndp's own webhook

@@ -23,6 +23,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 )
 
 // A second digest-only mirror: adding it is, like the first, a safe
@@ -231,8 +232,9 @@ func TestAdvisorObservesTheMCOsUpdates(t *testing.T) {
 		}
 		d.observed(t, f, func(o *v1alpha1.ForecastObserved) bool { return int(o.Agreed) == len(a.nodes) })
 	})
-	if out, err := a.kubectlRun("get", "nodehistories", "-o", "wide"); err == nil {
-		t.Logf("kubectl get nodehistories -o wide:\n%s", out)
+	if !t.Failed() {
+		// docs/openshift.md's listing of what was observed: this run's.
+		docexample.Check(t, "../..", "advisor-nodehistories", a.exampleRunner(t))
 	}
 	t.Logf("TestAdvisorObservesTheMCOsUpdates took %s", time.Since(began).Round(time.Second))
 }

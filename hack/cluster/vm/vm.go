@@ -100,7 +100,8 @@ type Config struct {
 	// Image is the directory of base.qcow2, vmlinuz and initrd.img.
 	Image string
 	// Share, if set, is a host directory exported read-only as 9p tag
-	// "node"; its rootfs/ is copied over the guest's / at every boot.
+	// "node"; its rootfs/ is copied over the guest's / at boot, when
+	// its files changed since the last copy.
 	Share string
 	// MemoryMB is the guest's memory (default 768); CPUs its vCPUs
 	// (default 1: more only slow TCG down on a small host).

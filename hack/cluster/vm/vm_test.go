@@ -140,6 +140,9 @@ func TestVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("sh", "-c", "echo written before the reboot >/root/marker && sync")
+	// A file from the share the node changes: an unchanged share is not
+	// copied again at the next boot (provisioned once, as by Ignition).
+	run("sh", "-c", "echo changed on the node >/etc/ndp-share-test && sync")
 
 	// The network: the forward works, nothing else is reachable.
 	got := run("timeout", "60", "bash", "-c", "exec 3<>/dev/tcp/10.0.2.100/8080; cat <&3")
@@ -178,6 +181,9 @@ func TestVM(t *testing.T) {
 	logBoot(t, within(5*time.Minute), v, "reboot", t1)
 	if got := run("cat", "/root/marker"); got != "written before the reboot" {
 		t.Errorf("/root/marker after the reboot: %q", got)
+	}
+	if got := run("cat", "/etc/ndp-share-test"); got != "changed on the node" {
+		t.Errorf("/etc/ndp-share-test after a reboot with the share unchanged: %q, want the node's change kept", got)
 	}
 	if pid != v.PID() || v.exited() {
 		t.Errorf("qemu did not stay the same process across the reboot")
