@@ -47,6 +47,10 @@ for p in "$@"; do
 		req cmd qemu-system-x86_64 qemu-system-x86 "the worker VM test"
 		req cmd qemu-img qemu-utils "the worker VM test's disk"
 		req cmd gcc gcc "the race detector (cgo)"
+		# rolloutgates' test starts its own on loopback ports (make test sets
+		# NDP_REQUIRE_PROMETHEUS, so it fails rather than skips without them).
+		req cmd prometheus prometheus "the rollout gates' test, a real Prometheus"
+		req cmd prometheus-alertmanager prometheus-alertmanager "the rollout gates' test, a real Alertmanager"
 		;;
 	local-cluster)
 		goals+=("make local-cluster")

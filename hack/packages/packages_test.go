@@ -20,7 +20,8 @@ import (
 // The commands and files of every profile (cluster with its worker VMs).
 var (
 	allCommands = []string{"make", "git", "systemctl", "unshare", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
-		"iptables", "ip", "nsenter", "qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "gcc"}
+		"iptables", "ip", "nsenter", "qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "gcc",
+		"prometheus", "prometheus-alertmanager"}
 	allFiles = []string{"/lib/systemd/systemd", "/usr/lib/cni/bridge"}
 )
 
@@ -140,9 +141,10 @@ func TestProfilesNeedTheirOwn(t *testing.T) {
 		env     []string
 	}{
 		{"test", []string{"containerd", "ctr", "runc", "iptables", "ip", "nsenter", "debootstrap", "socat", "mkfs.ext4", "/usr/lib/cni/bridge"}, nil},
-		{"local-cluster", []string{"containerd", "runc", "qemu-system-x86_64", "qemu-img", "debootstrap", "socat", "/usr/lib/cni/bridge", "gcc"}, nil},
+		{"local-cluster", []string{"containerd", "runc", "qemu-system-x86_64", "qemu-img", "debootstrap", "socat", "/usr/lib/cni/bridge", "gcc",
+			"prometheus", "prometheus-alertmanager"}, nil},
 		// Asked for the smaller scenario: no worker VMs, so no qemu, debootstrap or socat.
-		{"cluster", []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat"}, []string{"NDP_CLUSTER_VMS=0"}},
+		{"cluster", []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "prometheus", "prometheus-alertmanager"}, []string{"NDP_CLUSTER_VMS=0"}},
 	} {
 		r := run(t, machine{absent: c.absent, env: c.env}, c.profile)
 		if r.code != 0 || r.apt != nil {
@@ -179,6 +181,25 @@ func TestInstallsAsRootOnDebian(t *testing.T) {
 	for _, why := range []string{"util-linux: unshare, nsenter", "containerd: containerd, ctr", "containernetworking-plugins: /usr/lib/cni/bridge", "socat: socat"} {
 		if i := strings.Index(r.stdout, why); i < 0 || i > called {
 			t.Errorf("%q is not said before apt-get runs:\n%s", why, r.stdout)
+		}
+	}
+}
+
+// make test's rollout-gate test needs Debian's Prometheus and Alertmanager:
+// the test profile installs them, saying why.
+func TestTestInstallsPrometheus(t *testing.T) {
+	absent := []string{"prometheus", "prometheus-alertmanager"}
+	r := run(t, machine{absent: absent, provides: absent}, "test")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if want := []string{"update", "install -y --no-install-recommends prometheus prometheus-alertmanager"}; !slices.Equal(r.apt, want) {
+		t.Errorf("apt-get called with\n  %q\nwant\n  %q", r.apt, want)
+	}
+	for _, why := range []string{"prometheus: prometheus (the rollout gates' test, a real Prometheus)",
+		"prometheus-alertmanager: prometheus-alertmanager (the rollout gates' test, a real Alertmanager)"} {
+		if !strings.Contains(r.stdout, why) {
+			t.Errorf("%q is not said:\n%s", why, r.stdout)
 		}
 	}
 }

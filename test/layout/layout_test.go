@@ -159,3 +159,27 @@ func TestRolloutControlIsPure(t *testing.T) {
 		t.Fatalf("go list gave %d of ndp's packages for rolloutcontrol: not a real dependency list", own)
 	}
 }
+
+// TestRolloutGatesBelowTheControllers: the package that asks Prometheus,
+// Alertmanager and the cache for a rollout policy's gates stands at the
+// third level, on apis and rolloutcontrol alone (like render), so the
+// controllers, the CLI and the preview can share it and it links no OPA.
+func TestRolloutGatesBelowTheControllers(t *testing.T) {
+	own := 0
+	for _, p := range deps(t, "./rolloutgates") {
+		if strings.HasPrefix(p, "github.com/open-policy-agent/opa") {
+			t.Errorf("rolloutgates links %s: it evaluates gates, not policies", p)
+		}
+		if !strings.HasPrefix(p, module) {
+			continue
+		}
+		own++
+		rel := strings.TrimPrefix(p, module)
+		if rel != "rolloutgates" && rel != "rolloutcontrol" && rel != "apis" && !strings.HasPrefix(rel, "apis/") {
+			t.Errorf("rolloutgates imports %s: it stands on apis and rolloutcontrol alone", p)
+		}
+	}
+	if own < 4 {
+		t.Fatalf("go list gave %d of ndp's packages for rolloutgates: not a real dependency list", own)
+	}
+}

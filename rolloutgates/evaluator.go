@@ -1,0 +1,182 @@
+package rolloutgates
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/rolloutcontrol"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval = 30 * time.Second
+	DefaultTimeout  = 5 * time.Second
+)
+
+// Options tune an Evaluator; the zero value takes the defaults.
+type Options struct {
+	// Interval: a policy's remote gates are asked at most this often
+	// (DefaultInterval).
+	Interval time.Duration
+	// Timeout bounds each call to Prometheus or Alertmanager
+	// (DefaultTimeout).
+	Timeout time.Duration
+	// RoundTripper carries the calls (client_golang's
+	// api.DefaultRoundTripper).
+	RoundTripper http.RoundTripper
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Evaluator gives a policy's evaluated gates to the rollout controller on
+// every reconcile without asking Prometheus or Alertmanager each time: the
+// remote answers are kept per policy (name, UID and generation: a changed
+// spec is asked again at once) for Interval. Requests per policy per
+// Interval: 1 Prometheus alerts call if spec.gates.prometheus.alerts is
+// set, 1 query if spec.gates.prometheus.query is, 1 Alertmanager alerts
+// call if spec.gates.alertmanager is; 0 per pool, node or reconcile. The
+// blocking pods are read from the reader on every call (the manager's
+// cache: no request). Safe for concurrent use; concurrent callers of one
+// policy wait for a single evaluation (at most Timeout, once per
+// Interval), callers of other policies do not wait for it.
+type Evaluator struct {
+	r    client.Reader
+	opts Options
+
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+// entry is one policy's last remote answers; mu serializes its evaluation.
+type entry struct {
+	uid        types.UID
+	generation int64
+
+	mu      sync.Mutex
+	results rolloutcontrol.GateResults // remote gates only
+	next    time.Time                  // zero: not evaluated yet
+}
+
+// NewEvaluator is an Evaluator reading pods and namespaces from r (the
+// manager's cache).
+func NewEvaluator(r client.Reader, opts Options) *Evaluator {
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.RoundTripper == nil {
+		opts.RoundTripper = api.DefaultRoundTripper
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Evaluator{r: r, opts: opts, entries: map[string]*entry{}}
+}
+
+// Results are the policy's gates, evaluated: the remote ones as last asked
+// (at most Interval ago), the blocking pods as the reader has them now.
+// next is when the remote gates will be asked again (the controller
+// requeues then to see a change); zero when the policy has none. The
+// results are shared between callers: read them, do not change them.
+func (e *Evaluator) Results(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
+	var res rolloutcontrol.GateResults
+	var next time.Time
+	g := p.Spec.Gates
+	if g == nil {
+		return res, next
+	}
+	if g.Prometheus != nil || g.Alertmanager != nil {
+		res, next = e.remote(ctx, p)
+	}
+	if g.BlockingPods != nil {
+		res.BlockingPods = BlockingPods(ctx, e.r, g.BlockingPods)
+	}
+	return res, next
+}
+
+// Forget drops what is kept for a policy (deleted), and its metrics.
+func (e *Evaluator) Forget(name string) {
+	e.mu.Lock()
+	delete(e.entries, name)
+	e.mu.Unlock()
+	gateEvaluations.DeletePartialMatch(map[string]string{"policy": name})
+	gateErrors.DeletePartialMatch(map[string]string{"policy": name})
+}
+
+func (e *Evaluator) remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
+	e.mu.Lock()
+	en := e.entries[p.Name]
+	if en == nil || en.uid != p.UID || en.generation != p.Generation {
+		en = &entry{uid: p.UID, generation: p.Generation}
+		e.entries[p.Name] = en
+	}
+	e.mu.Unlock()
+
+	en.mu.Lock()
+	defer en.mu.Unlock()
+	start := e.opts.Now()
+	if !en.next.IsZero() && start.Before(en.next) {
+		return en.results, en.next
+	}
+	res := e.ask(ctx, p.Name, p.Spec.Gates)
+	if ctx.Err() != nil {
+		// The caller gave up (the manager stops): what failed for that
+		// is not the gate's answer, so it is not kept.
+		return res, start
+	}
+	en.results, en.next = res, start.Add(e.opts.Interval)
+	return en.results, en.next
+}
+
+// ask calls the policy's remote gates, at once, each within Timeout.
+func (e *Evaluator) ask(ctx context.Context, policy string, g *v1alpha1.RolloutGates) rolloutcontrol.GateResults {
+	var res rolloutcontrol.GateResults
+	var wg sync.WaitGroup
+	call := func(gate string, f func(context.Context) error) {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+			defer cancel()
+			t := time.Now()
+			err := f(cctx)
+			gateSeconds.WithLabelValues(gate).Observe(time.Since(t).Seconds())
+			result := "ok"
+			if err != nil {
+				result = "error"
+				gateErrors.WithLabelValues(policy, gate).Inc()
+			}
+			gateEvaluations.WithLabelValues(policy, gate, result).Inc()
+		})
+	}
+	rt := e.opts.RoundTripper
+	if pg := g.Prometheus; pg != nil {
+		if pg.Alerts != nil {
+			call(GatePrometheusAlerts, func(ctx context.Context) error {
+				res.PrometheusAlerts = PrometheusAlerts(ctx, pg.URL, rt)
+				return res.PrometheusAlerts.Err
+			})
+		}
+		if pg.Query != "" {
+			call(GatePrometheusQuery, func(ctx context.Context) error {
+				res.PrometheusQuery = PrometheusQuery(ctx, pg.URL, pg.Query, rt)
+				return res.PrometheusQuery.Err
+			})
+		}
+	}
+	if ag := g.Alertmanager; ag != nil {
+		call(GateAlertmanagerAlerts, func(ctx context.Context) error {
+			res.AlertmanagerAlerts = AlertmanagerAlerts(ctx, ag.URL, rt)
+			return res.AlertmanagerAlerts.Err
+		})
+	}
+	wg.Wait()
+	return res
+}
