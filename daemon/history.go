@@ -34,9 +34,9 @@ const (
 
 // changeID maps a plan reason's change ("file /etc/chrony.conf: contents
 // changed", "unit crio.service: added") to the change id the rendered
-// config's ndp.dev/sources annotation uses ("file:/etc/chrony.conf"), or ""
-// for a change no MachineConfig contributes alone (ssh keys, password, OS
-// fields). A path may itself hold ": ": the split that names an id known
+// config's ndp.dev/sources annotation uses ("file:/etc/chrony.conf",
+// "os:osImageURL"), or "" for a change no MachineConfig contributes alone
+// (ssh keys, password). A path may itself hold ": ": the split that names an id known
 // to sources wins, else the first.
 func changeID(change string, sources ...map[string]string) string {
 	var kind, rest string
@@ -46,6 +46,12 @@ func changeID(change string, sources ...map[string]string) string {
 	case strings.HasPrefix(change, "unit "):
 		kind, rest = "unit", change[len("unit "):]
 	default:
+		// An OS field: "osImageURL: changed", "kernelArguments: added".
+		field, _, _ := strings.Cut(change, ": ")
+		switch field {
+		case "osImageURL", "baseOSExtensionsContainerImage", "kernelArguments", "extensions", "kernelType":
+			return "os:" + field
+		}
 		return ""
 	}
 	first := ""

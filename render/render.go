@@ -66,9 +66,10 @@ type Rendered struct {
 	// Name is rendered-<pool>-<digest of the spec>: equal content, equal name.
 	Name string
 	Spec mcfgv1.MachineConfigSpec
-	// Sources maps change ids ("file:/etc/x", "unit:y.service") to the
-	// MachineConfig that gave them (ndpmcv1.SourcesAnnotation): the last,
-	// in merge order, that has the file or unit (or one of its drop-ins).
+	// Sources maps change ids ("file:/etc/x", "unit:y.service",
+	// "os:osImageURL") to the MachineConfig that gave them
+	// (ndpmcv1.SourcesAnnotation): the last, in merge order, that has the
+	// file or unit (or one of its drop-ins) or sets the OS field.
 	Sources map[string]string
 	// SectionSources maps the fields that can be unreconcilable
 	// ("spec.config.storage.disks", "spec.fips"...) to the MachineConfigs
@@ -251,6 +252,19 @@ func fold(sources []Source, mcoValidation bool) (*folded, error) {
 			}
 		}
 		s := src.Spec
+		// The OS fields' sources, for the history ("os:<field>", the
+		// planner's change ids): the last MachineConfig that sets each.
+		for field, set := range map[string]bool{
+			"os:osImageURL":                     s.OSImageURL != "",
+			"os:baseOSExtensionsContainerImage": s.BaseOSExtensionsContainerImage != "",
+			"os:kernelArguments":                len(s.KernelArguments) > 0,
+			"os:extensions":                     len(s.Extensions) > 0,
+			"os:kernelType":                     s.KernelType != "" && s.KernelType != machineconfig.KernelTypeDefault,
+		} {
+			if set {
+				m.origin[field] = src.Name
+			}
+		}
 		if s.FIPS {
 			m.sections["spec.fips"] = append(m.sections["spec.fips"], src.Name)
 		}

@@ -67,7 +67,10 @@ func TestMergeInNameOrder(t *testing.T) {
 	if d := cmp.Diff(map[string]string{"/etc/a": "data:,from%2099", "/etc/b": "data:,b"}, got); d != "" {
 		t.Errorf("files (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(map[string]string{"file:/etc/a": "99-override", "file:/etc/b": "00-base"}, r.Sources); d != "" {
+	// The OS fields' source is the last that sets each: 00-base alone sets
+	// the image.
+	if d := cmp.Diff(map[string]string{"file:/etc/a": "99-override", "file:/etc/b": "00-base",
+		"os:osImageURL": "00-base", "os:kernelArguments": "99-override", "os:extensions": "99-override", "os:kernelType": "99-override"}, r.Sources); d != "" {
 		t.Errorf("sources (-want +got):\n%s", d)
 	}
 	// Extensions are concatenated in merge order, duplicates kept, as the

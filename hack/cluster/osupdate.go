@@ -157,13 +157,13 @@ func (c *cluster) osUpdatedOn(ctx context.Context, w *worker, before int, boot s
 
 // whyOSMissing reads `kubectl ndp why NODE --update 1` for the OS part of
 // the drain-and-reboot update: the osImageURL and kernelArguments changes,
-// each planned as a reboot.
+// each from the OS MachineConfig, each planned as a reboot.
 func whyOSMissing(out string) []string {
 	var missing []string
 	for _, field := range []string{"osImageURL", "kernelArguments"} {
-		re := regexp.MustCompile(`(?m)^  ` + field + `: (?:added|changed)(?: \(MachineConfig [^)\n]*\))?\n    decided by: [^\n]*-> Reboot\b`)
+		re := regexp.MustCompile(`(?m)^  ` + field + `: (?:added|changed) \(MachineConfig ` + osMachineConfig + `\)\n    decided by: [^\n]*-> Reboot\b`)
 		if !re.MatchString(out) {
-			missing = append(missing, fmt.Sprintf("the %s change, decided as a reboot", field))
+			missing = append(missing, fmt.Sprintf("the %s change from %s, decided as a reboot", field, osMachineConfig))
 		}
 	}
 	return missing

@@ -55,7 +55,7 @@ func TestWhyOSMissing(t *testing.T) {
     decided by: no policy -> Reboot (no policy claims this change)
   kernelArguments: added (MachineConfig 70-worker-os)
     decided by: policy default -> Reboot
-  osImageURL: added
+  osImageURL: added (MachineConfig 70-worker-os)
     decided by: policy default -> Reboot
 `
 	if m := whyOSMissing(out); len(m) != 0 {
@@ -66,6 +66,9 @@ func TestWhyOSMissing(t *testing.T) {
 	}
 	if m := whyOSMissing(strings.Replace(out, "  osImageURL: added", "  osImage: added", 1)); len(m) != 1 || !strings.Contains(m[0], "osImageURL") {
 		t.Fatalf("no osImageURL change: %v", m)
+	}
+	if m := whyOSMissing(strings.Replace(out, "osImageURL: added (MachineConfig 70-worker-os)", "osImageURL: added", 1)); len(m) != 1 || !strings.Contains(m[0], "osImageURL") {
+		t.Fatalf("the osImageURL change's MachineConfig not named: %v", m)
 	}
 }
 
