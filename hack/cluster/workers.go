@@ -369,6 +369,9 @@ func shareImages(ndpLayout, pauseLayout string) map[string][2]string {
 const (
 	guestImagesDropIn = `[Service]
 ExecStartPre=-/bin/sh /usr/local/sbin/node-images
+# The import takes what the machine gives it: under load, more than the
+# default 90 s start timeout, which killed it and restarted it forever.
+TimeoutStartSec=infinity
 `
 	guestImagesScript = `#!/bin/sh
 set -eu
