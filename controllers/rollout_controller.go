@@ -295,10 +295,10 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 	var gatesNext time.Time
 	for _, p := range policiesOfPool(pool, list.Items) {
 		pi := rolloutcontrol.PolicyInput{Policy: p}
+		// Without a GateSource the results stay nil: each gate holds as
+		// "not evaluated yet" (or warns, failOpen).
 		if p.Spec.Gates != nil {
-			if r.Gates == nil {
-				pi.Gates = unevaluatedGates(p)
-			} else {
+			if r.Gates != nil {
 				var next time.Time
 				pi.Gates, next = r.Gates.Results(ctx, p)
 				if !next.IsZero() && (gatesNext.IsZero() || next.Before(gatesNext)) {

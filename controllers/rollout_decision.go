@@ -360,7 +360,7 @@ func redirectHolds(pol rolloutPolicies, nodes []*corev1.Node, plan func(*corev1.
 		v := rolloutcontrol.CheckWindows(compiled, rolloutcontrol.KindsOf(p), pol.Now)
 		if !v.Allowed {
 			r := rolloutcontrol.Reason{Kind: rolloutcontrol.ReasonWindow, Node: n.Name, Until: v.Opens,
-				Detail: fmt.Sprintf("node %s (redirect): %s", n.Name, trimWaiting(rolloutcontrol.WindowMessage(v, pol.Now)))}
+				Detail: trimWaiting(rolloutcontrol.WindowMessage(v, pol.Now))}
 			if v.Never {
 				r.Kind = rolloutcontrol.ReasonNever
 			}

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"regexp"
 	"sort"
 	"strings"
@@ -30,30 +29,6 @@ import (
 // pool: it answers from its own cache.
 type GateSource interface {
 	Results(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time)
-}
-
-// errNoGateSource is the result of every gate when the controller has no
-// GateSource: a gate that cannot be evaluated holds (unless failOpen).
-var errNoGateSource = errors.New("gates not evaluated: the controller has no gate evaluator")
-
-// unevaluatedGates are the results of a policy's gates without a source.
-func unevaluatedGates(p *v1alpha1.RolloutPolicy) rolloutcontrol.GateResults {
-	var r rolloutcontrol.GateResults
-	g := p.Spec.Gates
-	if g == nil {
-		return r
-	}
-	if g.Prometheus != nil {
-		r.PrometheusAlerts = &rolloutcontrol.AlertsResult{Err: errNoGateSource}
-		r.PrometheusQuery = &rolloutcontrol.QueryResult{Err: errNoGateSource}
-	}
-	if g.Alertmanager != nil {
-		r.AlertmanagerAlerts = &rolloutcontrol.AlertsResult{Err: errNoGateSource}
-	}
-	if g.BlockingPods != nil {
-		r.BlockingPods = &rolloutcontrol.PodsResult{Err: errNoGateSource}
-	}
-	return r
 }
 
 // Metrics of the holds: how many nodes each kind of reason holds now, and
