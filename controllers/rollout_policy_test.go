@@ -228,7 +228,9 @@ func TestRolloutPolicyStatus(t *testing.T) {
 	p.Generation = 3
 	p.Spec.PoolSelector = metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}
 	entry := v1alpha1.PoolRolloutStatus{Pool: "worker", Holding: true, Reasons: []string{"held: node a by annotation ndp.dev/hold"}}
-	decided := func(pool string) (v1alpha1.PoolRolloutStatus, bool) { return entry, pool == "worker" || pool == "infra" }
+	decided := func(pool string) (v1alpha1.PoolRolloutStatus, bool) {
+		return entry, pool == "worker" || pool == "infra"
+	}
 	st := rolloutPolicyStatus(p, []mcfgv1.MachineConfigPool{infra, worker}, decided, now)
 	if st.ObservedGeneration != 3 || len(st.Pools) != 1 || st.Pools[0].Pool != "worker" {
 		t.Fatalf("status %+v", st)
