@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -206,11 +207,13 @@ func (p *poolPacing) forget(pool string) {
 type rolloutBoard struct {
 	mu      sync.Mutex
 	byPool  map[string]v1alpha1.PoolRolloutStatus
-	changes chan struct{}
+	// changes wakes the status writer (source.Channel): one pending
+	// signal covers every change, the writer then looks at every policy.
+	changes chan event.GenericEvent
 }
 
 func newRolloutBoard() *rolloutBoard {
-	return &rolloutBoard{byPool: map[string]v1alpha1.PoolRolloutStatus{}, changes: make(chan struct{}, 1)}
+	return &rolloutBoard{byPool: map[string]v1alpha1.PoolRolloutStatus{}, changes: make(chan event.GenericEvent, 1)}
 }
 
 // set records a pool's view at now; lastEvaluated moves only when the
@@ -256,7 +259,7 @@ func (b *rolloutBoard) remove(pool string) {
 
 func (b *rolloutBoard) changed() {
 	select {
-	case b.changes <- struct{}{}:
+	case b.changes <- event.GenericEvent{Object: &v1alpha1.RolloutPolicy{}}:
 	default: // one pending signal covers every change
 	}
 }

@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,17 +38,11 @@ func (r *RolloutPolicyStatusReconciler) SetupWithManager(mgr ctrl.Manager) error
 		r.board = newRolloutBoard()
 	}
 	all := enqueueAllPolicies(r.Client)
-	ch := make(chan event.GenericEvent)
-	go func() {
-		for range r.board.changes {
-			ch <- event.GenericEvent{Object: &v1alpha1.RolloutPolicy{}}
-		}
-	}()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rolloutpolicy").
 		For(&v1alpha1.RolloutPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		WatchesRawSource(source.Channel(ch, all)).
+		WatchesRawSource(source.Channel(r.board.changes, all)).
 		Complete(r)
 }
 
