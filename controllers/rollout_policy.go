@@ -205,8 +205,8 @@ func (p *poolPacing) forget(pool string) {
 // decided them, for the RolloutPolicy status writer; it tells that writer
 // when a pool's entry changes.
 type rolloutBoard struct {
-	mu      sync.Mutex
-	byPool  map[string]v1alpha1.PoolRolloutStatus
+	mu     sync.Mutex
+	byPool map[string]v1alpha1.PoolRolloutStatus
 	// changes wakes the status writer (source.Channel): one pending
 	// signal covers every change, the writer then looks at every policy.
 	changes chan event.GenericEvent
