@@ -270,10 +270,39 @@ func requeueAfter(d rolloutDecision, now, gatesNext time.Time, recheck time.Dura
 	if !d.Next.IsZero() {
 		soonest(max(d.Next.Sub(now)+time.Second, time.Second))
 	}
-	if !gatesNext.IsZero() && d.Policy != nil && d.Policy.Holding() {
-		soonest(max(gatesNext.Sub(now), time.Second))
+	if d.Policy != nil && polled(d.Policy) {
+		if gatesNext.IsZero() {
+			soonest(recheck) // no time of the source's own: poll
+		} else {
+			soonest(max(gatesNext.Sub(now), time.Second))
+		}
 	}
 	return after
+}
+
+// polled: a reason holds that changes without an event the controller
+// watches (a gate, pods drained from the last node).
+func polled(d *rolloutcontrol.Decision) bool {
+	is := func(r rolloutcontrol.Reason) bool {
+		switch r.Kind {
+		case rolloutcontrol.ReasonAlert, rolloutcontrol.ReasonQuery, rolloutcontrol.ReasonGateError, rolloutcontrol.ReasonBlockingPod, rolloutcontrol.ReasonDrainedPods:
+			return true
+		}
+		return false
+	}
+	for _, r := range d.Pool {
+		if is(r) {
+			return true
+		}
+	}
+	for _, rs := range d.Held {
+		for _, r := range rs {
+			if is(r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (r *RolloutReconciler) now() time.Time {

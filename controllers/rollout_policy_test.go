@@ -194,6 +194,8 @@ func TestRequeueAfter(t *testing.T) {
 		{"a window sooner", rolloutDecision{Next: now.Add(10 * time.Second)}, time.Time{}, 11 * time.Second},
 		{"gates while held", rolloutDecision{Policy: pd}, now.Add(5 * time.Second), 5 * time.Second},
 		{"gates while not held", rolloutDecision{Policy: &rolloutcontrol.Decision{}}, now.Add(5 * time.Second), 0},
+		{"gates without a time of their own", rolloutDecision{Policy: pd}, time.Time{}, 30 * time.Second},
+		{"a hold annotation: only events", rolloutDecision{Policy: &rolloutcontrol.Decision{Held: map[string][]rolloutcontrol.Reason{"a": {{Kind: rolloutcontrol.ReasonHold}}}}}, time.Time{}, 0},
 	} {
 		if got := requeueAfter(tc.d, now, tc.gates, 30*time.Second); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
