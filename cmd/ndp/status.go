@@ -78,6 +78,8 @@ conditions) and, for each of its nodes, the config it runs and the one it is sen
 state, the step it is at (from its MachineConfigNode conditions) and the plan it runs. Without POOL
 arguments every pool is shown, each node under the one pool that manages it (master wins over
 worker and a custom pool, a custom pool over worker), and nodes no pool manages under "(none)".
+Under a pool that a RolloutPolicy selects or that has a node held (ndp hold), "Rollout:" lists the
+policies and what holds its starts now and until when (the pool's RolloutHeld condition).
 
 The cluster is found like kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.
 Exit codes: 0 shown; 1 no cluster reachable, an unknown pool or another error; 2 usage.`,
