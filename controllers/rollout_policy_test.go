@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -252,4 +254,109 @@ func TestRolloutPolicyStatus(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.windows[0]") {
 		t.Errorf("Accepted for a bad time zone: %+v", c)
 	}
+}
+
+// reportHolds: the pool's condition, one Event per change of reason (not
+// per change of node count), a release Event, the gauge; a pool with no
+// policy and no hold is left alone.
+func TestReportHolds(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	r := &RolloutReconciler{Recorder: rec, Conditions: NewPoolConditions(), board: newRolloutBoard()}
+	pool := testPool("new", intOrPercent("1"), false)
+	pool.Name = "report-holds"
+	target := planTarget()
+	step := func(policies []*v1alpha1.RolloutPolicy, nodes ...testNode) {
+		t.Helper()
+		pol := rolloutPolicies{Now: policyNow}
+		for _, p := range policies {
+			pol.Policies = append(pol.Policies, rolloutcontrol.PolicyInput{Policy: p})
+		}
+		r.reportHolds(pool, decideRolloutWith(pool, heldNodes(nodes...), target, pol), len(policies) > 0, policyNow)
+	}
+	drain := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-rec.Events:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+	gauge := func() float64 {
+		return metricValue("ndp_rollout_held", map[string]string{"pool": pool.Name, "reason_kind": string(rolloutcontrol.ReasonWindow)})
+	}
+
+	step(nil, at(done("a", "old"), "", 1))
+	if _, ok := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRolloutHeld]; ok || len(drain()) > 0 {
+		t.Fatalf("a pool without policies or holds got a condition or an event")
+	}
+
+	window := []*v1alpha1.RolloutPolicy{saturdayWindow()}
+	step(window, at(done("a", "old-r"), "", 1), at(done("b", "old-r"), "", 2))
+	c := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRolloutHeld]
+	if c.Status != corev1.ConditionTrue || c.Reason != "Window" || !strings.Contains(c.Message, "opens Sat 02:00 Europe/Berlin for plans that reboot (2 nodes)") {
+		t.Errorf("condition %+v", c)
+	}
+	if ev := drain(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal RolloutHeld waiting: outside the maintenance window") {
+		t.Errorf("events %q", ev)
+	}
+	if g := gauge(); g != 2 {
+		t.Errorf("ndp_rollout_held Window %v, want 2", g)
+	}
+	if e, ok := r.board.get(pool.Name); !ok || !e.Holding || e.NextStart == nil {
+		t.Errorf("board %+v", e)
+	}
+
+	// One node fewer: the same reason, no new Event.
+	step(window, at(done("a", "old-r"), "", 1), done("b", "new"))
+	if ev := drain(); len(ev) != 0 {
+		t.Errorf("events on a count change: %q", ev)
+	}
+	// Done: released.
+	step(window, done("a", "new"), done("b", "new"))
+	if ev := drain(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal RolloutReleased") {
+		t.Errorf("events on release %q", ev)
+	}
+	if c := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRolloutHeld]; c.Status != corev1.ConditionFalse {
+		t.Errorf("condition after release %+v", c)
+	}
+	if g := gauge(); g != 0 {
+		t.Errorf("ndp_rollout_held Window after release %v", g)
+	}
+	if n := metricValue("ndp_rollout_holds_total", map[string]string{"pool": pool.Name, "reason_kind": string(rolloutcontrol.ReasonWindow)}); n != 1 {
+		t.Errorf("ndp_rollout_holds_total Window %v, want 1", n)
+	}
+}
+
+// metricValue reads one series from the controllers' registry, as
+// ndp-controller serves it; 0 when absent.
+func metricValue(name string, labels map[string]string) float64 {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }
