@@ -190,7 +190,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	d := decideRolloutWith(&pool, nodes, mc, pol)
-	r.reportHolds(&pool, d, len(pol.Policies) > 0, pol.Now)
+	r.reportHolds(&pool, d, pol.policies(), pol.Now)
 	// One write per node: its desiredConfig and its UpdateInProgress
 	// taint together. taint is only read from here on (the sends below
 	// run concurrently).
@@ -348,21 +348,21 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 // keep their conditions as they were), the ndp_rollout_held gauge, an
 // Event when the reasons change (RolloutHeld) or end (RolloutReleased),
 // and the RolloutPolicy status writer's board.
-func (r *RolloutReconciler) reportHolds(pool *mcfgv1.MachineConfigPool, d rolloutDecision, policies bool, now time.Time) {
+func (r *RolloutReconciler) reportHolds(pool *mcfgv1.MachineConfigPool, d rolloutDecision, policies []*v1alpha1.RolloutPolicy, now time.Time) {
 	if d.Stop != "" {
 		return // not decided: the hold stays as last reported
 	}
 	v := holdView(d)
 	key := holdKey(v)
 	prev, had := r.held.Load(pool.Name)
-	if !policies && !v.Holding() && !had {
+	if len(policies) == 0 && !v.Holding() && !had {
 		return
 	}
 	st, reason, msg := heldCondition(v)
 	if r.Conditions != nil {
 		r.Conditions.Set(pool.Name, ndpmcv1.ConditionRolloutHeld, st, reason, msg)
 	}
-	r.board.set(pool.Name, v, now)
+	r.board.set(pool.Name, v, policies, now)
 
 	// The gauge: every kind that held before and does not now goes to 0.
 	kinds := map[rolloutcontrol.ReasonKind]int{}

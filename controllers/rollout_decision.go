@@ -74,6 +74,14 @@ type rolloutPolicies struct {
 	Pacing   rolloutcontrol.PacingState
 }
 
+func (p rolloutPolicies) policies() []*v1alpha1.RolloutPolicy {
+	out := make([]*v1alpha1.RolloutPolicy, len(p.Policies))
+	for i, pi := range p.Policies {
+		out[i] = pi.Policy
+	}
+	return out
+}
+
 // rolloutDecision is a pool's next step: which nodes go to its target.
 type rolloutDecision struct {
 	// Stop, when set, is why no node goes; nothing else is filled.

@@ -60,6 +60,48 @@ type rolloutHoldView struct {
 	HeldNodes []string
 	// Next is when a window opens or a settle time ends.
 	Next time.Time
+	// dec is the decision without NoPlan reasons (forPolicy).
+	dec rolloutcontrol.Decision
+}
+
+// forPolicy is what one policy holds in the pool: its own pool reasons
+// (gates, pacing, zone budget), the windows' reasons if it has windows
+// (the windows of all policies combine into one verdict), its warnings.
+// Nodes held by annotation are in HeldNodes, not here: no policy holds them.
+// next is the earliest time one of them lets go, when known.
+func (v rolloutHoldView) forPolicy(p *v1alpha1.RolloutPolicy) (lines []string, next time.Time) {
+	if !v.Holding() {
+		return nil, time.Time{}
+	}
+	mine := func(r rolloutcontrol.Reason) bool {
+		ok := r.Policy == p.Name
+		if r.Policy == "" {
+			ok = (r.Kind == rolloutcontrol.ReasonWindow || r.Kind == rolloutcontrol.ReasonNever) && len(p.Spec.Windows) > 0
+		}
+		if ok && !r.Until.IsZero() && (next.IsZero() || r.Until.Before(next)) {
+			next = r.Until
+		}
+		return ok
+	}
+	d := rolloutcontrol.Decision{Order: v.dec.Order, Held: map[string][]rolloutcontrol.Reason{}}
+	for _, r := range v.dec.Pool {
+		if mine(r) {
+			d.Pool = append(d.Pool, r)
+		}
+	}
+	for n, rs := range v.dec.Held {
+		for _, r := range rs {
+			if mine(r) {
+				d.Held[n] = append(d.Held[n], r)
+			}
+		}
+	}
+	for _, r := range v.dec.Warnings {
+		if r.Policy == p.Name {
+			d.Warnings = append(d.Warnings, r)
+		}
+	}
+	return rolloutcontrol.Summary(d, v1alpha1.MaxPoolReasons), next
 }
 
 // Holding says whether anything holds.
@@ -117,6 +159,7 @@ func holdView(d rolloutDecision) rolloutHoldView {
 		return v
 	}
 	v.Lines = rolloutcontrol.Summary(c, v1alpha1.MaxPoolReasons)
+	v.dec = c
 	v.HeldNodes = pd.HeldNodes
 	if len(v.HeldNodes) > v1alpha1.MaxPoolHeldNodes {
 		v.HeldNodes = v.HeldNodes[:v1alpha1.MaxPoolHeldNodes]
@@ -206,42 +249,55 @@ func (p *poolPacing) forget(pool string) {
 // when a pool's entry changes.
 type rolloutBoard struct {
 	mu     sync.Mutex
-	byPool map[string]v1alpha1.PoolRolloutStatus
+	byPool map[string]map[string]v1alpha1.PoolRolloutStatus // by pool, by policy
 	// changes wakes the status writer (source.Channel): one pending
 	// signal covers every change, the writer then looks at every policy.
 	changes chan event.GenericEvent
 }
 
 func newRolloutBoard() *rolloutBoard {
-	return &rolloutBoard{byPool: map[string]v1alpha1.PoolRolloutStatus{}, changes: make(chan event.GenericEvent, 1)}
+	return &rolloutBoard{byPool: map[string]map[string]v1alpha1.PoolRolloutStatus{}, changes: make(chan event.GenericEvent, 1)}
 }
 
-// set records a pool's view at now; lastEvaluated moves only when the
-// rest changes (a status write per rollout step would cost a request per
-// node).
-func (b *rolloutBoard) set(pool string, v rolloutHoldView, now time.Time) {
+// set records what each of the pool's policies holds there at now;
+// lastEvaluated moves only when the rest changes (a status write per
+// rollout step would cost a request per node).
+func (b *rolloutBoard) set(pool string, v rolloutHoldView, policies []*v1alpha1.RolloutPolicy, now time.Time) {
 	if b == nil {
 		return
 	}
-	e := v1alpha1.PoolRolloutStatus{Pool: pool, Holding: v.Holding(), Reasons: v.Lines, HeldNodes: v.HeldNodes}
-	if !v.Next.IsZero() {
-		t := metav1.NewTime(v.Next.UTC().Truncate(time.Second))
-		e.NextStart = &t
+	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+	entries := make(map[string]v1alpha1.PoolRolloutStatus, len(policies))
+	for _, p := range policies {
+		lines, next := v.forPolicy(p)
+		e := v1alpha1.PoolRolloutStatus{Pool: pool, Holding: len(lines) > 0, Reasons: lines, HeldNodes: v.HeldNodes}
+		if !next.IsZero() {
+			t := metav1.NewTime(next.UTC().Truncate(time.Second))
+			e.NextStart = &t
+		}
+		entries[p.Name] = e
 	}
 	b.mu.Lock()
-	old, had := b.byPool[pool]
-	if had {
-		e.LastEvaluated = old.LastEvaluated
-		if samePoolRollout(old, e) {
-			b.mu.Unlock()
-			return
+	old := b.byPool[pool]
+	changed := len(old) != len(entries)
+	for name, e := range entries {
+		o, had := old[name]
+		if had {
+			e.LastEvaluated = o.LastEvaluated
 		}
+		if !had || !samePoolRollout(o, e) {
+			e.LastEvaluated = &stamp
+			changed = true
+		}
+		entries[name] = e
 	}
-	t := metav1.NewTime(now.UTC().Truncate(time.Second))
-	e.LastEvaluated = &t
-	b.byPool[pool] = e
+	if changed {
+		b.byPool[pool] = entries
+	}
 	b.mu.Unlock()
-	b.changed()
+	if changed {
+		b.changed()
+	}
 }
 
 func (b *rolloutBoard) remove(pool string) {
@@ -264,10 +320,11 @@ func (b *rolloutBoard) changed() {
 	}
 }
 
-func (b *rolloutBoard) get(pool string) (v1alpha1.PoolRolloutStatus, bool) {
+// get is what the policy holds in the pool, as last decided.
+func (b *rolloutBoard) get(pool, policy string) (v1alpha1.PoolRolloutStatus, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.byPool[pool]
+	e, ok := b.byPool[pool][policy]
 	return e, ok
 }
 

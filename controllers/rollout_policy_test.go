@@ -232,8 +232,8 @@ func TestRolloutPolicyStatus(t *testing.T) {
 	p.Generation = 3
 	p.Spec.PoolSelector = metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}
 	entry := v1alpha1.PoolRolloutStatus{Pool: "worker", Holding: true, Reasons: []string{"held: node a by annotation ndp.dev/hold"}}
-	decided := func(pool string) (v1alpha1.PoolRolloutStatus, bool) {
-		return entry, pool == "worker" || pool == "infra"
+	decided := func(pool, policy string) (v1alpha1.PoolRolloutStatus, bool) {
+		return entry, (pool == "worker" || pool == "infra") && policy == "workers"
 	}
 	st := rolloutPolicyStatus(p, []mcfgv1.MachineConfigPool{infra, worker}, decided, now)
 	if st.ObservedGeneration != 3 || len(st.Pools) != 1 || st.Pools[0].Pool != "worker" {
@@ -271,7 +271,7 @@ func TestReportHolds(t *testing.T) {
 		for _, p := range policies {
 			pol.Policies = append(pol.Policies, rolloutcontrol.PolicyInput{Policy: p})
 		}
-		r.reportHolds(pool, decideRolloutWith(pool, heldNodes(nodes...), target, pol), len(policies) > 0, policyNow)
+		r.reportHolds(pool, decideRolloutWith(pool, heldNodes(nodes...), target, pol), policies, policyNow)
 	}
 	drain := func() []string {
 		var out []string
@@ -305,7 +305,7 @@ func TestReportHolds(t *testing.T) {
 	if g := gauge(); g != 2 {
 		t.Errorf("ndp_rollout_held Window %v, want 2", g)
 	}
-	if e, ok := r.board.get(pool.Name); !ok || !e.Holding || e.NextStart == nil {
+	if e, ok := r.board.get(pool.Name, "workers"); !ok || !e.Holding || e.NextStart == nil || len(e.Reasons) != 1 {
 		t.Errorf("board %+v", e)
 	}
 
@@ -359,4 +359,28 @@ func metricValue(name string, labels map[string]string) float64 {
 		}
 	}
 	return 0
+}
+
+// Each policy's status names what it holds: the window policy the window,
+// the gated policy its gate; a node held by annotation is in heldNodes.
+func TestHoldViewForPolicy(t *testing.T) {
+	window := saturdayWindow()
+	gated := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Spec: v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{
+		BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}}}
+	pol := rolloutPolicies{Now: policyNow, Policies: []rolloutcontrol.PolicyInput{{Policy: gated}, {Policy: window}}}
+	d := decideRolloutWith(testPool("new", intOrPercent("2"), false), heldNodes(at(done("a", "old-r"), "", 1), held(at(done("b", "old-s"), "", 2), "")), planTarget(), pol)
+	v := holdView(d)
+	b := newRolloutBoard()
+	b.set("worker", v, pol.policies(), policyNow)
+	w, _ := b.get("worker", "workers")
+	g, _ := b.get("worker", "gated")
+	if len(w.Reasons) != 1 || !strings.HasPrefix(w.Reasons[0], "waiting: outside the maintenance window") || !w.Holding {
+		t.Errorf("workers: %+v", w)
+	}
+	if len(g.Reasons) != 1 || !strings.HasPrefix(g.Reasons[0], "waiting: blocking pods: not evaluated yet") || !g.Holding || g.NextStart != nil {
+		t.Errorf("gated: %+v", g)
+	}
+	if !cmp.Equal(w.HeldNodes, []string{"b"}) || !cmp.Equal(g.HeldNodes, []string{"b"}) {
+		t.Errorf("held nodes: %v %v", w.HeldNodes, g.HeldNodes)
+	}
 }

@@ -84,7 +84,7 @@ func (r *RolloutPolicyStatusReconciler) Reconcile(ctx context.Context, req recon
 // pools[] from what the rollout last decided for each pool the policy
 // selects (a pool not decided yet is left out), Holding when one holds.
 // A condition's lastTransitionTime moves only with its status (now).
-func rolloutPolicyStatus(p *v1alpha1.RolloutPolicy, pools []mcfgv1.MachineConfigPool, decided func(string) (v1alpha1.PoolRolloutStatus, bool), now metav1.Time) v1alpha1.RolloutPolicyStatus {
+func rolloutPolicyStatus(p *v1alpha1.RolloutPolicy, pools []mcfgv1.MachineConfigPool, decided func(pool, policy string) (v1alpha1.PoolRolloutStatus, bool), now metav1.Time) v1alpha1.RolloutPolicyStatus {
 	st := v1alpha1.RolloutPolicyStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), p.Status.Conditions...)}
 	cond := func(typ string, ok bool, reason, msg string) {
 		s := metav1.ConditionFalse
@@ -109,7 +109,7 @@ func rolloutPolicyStatus(p *v1alpha1.RolloutPolicy, pools []mcfgv1.MachineConfig
 		if sel, err := rolloutcontrol.Selects(p, &pools[i]); !sel && err == nil {
 			continue
 		}
-		e, ok := decided(pools[i].Name)
+		e, ok := decided(pools[i].Name, p.Name)
 		if !ok {
 			continue
 		}
