@@ -284,6 +284,7 @@ func nodeReport(ctx context.Context, n *corev1.Node, mcn *mcfgv1.MachineConfigNo
 		state: a[ndpmcv1.StateAnnotation], reason: a[ndpmcv1.ReasonAnnotation],
 		target: target, paused: paused,
 	}
+	f.heldReason, f.held = a[v1alpha1.HoldAnnotation]
 	if mcn != nil {
 		f.hasMCN = true
 		f.conditions = mcn.Status.Conditions

@@ -179,6 +179,9 @@ type nodeFacts struct {
 	// target of the node's pool, and whether the pool is paused.
 	target string
 	paused bool
+	// held: the node carries ndp.dev/hold (ndp hold), with that reason.
+	held       bool
+	heldReason string
 	// The node's MachineConfigNode: found, its status.configVersion.desired
 	// and its conditions.
 	hasMCN     bool
@@ -230,6 +233,10 @@ func deriveStep(f nodeFacts) (phase, step string) {
 			return PhaseDone, "done"
 		case f.paused:
 			return PhaseQueued, "waiting: the pool is paused"
+		case f.held && f.heldReason != "":
+			return PhaseQueued, "held: " + f.heldReason
+		case f.held:
+			return PhaseQueued, "held (ndp release NODE lets it go)"
 		}
 		return PhaseQueued, "waiting for its turn"
 	}

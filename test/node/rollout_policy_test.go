@@ -177,7 +177,7 @@ func TestRolloutSkipsAHeldNode(t *testing.T) {
 		t.Fatalf("sent to %s: %v; the held node must not be", b, sent)
 	}
 	out, err = kubectlNdp(t, "status", r.pool)
-	if err != nil || !strings.Contains(out, "Rollout:\n  policies: none\n  "+want+"\n") {
+	if err != nil || !strings.Contains(out, "Rollout:\n  policies: none\n  "+want+"\n") || !strings.Contains(out, "  held: disk swap\n") {
 		t.Errorf("kubectl ndp status: %v\n%s", err, out)
 	}
 
