@@ -27,6 +27,10 @@ type Options struct {
 	// by the manager. ndp-controller passes the guard its mode was decided
 	// with.
 	MCO *mcoguard.Guard
+	// Gates evaluates RolloutPolicies' gates (package rolloutgates); nil:
+	// a policy's gates are never evaluated, so they hold its pools (or,
+	// with failOpen, warn).
+	Gates GateSource
 }
 
 // ClientOptions configure the manager's client: bundles live in ConfigMaps

@@ -15,17 +15,23 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/render"
+	"github.com/ndp-dev/ndp/rolloutcontrol"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -56,6 +62,20 @@ type RolloutReconciler struct {
 	// Recheck is how often a pool waiting for a slot or a plan is looked
 	// at again besides the events that wake it.
 	Recheck time.Duration
+	// Gates evaluates the gates of the RolloutPolicies; nil: gates hold
+	// (rolloutcontrol.EvaluateGates: not evaluated).
+	Gates GateSource
+	// Now is the clock of the policies' windows and pacing; nil: time.Now.
+	Now func() time.Time
+
+	// board passes each pool's holds to the RolloutPolicy status writer
+	// (nil: not passed).
+	board *rolloutBoard
+	// pacing remembers each pool's last finished node.
+	pacing poolPacing
+	// held holds, by pool, the last hold reported by an Event (holdKey),
+	// and heldKinds the reason kinds of the ndp_rollout_held gauge.
+	held, heldKinds sync.Map
 
 	// warned holds, by pool, the MCO message last sent as an event, so
 	// that a pool warns once per change, not at every reconcile.
@@ -111,6 +131,11 @@ func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
+		// A policy's spec (not its status, which the status writer
+		// patches) wakes the pools it selects, before or after the change.
+		// A node's hold annotation is a node update: enqueuePoolsOfNode
+		// wakes its pool already.
+		Watches(&v1alpha1.RolloutPolicy{}, enqueuePoolsOfPolicy(r.Client), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(mco).
 		// Pools are independent (the queue never hands one pool to two
 		// workers): one slow pool must not hold the others back.
@@ -125,6 +150,11 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			rolloutDecisions.DeleteLabelValues(req.Name)
+			rolloutHeld.DeletePartialMatch(prometheus.Labels{"pool": req.Name})
+			r.board.remove(req.Name)
+			r.pacing.forget(req.Name)
+			r.held.Delete(req.Name)
+			r.heldKinds.Delete(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -155,7 +185,12 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	d := decideRollout(&pool, nodes, mc)
+	pol, gatesNext, err := r.rolloutPolicies(ctx, &pool, nodes)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d := decideRolloutWith(&pool, nodes, mc, pol)
+	r.reportHolds(&pool, d, pol.policies(), pol.Now)
 	// One write per node: its desiredConfig and its UpdateInProgress
 	// taint together. taint is only read from here on (the sends below
 	// run concurrently).
@@ -215,10 +250,192 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := g.Wait(); err != nil {
 		return reconcile.Result{}, err
 	}
-	if d.Wait {
-		return reconcile.Result{RequeueAfter: r.recheck()}, nil
+	return reconcile.Result{RequeueAfter: requeueAfter(d, pol.Now, gatesNext, r.recheck())}, nil
+}
+
+// requeueAfter is when to look at the pool again besides the events that
+// wake it: after recheck when a node waits for its plan, when a window
+// opens or a settle time ends (a second late, so that it has), and when
+// the gates are evaluated next; 0: only on events.
+func requeueAfter(d rolloutDecision, now, gatesNext time.Time, recheck time.Duration) time.Duration {
+	var after time.Duration
+	soonest := func(a time.Duration) {
+		if a > 0 && (after == 0 || a < after) {
+			after = a
+		}
 	}
-	return reconcile.Result{}, nil
+	if d.Wait {
+		soonest(recheck)
+	}
+	if !d.Next.IsZero() {
+		soonest(max(d.Next.Sub(now)+time.Second, time.Second))
+	}
+	if d.Policy != nil && polled(d.Policy) {
+		if gatesNext.IsZero() {
+			soonest(recheck) // no time of the source's own: poll
+		} else {
+			soonest(max(gatesNext.Sub(now), time.Second))
+		}
+	}
+	return after
+}
+
+// polled: a reason holds that changes without an event the controller
+// watches (a gate, pods drained from the last node).
+func polled(d *rolloutcontrol.Decision) bool {
+	is := func(r rolloutcontrol.Reason) bool {
+		switch r.Kind {
+		case rolloutcontrol.ReasonAlert, rolloutcontrol.ReasonQuery, rolloutcontrol.ReasonGateError, rolloutcontrol.ReasonBlockingPod, rolloutcontrol.ReasonDrainedPods:
+			return true
+		}
+		return false
+	}
+	for _, r := range d.Pool {
+		if is(r) {
+			return true
+		}
+	}
+	for _, rs := range d.Held {
+		for _, r := range rs {
+			if is(r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *RolloutReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// rolloutPolicies reads the pool's RolloutPolicies from the cache and has
+// their gates evaluated; gatesNext is the earliest time a GateSource will
+// look again.
+func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node) (rolloutPolicies, time.Time, error) {
+	pol := rolloutPolicies{Now: r.now()}
+	var list v1alpha1.RolloutPolicyList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return pol, time.Time{}, err
+	}
+	var gatesNext time.Time
+	for _, p := range policiesOfPool(pool, list.Items) {
+		pi := rolloutcontrol.PolicyInput{Policy: p}
+		// Without a GateSource the results stay nil: each gate holds as
+		// "not evaluated yet" (or warns, failOpen).
+		if p.Spec.Gates != nil {
+			if r.Gates != nil {
+				var next time.Time
+				pi.Gates, next = r.Gates.Results(ctx, p)
+				if !next.IsZero() && (gatesNext.IsZero() || next.Before(gatesNext)) {
+					gatesNext = next
+				}
+			}
+		}
+		pol.Policies = append(pol.Policies, pi)
+	}
+	if len(pol.Policies) > 0 {
+		pol.Pacing = r.pacing.observe(pool.Name, pool.Spec.Configuration.Name, nodes, pol.Now)
+	}
+	return pol, gatesNext, nil
+}
+
+// reportHolds reports what holds the pool's starts: its RolloutHeld
+// condition (for a pool some policy selects or that had a hold: others
+// keep their conditions as they were), the ndp_rollout_held gauge, an
+// Event when the reasons change (RolloutHeld) or end (RolloutReleased),
+// and the RolloutPolicy status writer's board.
+func (r *RolloutReconciler) reportHolds(pool *mcfgv1.MachineConfigPool, d rolloutDecision, policies []*v1alpha1.RolloutPolicy, now time.Time) {
+	if d.Stop != "" {
+		return // not decided: the hold stays as last reported
+	}
+	v := holdView(d)
+	key := holdKey(v)
+	prev, had := r.held.Load(pool.Name)
+	if len(policies) == 0 && !v.Holding() && !had {
+		return
+	}
+	st, reason, msg := heldCondition(v)
+	if r.Conditions != nil {
+		r.Conditions.Set(pool.Name, ndpmcv1.ConditionRolloutHeld, st, reason, msg)
+	}
+	r.board.set(pool.Name, v, policies, now)
+
+	// The gauge: every kind that held before and does not now goes to 0.
+	kinds := map[rolloutcontrol.ReasonKind]int{}
+	for k, n := range v.Kinds {
+		kinds[k] = n
+	}
+	if old, ok := r.heldKinds.Load(pool.Name); ok {
+		for k := range old.(map[rolloutcontrol.ReasonKind]int) {
+			if _, still := kinds[k]; !still {
+				rolloutHeld.WithLabelValues(pool.Name, string(k)).Set(0)
+			}
+		}
+		for k := range kinds {
+			if _, was := old.(map[rolloutcontrol.ReasonKind]int)[k]; !was {
+				rolloutHolds.WithLabelValues(pool.Name, string(k)).Inc()
+			}
+		}
+	} else {
+		for k := range kinds {
+			rolloutHolds.WithLabelValues(pool.Name, string(k)).Inc()
+		}
+	}
+	for k, n := range kinds {
+		rolloutHeld.WithLabelValues(pool.Name, string(k)).Set(float64(n))
+	}
+	r.heldKinds.Store(pool.Name, kinds)
+
+	r.held.Store(pool.Name, key)
+	if r.Recorder == nil || (had && prev.(string) == key) {
+		return
+	}
+	switch {
+	case v.Holding():
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, "RolloutHeld", "Rollout", "%s", truncate(msg, maxMessage))
+	case had && prev.(string) != "":
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, "RolloutReleased", "Rollout", "no rollout policy or hold annotation holds a start now")
+	}
+}
+
+// enqueuePoolsOfPolicy maps a RolloutPolicy's event to the pools its
+// selector selects, before or after an update; an invalid selector wakes
+// every pool (it holds them all: rolloutcontrol.PoliciesFor).
+func enqueuePoolsOfPolicy(c client.Client) handler.EventHandler {
+	pools := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		var list mcfgv1.MachineConfigPoolList
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return
+		}
+		for i := range list.Items {
+			p := &list.Items[i]
+			for _, o := range objs {
+				rp, ok := o.(*v1alpha1.RolloutPolicy)
+				if !ok {
+					continue
+				}
+				if sel, err := rolloutcontrol.Selects(rp, p); sel || err != nil {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+					break
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			pools(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			pools(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			pools(ctx, q, e.Object)
+		},
+	}
 }
 
 // standDown reports on the pool whether the Machine Config Operator manages

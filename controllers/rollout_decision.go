@@ -2,7 +2,7 @@ package controllers
 
 import (
 	"fmt"
-	"sort"
+	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/rolloutcontrol"
 )
 
 // ZoneLabel orders a rollout: one zone after another.
@@ -57,7 +59,28 @@ const (
 	holdNoPlan holdReason = "NoPlan"
 	// holdOverBudget: a candidate beyond the budget.
 	holdOverBudget holdReason = "OverBudget"
+	// holdPolicy: a candidate (or a redirect) that the pool's rollout
+	// policies or the node's hold annotation keep back now
+	// (rolloutcontrol.Decide); Policy says why.
+	holdPolicy holdReason = "Policy"
 )
+
+// rolloutPolicies is what decideRolloutWith needs of the pool's
+// RolloutPolicies: the time of the step, the policies that select the
+// pool with their gates as evaluated, and the pool's pacing.
+type rolloutPolicies struct {
+	Now      time.Time
+	Policies []rolloutcontrol.PolicyInput
+	Pacing   rolloutcontrol.PacingState
+}
+
+func (p rolloutPolicies) policies() []*v1alpha1.RolloutPolicy {
+	out := make([]*v1alpha1.RolloutPolicy, len(p.Policies))
+	for i, pi := range p.Policies {
+		out[i] = pi.Policy
+	}
+	return out
+}
 
 // rolloutDecision is a pool's next step: which nodes go to its target.
 type rolloutDecision struct {
@@ -96,6 +119,11 @@ type rolloutDecision struct {
 	// prefers updated nodes, and untaints it once it is. In the order of
 	// nodes.
 	Taint, Untaint []*corev1.Node
+	// Policy is what the rollout policies and hold annotations decided
+	// (nil when Stop is set); Next is when the decision may change by
+	// time alone (a window opens, a settle time ends); zero: never.
+	Policy *rolloutcontrol.Decision
+	Next   time.Time
 }
 
 // UpdateInProgressTaint is the MCO's NodeUpdateInProgressTaint: on the
@@ -118,20 +146,7 @@ func hasUpdateInProgressTaint(n *corev1.Node) bool {
 // without one last, by age. ndp breaks the remaining ties by name, so that
 // the order never depends on how the nodes were listed.
 func sortRolloutOrder(nodes []*corev1.Node) {
-	sort.SliceStable(nodes, func(i, j int) bool {
-		a, b := nodes[i], nodes[j]
-		za, aok := a.Labels[ZoneLabel]
-		zb, bok := b.Labels[ZoneLabel]
-		switch {
-		case aok != bok:
-			return aok
-		case za != zb:
-			return za < zb
-		case !a.CreationTimestamp.Equal(&b.CreationTimestamp):
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
+	rolloutcontrol.SortNodes(nodes, nil) // Zone: the order without a policy
 }
 
 // rolloutBlocked is the part of decideRollout that needs only the pool:
@@ -146,8 +161,17 @@ func rolloutBlocked(pool *mcfgv1.MachineConfigPool) rolloutStop {
 	return ""
 }
 
-// decideRollout chooses which of a pool's nodes go to its target now.
-// target is the pool's target MachineConfig, nil if it does not exist.
+// decideRollout is decideRolloutWith without rollout policies: a node's
+// hold annotation still holds it.
+func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig) rolloutDecision {
+	return decideRolloutWith(pool, nodes, target, rolloutPolicies{})
+}
+
+// decideRolloutWith chooses which of a pool's nodes go to its target now.
+// target is the pool's target MachineConfig, nil if it does not exist;
+// pol are the pool's RolloutPolicies (rolloutcontrol.Decide), which only
+// ever remove starts. Without any, the choice is exactly the one before
+// rollout policies existed, but for nodes held by annotation.
 //
 // It never exceeds the pool's maxUnavailable, counting the nodes that are
 // not ready or not done (unavailable, the MCO's rule but for failed
@@ -157,7 +181,7 @@ func rolloutBlocked(pool *mcfgv1.MachineConfigPool) rolloutStop {
 // target (it was provisioned with it). It also says which nodes gain or
 // lose the UpdateInProgress taint; a stopped rollout leaves taints as they
 // are (the MCO's paused pool does too).
-func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig) rolloutDecision {
+func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig, pol rolloutPolicies) rolloutDecision {
 	if stop := rolloutBlocked(pool); stop != "" {
 		return rolloutDecision{Stop: stop}
 	}
@@ -181,8 +205,21 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 		cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]
 		return cur == "" || cur == name || (planReady && target.Status.PlanFrom(cur) != nil)
 	}
+	// plan is a node's plan to the target for the policies' windows: nil
+	// and ok for a node that adopts the target or runs it already.
+	plan := func(n *corev1.Node) (*ndpmcv1.PostConfigActions, bool) {
+		cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]
+		if cur == "" || cur == name {
+			return nil, true
+		}
+		if !planReady {
+			return nil, false
+		}
+		p := target.Status.PlanFrom(cur)
+		return p, p != nil
+	}
 	d := rolloutDecision{Budget: budget, Held: map[string]holdReason{}}
-	var candidates []*corev1.Node
+	var candidates, redirect, out []*corev1.Node
 	for _, n := range nodes {
 		cur, desired, state := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation]
 		if !unavailable(n) {
@@ -195,6 +232,7 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 			continue
 		}
 		d.Out++
+		out = append(out, n)
 		// An unavailable node already counts against the budget: one that
 		// is not at work and that only waits for a desiredConfig that its
 		// daemon can act on goes to the new target (a fix, a newer change)
@@ -206,23 +244,62 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 			desired != "" && desired != cur, // sent elsewhere, not started or failed there
 			state == ndpmcv1.StateDegraded,  // failed in place
 			desired == "" && cur == name:    // runs the target, never sent to it
-			d.Redirect = append(d.Redirect, n)
+			redirect = append(redirect, n)
 		case desired == "":
 			d.Record = append(d.Record, n)
 		default:
 			d.Held[n.Name] = holdUnavailable
 		}
 	}
-	sortRolloutOrder(candidates)
-	for _, n := range candidates {
+	pd := rolloutcontrol.Decide(rolloutcontrol.Input{
+		Now: pol.Now, Policies: pol.Policies, Nodes: nodes, Out: out, Candidates: candidates,
+		Plan: plan, Allowed: budget - d.Out, Pacing: pol.Pacing,
+	})
+	d.Policy, d.Next = &pd, pd.Next
+	// A redirect is no new start (the node is out already), so gates,
+	// pacing and the budget do not apply; but a node not at work that would
+	// reboot or drain on its way to the new target keeps to the windows,
+	// and a node held by annotation stays where it is: it goes on with
+	// what it was sent to before, or stays degraded. A node that adopts
+	// the target or runs it already changes nothing on the host: it goes.
+	redirectHolds := redirectHolds(pol, redirect, plan)
+	for _, n := range redirect {
+		if rs := redirectHolds[n.Name]; len(rs) > 0 {
+			d.Held[n.Name] = holdPolicy
+			pd.Held[n.Name] = append(pd.Held[n.Name], rs...)
+			for _, r := range rs {
+				if !r.Until.IsZero() && (d.Next.IsZero() || r.Until.Before(d.Next)) {
+					d.Next = r.Until
+				}
+			}
+			continue
+		}
+		d.Redirect = append(d.Redirect, n)
+	}
+	send := map[*corev1.Node]bool{}
+	for _, n := range pd.Send {
+		send[n] = true
+	}
+	// Decide's order is the MCO's (sortRolloutOrder) unless a policy sets
+	// one. A candidate beyond the budget when its turn comes is OverBudget,
+	// whatever else holds it, as before policies; one within it waits for
+	// its plan (NoPlan) or for the policies.
+	nSent := 0
+	for _, n := range pd.Order {
+		reasons := pd.Held[n.Name]
 		switch {
-		case d.Out+len(d.Send) >= budget:
+		case send[n]:
+			d.Send = append(d.Send, n)
+			nSent++
+		case d.Out+nSent >= budget:
 			d.Held[n.Name] = holdOverBudget
-		case !ready(n):
+		case hasReason(reasons, rolloutcontrol.ReasonNoPlan):
 			d.Held[n.Name] = holdNoPlan
 			d.Wait = true
+		case len(reasons) > 0 || len(pd.Pool) > 0:
+			d.Held[n.Name] = holdPolicy
 		default:
-			d.Send = append(d.Send, n)
+			d.Held[n.Name] = holdOverBudget
 		}
 	}
 
@@ -253,4 +330,58 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 		}
 	}
 	return d
+}
+
+func hasReason(rs []rolloutcontrol.Reason, k rolloutcontrol.ReasonKind) bool {
+	for _, r := range rs {
+		if r.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// redirectHolds are, by node name, why a redirect does not go now: its
+// hold annotation, or windows that hold the plan from its config (a node
+// that adopts the target or runs it, whose plan is nil, is never held by
+// a window: None plans are held only by a window that holds every plan,
+// and then it keeps to it too).
+func redirectHolds(pol rolloutPolicies, nodes []*corev1.Node, plan func(*corev1.Node) (*ndpmcv1.PostConfigActions, bool)) map[string][]rolloutcontrol.Reason {
+	out := map[string][]rolloutcontrol.Reason{}
+	var compiled []*rolloutcontrol.Policy
+	for _, pi := range pol.Policies {
+		if c, err := rolloutcontrol.Compile(pi.Policy); err == nil {
+			compiled = append(compiled, c)
+		}
+	}
+	for _, n := range nodes {
+		if v, ok := n.Annotations[v1alpha1.HoldAnnotation]; ok {
+			out[n.Name] = append(out[n.Name], rolloutcontrol.HoldReason(n.Name, v, n.Annotations[v1alpha1.HoldByAnnotation]))
+		}
+		if len(compiled) == 0 {
+			continue
+		}
+		p, ok := plan(n)
+		if !ok {
+			continue // not redirected anyway: decideRollout keeps it Unavailable
+		}
+		v := rolloutcontrol.CheckWindows(compiled, rolloutcontrol.KindsOf(p), pol.Now)
+		if !v.Allowed {
+			r := rolloutcontrol.Reason{Kind: rolloutcontrol.ReasonWindow, Node: n.Name, Until: v.Opens,
+				Detail: trimWaiting(rolloutcontrol.WindowMessage(v, pol.Now))}
+			if v.Never {
+				r.Kind = rolloutcontrol.ReasonNever
+			}
+			out[n.Name] = append(out[n.Name], r)
+		}
+	}
+	return out
+}
+
+func trimWaiting(s string) string {
+	const p = "waiting: "
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
 }

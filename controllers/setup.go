@@ -25,6 +25,7 @@ const LeaderElectionID = "ndp-controller.ndp.dev"
 func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(engineOpts)
 	conds := NewPoolConditions()
+	board := newRolloutBoard()
 	mco := opts.MCO
 	if mco == nil {
 		var err error
@@ -42,7 +43,8 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 		"kubeletconfig":          &KubeletConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller")},
 		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
 		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Active: active},
-		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds},
+		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds, Gates: opts.Gates, board: board},
+		"rolloutpolicy":          &RolloutPolicyStatusReconciler{Client: mgr.GetClient(), board: board},
 		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":               &OperatorReconciler{Client: mgr.GetClient()},
 	} {

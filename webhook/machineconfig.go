@@ -269,7 +269,21 @@ func previewPools(ctx context.Context, p *Previewer, pools []*mcfgv1.MachineConf
 		for _, u := range pp.Unreconcilable {
 			unreconcilable = append(unreconcilable, fmt.Sprintf("pool %s, %s", pool.Name, u))
 		}
-		warnings = append(warnings, prefix+pp.Warning())
+		// When the change would start under the pool's rollout policies,
+		// not at all for a pool no policy selects. It changes with the
+		// clock and the policies, which the answer cache does not key
+		// on: an answer that says it is not kept (the renderings and
+		// plans under it still are).
+		start := ""
+		if policies, err := p.rolloutPolicies(ctx, pool); err != nil {
+			start = "no rollout policy preview: " + err.Error()
+		} else {
+			start = rolloutStart(policies, pp, time.Now())
+		}
+		if start != "" {
+			complete = false
+		}
+		warnings = append(warnings, prefix+withStart(pp.Warning(), start))
 	}
 	if len(unreconcilable) > 0 {
 		return admission.Denied(fmt.Sprintf("%s cannot be applied in place (nodes would have to be reprovisioned): %s", object, strings.Join(unreconcilable, "; "))), complete

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +27,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/nodepool"
+	"github.com/ndp-dev/ndp/rolloutcontrol"
 )
 
 type statusOptions struct {
@@ -76,6 +78,8 @@ conditions) and, for each of its nodes, the config it runs and the one it is sen
 state, the step it is at (from its MachineConfigNode conditions) and the plan it runs. Without POOL
 arguments every pool is shown, each node under the one pool that manages it (master wins over
 worker and a custom pool, a custom pool over worker), and nodes no pool manages under "(none)".
+Under a pool that a RolloutPolicy selects or that has a node held (ndp hold), "Rollout:" lists the
+policies and what holds its starts now and until when (the pool's RolloutHeld condition).
 
 The cluster is found like kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.
 Exit codes: 0 shown; 1 no cluster reachable, an unknown pool or another error; 2 usage.`,
@@ -159,6 +163,10 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 	if err != nil {
 		return nil, err
 	}
+	policies, err := listRolloutPolicies(ctx, c, warn)
+	if err != nil {
+		return nil, err
+	}
 
 	pools := poolList.Items
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
@@ -219,6 +227,13 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 		if pr.Forecasts == nil {
 			pr.Forecasts = []ForecastReport{}
 		}
+		var held []string
+		for j := range nodes {
+			if _, ok := nodes[j].Annotations[v1alpha1.HoldAnnotation]; ok && primary[nodes[j].Name] == p.Name {
+				held = append(held, nodes[j].Name)
+			}
+		}
+		pr.Rollout = rolloutReport(p, policies, held)
 		report.Pools = append(report.Pools, pr)
 	}
 	if len(want) == 0 {
@@ -269,6 +284,7 @@ func nodeReport(ctx context.Context, n *corev1.Node, mcn *mcfgv1.MachineConfigNo
 		state: a[ndpmcv1.StateAnnotation], reason: a[ndpmcv1.ReasonAnnotation],
 		target: target, paused: paused,
 	}
+	f.heldReason, f.held = a[v1alpha1.HoldAnnotation]
 	if mcn != nil {
 		f.hasMCN = true
 		f.conditions = mcn.Status.Conditions
@@ -320,6 +336,48 @@ func (cc *configCache) get(ctx context.Context, name string) (*ndpmcv1.MachineCo
 	}
 	cc.got[name] = mc
 	return mc, nil
+}
+
+// listRolloutPolicies reads the RolloutPolicies; a cluster without the
+// API (an older install) has none.
+func listRolloutPolicies(ctx context.Context, c client.Reader, warn func(string)) ([]v1alpha1.RolloutPolicy, error) {
+	var list v1alpha1.RolloutPolicyList
+	switch err := c.List(ctx, &list); {
+	case err == nil:
+		return list.Items, nil
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return nil, nil
+	case apierrors.IsForbidden(err):
+		warn("cannot list RolloutPolicies, the pools' rollout policies are not shown: " + err.Error())
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("listing RolloutPolicies: %w", err)
+	}
+}
+
+// rolloutReport is the pool's rollout policies and holds: nil when no
+// policy selects it, no node of it is held and its RolloutHeld condition
+// is not True.
+func rolloutReport(p *mcfgv1.MachineConfigPool, policies []v1alpha1.RolloutPolicy, heldNodes []string) *RolloutReport {
+	r := &RolloutReport{Policies: []string{}, Reasons: []string{}, HeldNodes: heldNodes}
+	for _, pol := range rolloutcontrol.PoliciesFor(p, policies) {
+		r.Policies = append(r.Policies, pol.Name)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == ndpmcv1.ConditionRolloutHeld && c.Status == corev1.ConditionTrue {
+			r.Held = true
+			if c.Message != "" {
+				r.Reasons = strings.Split(c.Message, "; ")
+			}
+		}
+	}
+	if r.HeldNodes == nil {
+		r.HeldNodes = []string{}
+	}
+	if len(r.Policies) == 0 && !r.Held && len(r.HeldNodes) == 0 {
+		return nil
+	}
+	return r
 }
 
 // listForecasts reads the UpdateForecasts ndp's advisor writes, by pool:

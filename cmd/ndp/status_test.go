@@ -123,6 +123,8 @@ func TestDeriveStepOtherStates(t *testing.T) {
 		{"a new node", nodeFacts{target: "b"}, PhasePending, "no config yet"},
 		{"waiting for the rollout", nodeFacts{current: "a", desired: "a", state: "Done", target: "b"}, PhaseQueued, "waiting for its turn"},
 		{"paused pool", nodeFacts{current: "a", desired: "a", state: "Done", target: "b", paused: true}, PhaseQueued, "waiting: the pool is paused"},
+		{"held", nodeFacts{current: "a", desired: "a", state: "Done", target: "b", held: true, heldReason: "disk swap"}, PhaseQueued, "held: disk swap"},
+		{"held without a reason", nodeFacts{current: "a", desired: "a", state: "Done", target: "b", held: true}, PhaseQueued, "held (ndp release NODE lets it go)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if phase, step := deriveStep(tc.f); phase != tc.phase || step != tc.step {

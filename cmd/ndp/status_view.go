@@ -47,6 +47,24 @@ type PoolReport struct {
 	// Forecasts are the pool's UpdateForecasts (ndp's advisor beside the
 	// MCO): the pending ones first, then the past ones, newest first.
 	Forecasts []ForecastReport `json:"forecasts"`
+	// Rollout is what holds the pool's starts: its RolloutPolicies, the
+	// reasons of its RolloutHeld condition, its nodes held by annotation;
+	// absent when there is none of these.
+	Rollout *RolloutReport `json:"rollout,omitempty"`
+}
+
+// RolloutReport says why a pool's nodes do not start and when they can.
+type RolloutReport struct {
+	// Policies are the RolloutPolicies that select the pool, by name.
+	Policies []string `json:"policies"`
+	// Held: a start the budget allows does not happen now (RolloutHeld).
+	Held bool `json:"held"`
+	// Reasons: "waiting: outside the maintenance window, opens Sat 02:00
+	// Europe/Berlin for plans that reboot (2 nodes)", "held: node worker-3
+	// by annotation ndp.dev/hold: disk swap (by alice)".
+	Reasons []string `json:"reasons"`
+	// HeldNodes carry the ndp.dev/hold annotation.
+	HeldNodes []string `json:"heldNodes"`
 }
 
 // ForecastReport is one UpdateForecast: nodes of the pool moving From →
@@ -161,6 +179,9 @@ type nodeFacts struct {
 	// target of the node's pool, and whether the pool is paused.
 	target string
 	paused bool
+	// held: the node carries ndp.dev/hold (ndp hold), with that reason.
+	held       bool
+	heldReason string
 	// The node's MachineConfigNode: found, its status.configVersion.desired
 	// and its conditions.
 	hasMCN     bool
@@ -212,6 +233,10 @@ func deriveStep(f nodeFacts) (phase, step string) {
 			return PhaseDone, "done"
 		case f.paused:
 			return PhaseQueued, "waiting: the pool is paused"
+		case f.held && f.heldReason != "":
+			return PhaseQueued, "held: " + f.heldReason
+		case f.held:
+			return PhaseQueued, "held (ndp release NODE lets it go)"
 		}
 		return PhaseQueued, "waiting for its turn"
 	}
@@ -394,6 +419,7 @@ func writeStatusText(w io.Writer, r *StatusReport) error {
 				fmt.Fprintf(&b, "  %s -> %s: %s (%s)\n", shortConfig(p.Name, m.from), shortConfig(p.Name, m.to), briefPlan(plans[m]), nodes)
 			}
 		}
+		writeRolloutText(&b, p.Rollout)
 		if len(details) > 0 {
 			b.WriteString("Details:\n" + strings.Join(details, "\n") + "\n")
 		}
@@ -554,5 +580,42 @@ func writeForecastSide(b *strings.Builder, who string, s *ForecastPlanReport) {
 			break
 		}
 		fmt.Fprintf(b, "      %s: %s (%s)\n", r.Change, r.By, strings.Join(r.Actions, ", "))
+	}
+}
+
+// writeRolloutText writes the pool's rollout policies and holds:
+//
+//	Rollout:
+//	  policies: workers
+//	  waiting: outside the maintenance window, opens Sat 02:00 Europe/Berlin for plans that reboot (2 nodes)
+//	  held: node worker-3 by annotation ndp.dev/hold: disk swap (by alice)
+func writeRolloutText(b *strings.Builder, r *RolloutReport) {
+	if r == nil {
+		return
+	}
+	b.WriteString("Rollout:\n")
+	if len(r.Policies) > 0 {
+		b.WriteString("  policies: " + strings.Join(r.Policies, ", ") + "\n")
+	} else {
+		b.WriteString("  policies: none\n")
+	}
+	shown := map[string]bool{}
+	for _, l := range r.Reasons {
+		b.WriteString("  " + l + "\n")
+	}
+	for _, l := range r.Reasons {
+		for _, n := range r.HeldNodes {
+			if strings.HasPrefix(l, "held: node "+n+" ") {
+				shown[n] = true
+			}
+		}
+	}
+	for _, n := range r.HeldNodes {
+		if !shown[n] {
+			b.WriteString("  held: node " + n + " by annotation (not yet seen by the rollout controller)\n")
+		}
+	}
+	if !r.Held && len(r.Reasons) == 0 && len(r.HeldNodes) == 0 {
+		b.WriteString("  nothing holds a start\n")
 	}
 }

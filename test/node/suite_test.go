@@ -48,6 +48,7 @@ var (
 	k8s        client.WithWatch
 	restConfig *rest.Config
 	kubeconfig string
+	kubectlBin string
 	daemonBin  string
 	env        *envtest.Environment
 	// faultsBuild is set by the faults build (make faults): its trials run
@@ -77,7 +78,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = cp.Stop() }()
-	env, restConfig, k8s, kubeconfig = cp.Env, cp.Config, cp.Client, cp.Kubeconfig
+	env, restConfig, k8s, kubeconfig, kubectlBin = cp.Env, cp.Config, cp.Client, cp.Kubeconfig, cp.Bin("kubectl")
 	root, _ := filepath.Abs("../..")
 	dir, err := os.MkdirTemp("", "ndp-node-")
 	if err != nil {

@@ -79,6 +79,14 @@ const (
 	// node anywhere and its daemons execute nothing until one of the two is
 	// removed; the pool is Degraded meanwhile.
 	ConditionMCOPresent = "MCOPresent"
+	// ConditionRolloutHeld: a start that the pool's budget allows does not
+	// happen now: a RolloutPolicy's window, gate, pacing or zone budget, or
+	// a node's ndp.dev/hold annotation, holds it. The message says why and
+	// when it can go ("waiting: outside the maintenance window, opens Sat
+	// 02:00 Europe/Berlin for plans that reboot"; "held: node worker-3 by
+	// annotation ndp.dev/hold"). Reported only for pools that some policy
+	// selects or that had a node held.
+	ConditionRolloutHeld = "RolloutHeld"
 )
 
 // PlanPendingReason is the reason of the MachineConfigNode condition

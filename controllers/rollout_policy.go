@@ -1,0 +1,359 @@
+package controllers
+
+import (
+	"context"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/rolloutcontrol"
+)
+
+// +kubebuilder:rbac:groups=ndp.dev,resources=rolloutpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ndp.dev,resources=rolloutpolicies/status,verbs=get;update;patch
+
+// GateSource evaluates a RolloutPolicy's gates (package rolloutgates:
+// Prometheus, Alertmanager, blocking pods). It returns the results and
+// when it will look again (zero: no time of its own). The rollout
+// controller asks it for every policy with gates at every step of the
+// pool: it answers from its own cache.
+type GateSource interface {
+	Results(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time)
+}
+
+// Metrics of the holds: how many nodes each kind of reason holds now, and
+// how often a kind started to hold a pool.
+var (
+	rolloutHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ndp_rollout_held",
+		Help: "Nodes of a MachineConfigPool whose start a rollout policy or a hold annotation holds now, by the kind of reason (Window, Alert, Query, GateError, BlockingPod, Hold, Settle, DrainedPods, ZoneBudget, InvalidPolicy, NoWindow).",
+	}, []string{"pool", "reason_kind"})
+	rolloutHolds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ndp_rollout_holds_total",
+		Help: "Times a kind of reason started to hold starts of a MachineConfigPool.",
+	}, []string{"pool", "reason_kind"})
+)
+
+func init() { ctrlmetrics.Registry.MustRegister(rolloutHeld, rolloutHolds) }
+
+// rolloutHoldView is what a pool's policy decision shows: the holds that
+// keep back a start the budget would allow, without the nodes that only
+// wait for their plan (the rollout's own NoPlan wait).
+type rolloutHoldView struct {
+	// Lines are rolloutcontrol.Summary's, at most v1alpha1.MaxPoolReasons.
+	Lines []string
+	// Kinds count the nodes each kind of reason holds (a reason that holds
+	// the pool counts every candidate not sent, at least 1).
+	Kinds map[rolloutcontrol.ReasonKind]int
+	// HeldNodes are the pool's nodes held by annotation.
+	HeldNodes []string
+	// Next is when a window opens or a settle time ends.
+	Next time.Time
+	// dec is the decision without NoPlan reasons (forPolicy).
+	dec rolloutcontrol.Decision
+}
+
+// forPolicy is what one policy holds in the pool: its own pool reasons
+// (gates, pacing, zone budget), the windows' reasons if it has windows
+// (the windows of all policies combine into one verdict), its warnings.
+// Nodes held by annotation are in HeldNodes, not here: no policy holds them.
+// next is the earliest time one of them lets go, when known.
+func (v rolloutHoldView) forPolicy(p *v1alpha1.RolloutPolicy) (lines []string, next time.Time) {
+	if !v.Holding() {
+		return nil, time.Time{}
+	}
+	mine := func(r rolloutcontrol.Reason) bool {
+		ok := r.Policy == p.Name
+		if r.Policy == "" {
+			ok = (r.Kind == rolloutcontrol.ReasonWindow || r.Kind == rolloutcontrol.ReasonNever) && len(p.Spec.Windows) > 0
+		}
+		if ok && !r.Until.IsZero() && (next.IsZero() || r.Until.Before(next)) {
+			next = r.Until
+		}
+		return ok
+	}
+	d := rolloutcontrol.Decision{Order: v.dec.Order, Held: map[string][]rolloutcontrol.Reason{}}
+	for _, r := range v.dec.Pool {
+		if mine(r) {
+			d.Pool = append(d.Pool, r)
+		}
+	}
+	for n, rs := range v.dec.Held {
+		for _, r := range rs {
+			if mine(r) {
+				d.Held[n] = append(d.Held[n], r)
+			}
+		}
+	}
+	for _, r := range v.dec.Warnings {
+		if r.Policy == p.Name {
+			d.Warnings = append(d.Warnings, r)
+		}
+	}
+	return rolloutcontrol.Summary(d, v1alpha1.MaxPoolReasons), next
+}
+
+// Holding says whether anything holds.
+func (v rolloutHoldView) Holding() bool { return len(v.Kinds) > 0 }
+
+// holdView derives the view from a decision; nil (a stopped rollout) is
+// no hold.
+func holdView(d rolloutDecision) rolloutHoldView {
+	v := rolloutHoldView{Kinds: map[rolloutcontrol.ReasonKind]int{}}
+	pd := d.Policy
+	if pd == nil {
+		return v
+	}
+	c := *pd
+	c.Held = map[string][]rolloutcontrol.Reason{}
+	waiting := 0
+	for _, n := range pd.Order {
+		var rs []rolloutcontrol.Reason
+		for _, r := range pd.Held[n.Name] {
+			if r.Kind != rolloutcontrol.ReasonNoPlan {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) > 0 {
+			c.Held[n.Name] = rs
+		}
+		kinds := map[rolloutcontrol.ReasonKind]bool{}
+		for _, r := range rs {
+			kinds[r.Kind] = true
+		}
+		for k := range kinds {
+			v.Kinds[k]++
+		}
+		if d.Held[n.Name] == holdPolicy {
+			waiting++
+		}
+	}
+	// Redirects held (not candidates, so not in Order).
+	for name, rs := range pd.Held {
+		if _, ok := c.Held[name]; ok || d.Held[name] != holdPolicy || hasReason(rs, rolloutcontrol.ReasonNoPlan) {
+			continue
+		}
+		c.Held[name] = rs
+		c.Order = append(c.Order, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		for _, r := range rs {
+			v.Kinds[r.Kind]++
+		}
+	}
+	for _, r := range pd.Pool {
+		v.Kinds[r.Kind] = max(v.Kinds[r.Kind], waiting, 1)
+	}
+	if len(v.Kinds) == 0 {
+		v.Kinds = nil
+		v.HeldNodes = pd.HeldNodes
+		return v
+	}
+	v.Lines = rolloutcontrol.Summary(c, v1alpha1.MaxPoolReasons)
+	v.dec = c
+	v.HeldNodes = pd.HeldNodes
+	if len(v.HeldNodes) > v1alpha1.MaxPoolHeldNodes {
+		v.HeldNodes = v.HeldNodes[:v1alpha1.MaxPoolHeldNodes]
+	}
+	v.Next = d.Next
+	return v
+}
+
+// heldCondition is the pool's RolloutHeld condition for a view: True with
+// the first reason's kind and every line, or False.
+func heldCondition(v rolloutHoldView) (corev1.ConditionStatus, string, string) {
+	if !v.Holding() {
+		return corev1.ConditionFalse, "NotHeld", ""
+	}
+	kinds := make([]string, 0, len(v.Kinds))
+	for k := range v.Kinds {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	return corev1.ConditionTrue, strings.Join(kinds, ""), strings.Join(v.Lines, "; ")
+}
+
+// countSuffix is Summary's "(3 nodes)": it changes as nodes go, the
+// reason does not.
+var countSuffix = regexp.MustCompile(` \(\d+ nodes?\)$`)
+
+// holdKey is what an Event is deduplicated on: the reasons without their
+// node counts.
+func holdKey(v rolloutHoldView) string {
+	lines := make([]string, len(v.Lines))
+	for i, l := range v.Lines {
+		lines[i] = countSuffix.ReplaceAllString(l, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// poolPacing remembers, per pool, when its last node finished an update:
+// a node seen done on the target that was not at the previous step. It
+// lives in memory: after a restart, pacing starts afresh (the first node
+// that finishes then sets it).
+type poolPacing struct {
+	mu     sync.Mutex
+	byPool map[string]*pacingMemo
+}
+
+type pacingMemo struct {
+	target string
+	done   map[string]bool
+	state  rolloutcontrol.PacingState
+}
+
+// observe records the pool's nodes done on target at now and returns the
+// pool's pacing state.
+func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time.Time) rolloutcontrol.PacingState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byPool == nil {
+		p.byPool = map[string]*pacingMemo{}
+	}
+	m := p.byPool[pool]
+	first := m == nil || m.target != target
+	if first {
+		m = &pacingMemo{target: target}
+		p.byPool[pool] = m
+	}
+	done := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if n.Annotations[ndpmcv1.CurrentConfigAnnotation] == target && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target && !unavailable(n) {
+			done[n.Name] = true
+			if !first && !m.done[n.Name] {
+				m.state = rolloutcontrol.PacingState{LastDone: now, LastNode: n.Name}
+			}
+		}
+	}
+	m.done = done
+	return m.state
+}
+
+func (p *poolPacing) forget(pool string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.byPool, pool)
+}
+
+// rolloutBoard holds each pool's holds as the rollout controller last
+// decided them, for the RolloutPolicy status writer; it tells that writer
+// when a pool's entry changes.
+type rolloutBoard struct {
+	mu     sync.Mutex
+	byPool map[string]map[string]v1alpha1.PoolRolloutStatus // by pool, by policy
+	// changes wakes the status writer (source.Channel): one pending
+	// signal covers every change, the writer then looks at every policy.
+	changes chan event.GenericEvent
+}
+
+func newRolloutBoard() *rolloutBoard {
+	return &rolloutBoard{byPool: map[string]map[string]v1alpha1.PoolRolloutStatus{}, changes: make(chan event.GenericEvent, 1)}
+}
+
+// set records what each of the pool's policies holds there at now;
+// lastEvaluated moves only when the rest changes (a status write per
+// rollout step would cost a request per node).
+func (b *rolloutBoard) set(pool string, v rolloutHoldView, policies []*v1alpha1.RolloutPolicy, now time.Time) {
+	if b == nil {
+		return
+	}
+	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+	entries := make(map[string]v1alpha1.PoolRolloutStatus, len(policies))
+	for _, p := range policies {
+		lines, next := v.forPolicy(p)
+		e := v1alpha1.PoolRolloutStatus{Pool: pool, Holding: len(lines) > 0, Reasons: lines, HeldNodes: v.HeldNodes}
+		if !next.IsZero() {
+			t := metav1.NewTime(next.UTC().Truncate(time.Second))
+			e.NextStart = &t
+		}
+		entries[p.Name] = e
+	}
+	b.mu.Lock()
+	old := b.byPool[pool]
+	changed := len(old) != len(entries)
+	for name, e := range entries {
+		o, had := old[name]
+		if had {
+			e.LastEvaluated = o.LastEvaluated
+		}
+		if !had || !samePoolRollout(o, e) {
+			e.LastEvaluated = &stamp
+			changed = true
+		}
+		entries[name] = e
+	}
+	if changed {
+		b.byPool[pool] = entries
+	}
+	b.mu.Unlock()
+	if changed {
+		b.changed()
+	}
+}
+
+func (b *rolloutBoard) remove(pool string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	_, had := b.byPool[pool]
+	delete(b.byPool, pool)
+	b.mu.Unlock()
+	if had {
+		b.changed()
+	}
+}
+
+func (b *rolloutBoard) changed() {
+	select {
+	case b.changes <- event.GenericEvent{Object: &v1alpha1.RolloutPolicy{}}:
+	default: // one pending signal covers every change
+	}
+}
+
+// get is what the policy holds in the pool, as last decided.
+func (b *rolloutBoard) get(pool, policy string) (v1alpha1.PoolRolloutStatus, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byPool[pool][policy]
+	return e, ok
+}
+
+func samePoolRollout(a, b v1alpha1.PoolRolloutStatus) bool {
+	return a.Pool == b.Pool && a.Holding == b.Holding && slicesEqual(a.Reasons, b.Reasons) && slicesEqual(a.HeldNodes, b.HeldNodes) &&
+		timeEqual(a.NextStart, b.NextStart) && timeEqual(a.LastEvaluated, b.LastEvaluated)
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func timeEqual(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Time.Equal(b.Time)
+}
+
+// policiesOfPool lists the RolloutPolicies from the cache and returns
+// those that select the pool, by name.
+func policiesOfPool(pool *mcfgv1.MachineConfigPool, all []v1alpha1.RolloutPolicy) []*v1alpha1.RolloutPolicy {
+	return rolloutcontrol.PoliciesFor(pool, all)
+}

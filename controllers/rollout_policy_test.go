@@ -1,0 +1,386 @@
+package controllers
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/rolloutcontrol"
+)
+
+// A Thursday noon in Berlin; the window opens Saturday 02:00.
+var policyNow = time.Date(2026, 11, 26, 11, 0, 0, 0, time.UTC)
+
+func saturdayWindow(holds ...v1alpha1.PlanKind) *v1alpha1.RolloutPolicy {
+	return &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "workers"}, Spec: v1alpha1.RolloutPolicySpec{
+		Windows: []v1alpha1.MaintenanceWindow{{Days: []v1alpha1.Weekday{"Sat"}, Start: "02:00", End: "04:00", TimeZone: "Europe/Berlin", Holds: holds}},
+	}}
+}
+
+// planTarget is the target "new" with a reboot plan from "old-r", a
+// restart plan from "old-s" and a files-only plan from "old".
+func planTarget() *ndpmcv1.MachineConfig {
+	mc := testTarget(true)
+	mc.Status.PostConfigActions = []ndpmcv1.PostConfigActions{
+		{From: "old-r", Reboot: true, Actions: []ndpmcv1.PlanAction{{Type: operatorv1.RebootSpecAction}}},
+		{From: "old-s", Actions: []ndpmcv1.PlanAction{{Type: operatorv1.RestartSpecAction, Restart: &ndpmcv1.PlanService{ServiceName: "chronyd.service"}}}},
+		{From: "old", Actions: []ndpmcv1.PlanAction{{Type: operatorv1.NoneSpecAction}}},
+	}
+	return mc
+}
+
+// held marks a test node as held by annotation: its state names the
+// reason, "held:<why>" (heldNodes applies it).
+func held(n testNode, why string) testNode {
+	n.reason = "held:" + why
+	return n
+}
+
+// heldNodes builds the test nodes, moving held's mark to ndp.dev/hold.
+func heldNodes(ts ...testNode) []*corev1.Node {
+	nodes := testNodes(ts...)
+	for _, n := range nodes {
+		if why, ok := strings.CutPrefix(n.Annotations[ndpmcv1.ReasonAnnotation], "held:"); ok {
+			delete(n.Annotations, ndpmcv1.ReasonAnnotation)
+			n.Annotations[v1alpha1.HoldAnnotation] = why
+		}
+	}
+	return nodes
+}
+
+func TestDecideRolloutWithPolicies(t *testing.T) {
+	saturday := time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC) // 02:00 Berlin
+	for _, tc := range []struct {
+		name     string
+		pool     *mcfgv1.MachineConfigPool
+		nodes    []testNode
+		policies []*v1alpha1.RolloutPolicy
+		gates    rolloutcontrol.GateResults
+		want     decision
+		next     time.Time
+		lines    []string
+	}{
+		{
+			name:     "a window holds the reboot plan while the restart plan goes",
+			pool:     testPool("new", intOrPercent("100%"), false),
+			nodes:    []testNode{at(done("reboot", "old-r"), "", 1), at(done("restart", "old-s"), "", 2)},
+			policies: []*v1alpha1.RolloutPolicy{saturdayWindow()},
+			want:     decision{Budget: 2, Send: []string{"restart"}, Held: map[string]holdReason{"reboot": holdPolicy}},
+			next:     saturday,
+			lines:    []string{"waiting: outside the maintenance window, opens Sat 02:00 Europe/Berlin for plans that reboot (1 node)"},
+		},
+		{
+			name:  "a held node is skipped, the next goes, without any policy",
+			pool:  testPool("new", intOrPercent("1"), false),
+			nodes: []testNode{held(at(done("a", "old"), "", 1), "disk swap"), at(done("b", "old"), "", 2), at(done("c", "old"), "", 3)},
+			want:  decision{Budget: 1, Send: []string{"b"}, Held: map[string]holdReason{"a": holdPolicy, "c": holdOverBudget}},
+			lines: []string{"held: node a by annotation ndp.dev/hold: disk swap"},
+		},
+		{
+			name:     "gates never evaluated hold every start",
+			pool:     testPool("new", intOrPercent("2"), false),
+			nodes:    []testNode{at(done("a", "old"), "", 1), at(done("b", "old"), "", 2), at(done("c", "old"), "", 3)},
+			policies: []*v1alpha1.RolloutPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Spec: v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, Scope: v1alpha1.BlockingPodsCluster}}}}},
+			want:     decision{Budget: 2, Held: map[string]holdReason{"a": holdPolicy, "b": holdPolicy, "c": holdPolicy}},
+			lines:    []string{"waiting: blocking pods: not evaluated yet, holding (failOpen=false) [rolloutpolicy gated]"},
+		},
+		{
+			name: "a redirect that would reboot keeps to the window; one that adopts goes",
+			pool: testPool("new", intOrPercent("100%"), false),
+			nodes: []testNode{{name: "failed", cur: "old-r", desired: "older", state: ndpmcv1.StateDegraded},
+				{name: "fresh", notReady: true}},
+			policies: []*v1alpha1.RolloutPolicy{saturdayWindow()},
+			want:     decision{Budget: 2, Out: 2, Redirect: []string{"fresh"}, Held: map[string]holdReason{"failed": holdPolicy}},
+			next:     saturday,
+			lines:    []string{"waiting: outside the maintenance window, opens Sat 02:00 Europe/Berlin for plans that reboot (1 node)"},
+		},
+		{
+			name:  "a node without a plan beyond the budget is over budget, as without policies",
+			pool:  testPool("new", intOrPercent("1"), false),
+			nodes: []testNode{at(done("a", "old"), "", 1), at(done("b", "nope"), "", 2)},
+			want:  decision{Budget: 1, Send: []string{"a"}, Held: map[string]holdReason{"b": holdOverBudget}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pol rolloutPolicies
+			pol.Now = policyNow
+			for _, p := range tc.policies {
+				pol.Policies = append(pol.Policies, rolloutcontrol.PolicyInput{Policy: p})
+			}
+			d := decideRolloutWith(tc.pool, heldNodes(tc.nodes...), planTarget(), pol)
+			if diff := cmp.Diff(tc.want, byName(d), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+			if !d.Next.Equal(tc.next) {
+				t.Errorf("next = %v, want %v", d.Next, tc.next)
+			}
+			v := holdView(d)
+			if diff := cmp.Diff(tc.lines, v.Lines, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+			st, _, msg := heldCondition(v)
+			if want := len(tc.lines) > 0; (st == corev1.ConditionTrue) != want || msg != strings.Join(tc.lines, "; ") {
+				t.Errorf("condition %s %q, want held=%v", st, msg, want)
+			}
+		})
+	}
+}
+
+// Whatever the policies and holds, no step sends more than the budget
+// allows, and every send is a candidate the policies let go.
+func TestDecideRolloutWithPoliciesKeepsTheBudget(t *testing.T) {
+	rng := rand.New(rand.NewSource(32))
+	policies := []*v1alpha1.RolloutPolicy{saturdayWindow(), saturdayWindow(v1alpha1.PlanRestart)}
+	zb := intOrPercent("1")
+	policies[1].Name = "zoned"
+	policies[1].Spec.ZoneBudget = zb
+	froms := []string{"old", "old-r", "old-s", "nope", "new"}
+	for i := 0; i < 500; i++ {
+		var ts []testNode
+		for j := 0; j < 1+rng.Intn(12); j++ {
+			n := testNode{name: string(rune('a' + j)), cur: froms[rng.Intn(len(froms))], zone: []string{"", "z1", "z2"}[rng.Intn(3)], created: rng.Intn(5)}
+			n.desired, n.state = n.cur, ndpmcv1.StateDone
+			switch rng.Intn(6) {
+			case 0:
+				n.notReady = true
+			case 1:
+				n.desired = "new"
+			case 2:
+				n = held(n, "")
+			}
+			ts = append(ts, n)
+		}
+		pool := testPool("new", intOrPercent([]string{"1", "2", "50%"}[rng.Intn(3)]), false)
+		var pol rolloutPolicies
+		pol.Now = policyNow.Add(time.Duration(rng.Intn(7*24)) * time.Hour)
+		for _, p := range policies[:rng.Intn(3)] {
+			pol.Policies = append(pol.Policies, rolloutcontrol.PolicyInput{Policy: p})
+		}
+		d := decideRolloutWith(pool, heldNodes(ts...), planTarget(), pol)
+		if d.Out+len(d.Send) > d.Budget && len(d.Send) > 0 {
+			t.Fatalf("%+v: %d out + %d sent > budget %d", ts, d.Out, len(d.Send), d.Budget)
+		}
+		for _, n := range d.Send {
+			if _, ok := n.Annotations[v1alpha1.HoldAnnotation]; ok {
+				t.Fatalf("%+v: sent held node %s", ts, n.Name)
+			}
+		}
+	}
+}
+
+func TestRequeueAfter(t *testing.T) {
+	now := policyNow
+	pd := &rolloutcontrol.Decision{Pool: []rolloutcontrol.Reason{{Kind: rolloutcontrol.ReasonAlert}}}
+	for _, tc := range []struct {
+		name  string
+		d     rolloutDecision
+		gates time.Time
+		want  time.Duration
+	}{
+		{"nothing to wait for", rolloutDecision{}, time.Time{}, 0},
+		{"a plan", rolloutDecision{Wait: true}, time.Time{}, 30 * time.Second},
+		{"a window a minute away", rolloutDecision{Wait: true, Next: now.Add(time.Minute)}, time.Time{}, 30 * time.Second},
+		{"a window sooner", rolloutDecision{Next: now.Add(10 * time.Second)}, time.Time{}, 11 * time.Second},
+		{"gates while held", rolloutDecision{Policy: pd}, now.Add(5 * time.Second), 5 * time.Second},
+		{"gates while not held", rolloutDecision{Policy: &rolloutcontrol.Decision{}}, now.Add(5 * time.Second), 0},
+		{"gates without a time of their own", rolloutDecision{Policy: pd}, time.Time{}, 30 * time.Second},
+		{"a hold annotation: only events", rolloutDecision{Policy: &rolloutcontrol.Decision{Held: map[string][]rolloutcontrol.Reason{"a": {{Kind: rolloutcontrol.ReasonHold}}}}}, time.Time{}, 0},
+	} {
+		if got := requeueAfter(tc.d, now, tc.gates, 30*time.Second); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPoolPacing(t *testing.T) {
+	var p poolPacing
+	t0 := policyNow
+	nodes := testNodes(done("a", "new"), done("b", "old"))
+	if s := p.observe("worker", "new", nodes, t0); !s.LastDone.IsZero() {
+		t.Fatalf("first look: %+v, want none", s)
+	}
+	nodes = testNodes(done("a", "new"), done("b", "new"))
+	if s := p.observe("worker", "new", nodes, t0.Add(time.Minute)); s.LastNode != "b" || !s.LastDone.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("b done: %+v", s)
+	}
+	if s := p.observe("worker", "new", nodes, t0.Add(2*time.Minute)); !s.LastDone.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("nothing new: %+v", s)
+	}
+	if s := p.observe("worker", "newer", nodes, t0.Add(3*time.Minute)); !s.LastDone.IsZero() {
+		t.Fatalf("a new target starts afresh: %+v", s)
+	}
+}
+
+func TestRolloutPolicyStatus(t *testing.T) {
+	now := metav1.NewTime(policyNow)
+	worker := mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker", Labels: map[string]string{"role": "worker"}}}
+	infra := mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}
+	p := saturdayWindow()
+	p.Generation = 3
+	p.Spec.PoolSelector = metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}
+	entry := v1alpha1.PoolRolloutStatus{Pool: "worker", Holding: true, Reasons: []string{"held: node a by annotation ndp.dev/hold"}}
+	decided := func(pool, policy string) (v1alpha1.PoolRolloutStatus, bool) {
+		return entry, (pool == "worker" || pool == "infra") && policy == "workers"
+	}
+	st := rolloutPolicyStatus(p, []mcfgv1.MachineConfigPool{infra, worker}, decided, now)
+	if st.ObservedGeneration != 3 || len(st.Pools) != 1 || st.Pools[0].Pool != "worker" {
+		t.Fatalf("status %+v", st)
+	}
+	if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.RolloutPolicyAccepted) || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.RolloutPolicyHolding) {
+		t.Fatalf("conditions %+v", st.Conditions)
+	}
+	// Written again later: nothing moves.
+	p.Status = st
+	if again := rolloutPolicyStatus(p, []mcfgv1.MachineConfigPool{worker, infra}, decided, metav1.NewTime(policyNow.Add(time.Hour))); !cmp.Equal(again, st) {
+		t.Errorf("status changed without a change:\n%s", cmp.Diff(st, again))
+	}
+	bad := saturdayWindow()
+	bad.Spec.Windows[0].TimeZone = "Mars/Olympus"
+	st = rolloutPolicyStatus(bad, nil, decided, now)
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.RolloutPolicyAccepted)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.windows[0]") {
+		t.Errorf("Accepted for a bad time zone: %+v", c)
+	}
+}
+
+// reportHolds: the pool's condition, one Event per change of reason (not
+// per change of node count), a release Event, the gauge; a pool with no
+// policy and no hold is left alone.
+func TestReportHolds(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	r := &RolloutReconciler{Recorder: rec, Conditions: NewPoolConditions(), board: newRolloutBoard()}
+	pool := testPool("new", intOrPercent("1"), false)
+	pool.Name = "report-holds"
+	target := planTarget()
+	step := func(policies []*v1alpha1.RolloutPolicy, nodes ...testNode) {
+		t.Helper()
+		pol := rolloutPolicies{Now: policyNow}
+		for _, p := range policies {
+			pol.Policies = append(pol.Policies, rolloutcontrol.PolicyInput{Policy: p})
+		}
+		r.reportHolds(pool, decideRolloutWith(pool, heldNodes(nodes...), target, pol), policies, policyNow)
+	}
+	drain := func() []string {
+		var out []string
+		for {
+			select {
+			case e := <-rec.Events:
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+	gauge := func() float64 {
+		return metricValue("ndp_rollout_held", map[string]string{"pool": pool.Name, "reason_kind": string(rolloutcontrol.ReasonWindow)})
+	}
+
+	step(nil, at(done("a", "old"), "", 1))
+	if _, ok := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRolloutHeld]; ok || len(drain()) > 0 {
+		t.Fatalf("a pool without policies or holds got a condition or an event")
+	}
+
+	window := []*v1alpha1.RolloutPolicy{saturdayWindow()}
+	step(window, at(done("a", "old-r"), "", 1), at(done("b", "old-r"), "", 2))
+	c := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRolloutHeld]
+	if c.Status != corev1.ConditionTrue || c.Reason != "Window" || !strings.Contains(c.Message, "opens Sat 02:00 Europe/Berlin for plans that reboot (2 nodes)") {
+		t.Errorf("condition %+v", c)
+	}
+	if ev := drain(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal RolloutHeld waiting: outside the maintenance window") {
+		t.Errorf("events %q", ev)
+	}
+	if g := gauge(); g != 2 {
+		t.Errorf("ndp_rollout_held Window %v, want 2", g)
+	}
+	if e, ok := r.board.get(pool.Name, "workers"); !ok || !e.Holding || e.NextStart == nil || len(e.Reasons) != 1 {
+		t.Errorf("board %+v", e)
+	}
+
+	// One node fewer: the same reason, no new Event.
+	step(window, at(done("a", "old-r"), "", 1), done("b", "new"))
+	if ev := drain(); len(ev) != 0 {
+		t.Errorf("events on a count change: %q", ev)
+	}
+	// Done: released.
+	step(window, done("a", "new"), done("b", "new"))
+	if ev := drain(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal RolloutReleased") {
+		t.Errorf("events on release %q", ev)
+	}
+	if c := r.Conditions.get(pool.Name)[ndpmcv1.ConditionRolloutHeld]; c.Status != corev1.ConditionFalse {
+		t.Errorf("condition after release %+v", c)
+	}
+	if g := gauge(); g != 0 {
+		t.Errorf("ndp_rollout_held Window after release %v", g)
+	}
+	if n := metricValue("ndp_rollout_holds_total", map[string]string{"pool": pool.Name, "reason_kind": string(rolloutcontrol.ReasonWindow)}); n != 1 {
+		t.Errorf("ndp_rollout_holds_total Window %v, want 1", n)
+	}
+}
+
+// metricValue reads one series from the controllers' registry, as
+// ndp-controller serves it; 0 when absent.
+func metricValue(name string, labels map[string]string) float64 {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// Each policy's status names what it holds: the window policy the window,
+// the gated policy its gate; a node held by annotation is in heldNodes.
+func TestHoldViewForPolicy(t *testing.T) {
+	window := saturdayWindow()
+	gated := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Spec: v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{
+		BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}}}
+	pol := rolloutPolicies{Now: policyNow, Policies: []rolloutcontrol.PolicyInput{{Policy: gated}, {Policy: window}}}
+	d := decideRolloutWith(testPool("new", intOrPercent("2"), false), heldNodes(at(done("a", "old-r"), "", 1), held(at(done("b", "old-s"), "", 2), "")), planTarget(), pol)
+	v := holdView(d)
+	b := newRolloutBoard()
+	b.set("worker", v, pol.policies(), policyNow)
+	w, _ := b.get("worker", "workers")
+	g, _ := b.get("worker", "gated")
+	if len(w.Reasons) != 1 || !strings.HasPrefix(w.Reasons[0], "waiting: outside the maintenance window") || !w.Holding {
+		t.Errorf("workers: %+v", w)
+	}
+	if len(g.Reasons) != 1 || !strings.HasPrefix(g.Reasons[0], "waiting: blocking pods: not evaluated yet") || !g.Holding || g.NextStart != nil {
+		t.Errorf("gated: %+v", g)
+	}
+	if !cmp.Equal(w.HeldNodes, []string{"b"}) || !cmp.Equal(g.HeldNodes, []string{"b"}) {
+		t.Errorf("held nodes: %v %v", w.HeldNodes, g.HeldNodes)
+	}
+}
