@@ -35,6 +35,8 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// A RolloutPolicy's blocking-pods gate reads pods and, for its namespaceSelector, namespaces.
+// +kubebuilder:rbac:groups="",resources=pods;namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
 // The MCO's daemon, the one DaemonSet the cache holds (CacheOptions): its

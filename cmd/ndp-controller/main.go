@@ -40,6 +40,7 @@ import (
 	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
+	"github.com/ndp-dev/ndp/rolloutgates"
 	"github.com/ndp-dev/ndp/webhook"
 	"github.com/ndp-dev/ndp/webhook/certs"
 )
@@ -198,7 +199,9 @@ func main() {
 	if mode == modeAdvisor {
 		active, err = controllers.SetupAdvisorWithManager(mgr, engineOpts, controllers.Options{})
 	} else {
-		active, err = controllers.SetupWithManager(mgr, engineOpts, controllers.Options{MCO: guard})
+		// The rollout policies' gates, asked at most every 30 s per policy.
+		gates := rolloutgates.NewEvaluator(mgr.GetClient(), rolloutgates.Options{})
+		active, err = controllers.SetupWithManager(mgr, engineOpts, controllers.Options{MCO: guard, Gates: gates})
 	}
 	if err != nil {
 		setup.Error(err, "setting up the controllers", "mode", mode)
