@@ -335,11 +335,17 @@ func (s store) appendCall(c Call) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.path("calls"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	return writeSynced(s.path("calls"), os.O_APPEND, append(b, '\n'))
+}
+
+// writeSynced writes data to path (opened with flag, created if missing)
+// and syncs it before closing: what it records survives a power cut.
+func writeSynced(path string, flag int, data []byte) error {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		return err
 	}
@@ -376,19 +382,7 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeSynced(tmp, os.O_TRUNC, append(b, '\n')); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
