@@ -38,12 +38,13 @@ func TestInstallManifestsDryRun(t *testing.T) {
 		dir: "../../overlays/openshift",
 		want: []string{"deployment.apps/ndp-controller", "validatingwebhookconfiguration.admissionregistration.k8s.io/ndp-webhook-shipped",
 			"customresourcedefinition.apiextensions.k8s.io/nodedisruptionpolicies.ndp.dev", "customresourcedefinition.apiextensions.k8s.io/updateforecasts.ndp.dev",
-			"customresourcedefinition.apiextensions.k8s.io/nodehistories.ndp.dev", "customresourcedefinition.apiextensions.k8s.io/rolloutpolicies.ndp.dev",
+			"customresourcedefinition.apiextensions.k8s.io/nodehistories.ndp.dev",
 			"clusterrole.rbac.authorization.k8s.io/ndp-controller", "service/ndp-webhook", "namespace/ndp-system"},
 		wantText: []string{"openshift.io/required-scc: restricted-v2", "- --mode=advisor",
 			"service.beta.openshift.io/serving-cert-secret-name: ndp-webhook-cert", `service.beta.openshift.io/inject-cabundle: "true"`},
 		// The advisor (TestOpenShiftInstallIsTheAdvisor checks it further).
-		notText: []string{"kind: DaemonSet", "name: ndp-daemon", "system:serviceaccount:ndp-system:ndp-daemon", "PrometheusRule", "machineconfigs.machineconfiguration.openshift.io\n", "kind: ValidatingAdmissionPolicy"},
+		// No RolloutPolicy: the MCO paces the rollout there.
+		notText: []string{"rolloutpolicies.ndp.dev", "kind: DaemonSet", "name: ndp-daemon", "system:serviceaccount:ndp-system:ndp-daemon", "PrometheusRule", "machineconfigs.machineconfiguration.openshift.io\n", "kind: ValidatingAdmissionPolicy"},
 	}} {
 		t.Run(strings.TrimPrefix(tc.dir, "../../"), func(t *testing.T) {
 			rendered, err := kubectl(t, "kustomize", tc.dir)

@@ -577,6 +577,12 @@ func (a *installedAdvisor) applyPolicy(t *testing.T, file string) {
 		return err == nil, out
 	}, testkit.Within(2*time.Minute))
 	t.Logf("kubectl apply -f %s: %s", file, strings.TrimSpace(last))
+	// Compiled and in use before anything previews with it: the advisor
+	// compiles a policy after it is created, and a loaded machine showed
+	// a preview without it.
+	if out, err := a.kubectlRun("wait", "--for=condition=Active", "--timeout=3m", "-f", file); err != nil {
+		t.Fatalf("%s never Active: %v: %s", file, err, out)
+	}
 }
 
 // warnings are the admission warnings kubectl printed.
