@@ -324,7 +324,7 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 		return pol, time.Time{}, err
 	}
 	var gatesNext time.Time
-	for _, p := range policiesOfPool(pool, list.Items) {
+	for _, p := range rolloutcontrol.PoliciesFor(pool, list.Items) {
 		pi := rolloutcontrol.PolicyInput{Policy: p}
 		// Without a GateSource the results stay nil: each gate holds as
 		// "not evaluated yet" (or warns, failOpen).

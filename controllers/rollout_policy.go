@@ -3,12 +3,12 @@ package controllers
 import (
 	"context"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -329,31 +329,7 @@ func (b *rolloutBoard) get(pool, policy string) (v1alpha1.PoolRolloutStatus, boo
 }
 
 func samePoolRollout(a, b v1alpha1.PoolRolloutStatus) bool {
-	return a.Pool == b.Pool && a.Holding == b.Holding && slicesEqual(a.Reasons, b.Reasons) && slicesEqual(a.HeldNodes, b.HeldNodes) &&
-		timeEqual(a.NextStart, b.NextStart) && timeEqual(a.LastEvaluated, b.LastEvaluated)
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func timeEqual(a, b *metav1.Time) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Time.Equal(b.Time)
-}
-
-// policiesOfPool lists the RolloutPolicies from the cache and returns
-// those that select the pool, by name.
-func policiesOfPool(pool *mcfgv1.MachineConfigPool, all []v1alpha1.RolloutPolicy) []*v1alpha1.RolloutPolicy {
-	return rolloutcontrol.PoliciesFor(pool, all)
+	// metav1.Time's Equal takes nil as equal to nil only.
+	return a.Pool == b.Pool && a.Holding == b.Holding && slices.Equal(a.Reasons, b.Reasons) && slices.Equal(a.HeldNodes, b.HeldNodes) &&
+		a.NextStart.Equal(b.NextStart) && a.LastEvaluated.Equal(b.LastEvaluated)
 }

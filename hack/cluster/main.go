@@ -118,13 +118,13 @@ func (c *cluster) run(ctx context.Context) error {
 	if err := s.waitTCP(ctx, registry, 30*time.Second); err != nil {
 		return err
 	}
-	if c.ndpImage, err = c.push(c.bin("ndp-image"), registry+"/ndp:dev"); err != nil {
+	if c.ndpImage, err = c.push(c.bin("ndp-image"), ndpTag); err != nil {
 		return err
 	}
 	if _, err := c.imageTool("build", "--out", s.path("pause-image"), "--entrypoint", "/pause", "--file", "/pause="+c.bin("pause")); err != nil {
 		return err
 	}
-	if c.pauseImage, err = c.push(s.path("pause-image"), registry+"/pause:1"); err != nil {
+	if c.pauseImage, err = c.push(s.path("pause-image"), pauseTag); err != nil {
 		return err
 	}
 	fmt.Printf("ndp   %s\npause %s\n", c.ndpImage, c.pauseImage)

@@ -91,9 +91,9 @@ func (c *cluster) startWorkers(ctx context.Context) error {
 	// The images the nodes start with, as archives in the share: pulled
 	// over the VMs' user network they took a minute and more of each join.
 	// (The upgrade scenario's image still comes from the registry.)
-	images := shareImages(c.bin("ndp-image"), s.path("pause-image"))
+	images := c.shareImages()
 	for f, img := range images {
-		if _, err := c.imageTool("archive", "--layout", img[0], "--name", img[1], "--out", filepath.Join(binDir, f)); err != nil {
+		if _, err := c.imageTool("archive", "--layout", img.layout, "--name", img.tag, "--out", filepath.Join(binDir, f)); err != nil {
 			return err
 		}
 	}
@@ -243,9 +243,9 @@ func (c *cluster) joinWorkers(ctx context.Context) error {
 	for _, w := range c.workers {
 		// A failed import costs only time (the kubelet pulls): say so.
 		out, err := w.vm.Run(ctx, "sh", "-c", "ls /var/lib/node-images 2>/dev/null | wc -l")
-		if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != len(shareImages("", "")) {
+		if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != len(c.shareImages()) {
 			log, _ := w.vm.Run(ctx, "journalctl", "--no-pager", "-b", "-n", "15", "-u", "kubelet.service")
-			fmt.Printf("%s: WARNING: %s of the share's %d images imported (%v); the kubelet pulls the others\n%s\n", w.name, strings.TrimSpace(out), len(shareImages("", "")), err, log)
+			fmt.Printf("%s: WARNING: %s of the share's %d images imported (%v); the kubelet pulls the others\n%s\n", w.name, strings.TrimSpace(out), len(c.shareImages()), err, log)
 		}
 	}
 	for _, w := range c.workers {
@@ -352,12 +352,20 @@ IPv6AcceptRA=no
 `, ip, workerGateway)
 }
 
-// shareImages: the archives in each worker's share, by file name: the
-// layout and the name the node knows the image by.
-func shareImages(ndpLayout, pauseLayout string) map[string][2]string {
-	return map[string][2]string{
-		"ndp.tar":   {ndpLayout, registry + "/ndp:dev"},
-		"pause.tar": {pauseLayout, registry + "/pause:1"},
+// The tags the images are pushed under, and imported under from the share.
+const (
+	ndpTag   = registry + "/ndp:dev"
+	pauseTag = registry + "/pause:1"
+)
+
+// shareImage is an image archived into each worker's share.
+type shareImage struct{ layout, tag string }
+
+// shareImages: the archives in each worker's share, by file name.
+func (c *cluster) shareImages() map[string]shareImage {
+	return map[string]shareImage{
+		"ndp.tar":   {c.bin("ndp-image"), ndpTag},
+		"pause.tar": {c.s.path("pause-image"), pauseTag},
 	}
 }
 
