@@ -340,9 +340,48 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 		pol.Policies = append(pol.Policies, pi)
 	}
 	if len(pol.Policies) > 0 {
-		pol.Pacing = r.pacing.observe(pool.Name, pool.Spec.Configuration.Name, nodes, pol.Now)
+		var drained *v1alpha1.DrainedPods
+		pol.Pacing, drained = r.pacing.observe(pool.Name, pool.Spec.Configuration.Name, nodes, pol.Now)
+		if drained != nil && waitsForDrainedPods(pol.Policies) {
+			pods, err := r.podsOf(ctx, drained)
+			if err != nil {
+				return pol, time.Time{}, err
+			}
+			pol.Pacing.DrainedPodsNotReady = rolloutcontrol.DrainedNotReady(drained, pods)
+		}
 	}
 	return pol, gatesNext, nil
+}
+
+func waitsForDrainedPods(policies []rolloutcontrol.PolicyInput) bool {
+	for _, p := range policies {
+		if p.Policy.Spec.Pacing != nil && p.Policy.Spec.Pacing.WaitForDrainedPodsReady {
+			return true
+		}
+	}
+	return false
+}
+
+// podsOf reads, from the cache, the pods of the namespaces the drained
+// pods' owners are in: only a policy that waits for drained pods reads pods
+// at all (the cache's pod informer starts at the first read).
+func (r *RolloutReconciler) podsOf(ctx context.Context, d *v1alpha1.DrainedPods) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	seen := map[string]bool{}
+	for _, o := range d.Owners {
+		if seen[o.Namespace] {
+			continue
+		}
+		seen[o.Namespace] = true
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	return pods, nil
 }
 
 // reportHolds reports what holds the pool's starts: its RolloutHeld

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"sort"
@@ -209,11 +210,14 @@ type pacingMemo struct {
 	target string
 	done   map[string]bool
 	state  rolloutcontrol.PacingState
+	// drained is what the last done node's drain evicted (its
+	// DrainedPodsAnnotation), nil without a drain.
+	drained *v1alpha1.DrainedPods
 }
 
 // observe records the pool's nodes done on target at now and returns the
-// pool's pacing state.
-func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time.Time) rolloutcontrol.PacingState {
+// pool's pacing state and what the last done node's drain evicted.
+func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time.Time) (rolloutcontrol.PacingState, *v1alpha1.DrainedPods) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byPool == nil {
@@ -231,11 +235,26 @@ func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time
 			done[n.Name] = true
 			if !first && !m.done[n.Name] {
 				m.state = rolloutcontrol.PacingState{LastDone: now, LastNode: n.Name}
+				m.drained = drainedOf(n)
 			}
 		}
 	}
 	m.done = done
-	return m.state
+	return m.state, m.drained
+}
+
+// drainedOf reads a node's DrainedPodsAnnotation; nil when it has none or
+// it does not parse (the daemon writes it: a bad one waits for nothing).
+func drainedOf(n *corev1.Node) *v1alpha1.DrainedPods {
+	raw := n.Annotations[v1alpha1.DrainedPodsAnnotation]
+	if raw == "" {
+		return nil
+	}
+	var d v1alpha1.DrainedPods
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		return nil
+	}
+	return &d
 }
 
 func (p *poolPacing) forget(pool string) {

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"context"
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
@@ -13,8 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -209,19 +215,42 @@ func TestPoolPacing(t *testing.T) {
 	var p poolPacing
 	t0 := policyNow
 	nodes := testNodes(done("a", "new"), done("b", "old"))
-	if s := p.observe("worker", "new", nodes, t0); !s.LastDone.IsZero() {
+	if s, _ := p.observe("worker", "new", nodes, t0); !s.LastDone.IsZero() {
 		t.Fatalf("first look: %+v, want none", s)
 	}
+	// b finishes, with what its drain evicted on it.
+	drained := &v1alpha1.DrainedPods{At: metav1.NewTime(t0), Owners: []v1alpha1.DrainedOwner{{Kind: "ReplicaSet", Namespace: "web", Name: "cart", UID: "rs-1", Pods: 2}}}
 	nodes = testNodes(done("a", "new"), done("b", "new"))
-	if s := p.observe("worker", "new", nodes, t0.Add(time.Minute)); s.LastNode != "b" || !s.LastDone.Equal(t0.Add(time.Minute)) {
+	nodes[1].Annotations[v1alpha1.DrainedPodsAnnotation] = drainedAnnotationOf(t, drained)
+	s, d := p.observe("worker", "new", nodes, t0.Add(time.Minute))
+	if s.LastNode != "b" || !s.LastDone.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("b done: %+v", s)
 	}
-	if s := p.observe("worker", "new", nodes, t0.Add(2*time.Minute)); !s.LastDone.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("nothing new: %+v", s)
+	if diff := cmp.Diff(drained, d); diff != "" {
+		t.Errorf("b's drain (-want +got):\n%s", diff)
 	}
-	if s := p.observe("worker", "newer", nodes, t0.Add(3*time.Minute)); !s.LastDone.IsZero() {
-		t.Fatalf("a new target starts afresh: %+v", s)
+	if s, d := p.observe("worker", "new", nodes, t0.Add(2*time.Minute)); !s.LastDone.Equal(t0.Add(time.Minute)) || d == nil {
+		t.Fatalf("nothing new: %+v, drained %v", s, d)
 	}
+	if s, d := p.observe("worker", "newer", nodes, t0.Add(3*time.Minute)); !s.LastDone.IsZero() || d != nil {
+		t.Fatalf("a new target starts afresh: %+v, drained %v", s, d)
+	}
+	// A node done with a drain record that does not parse leaves nothing
+	// to wait for (nor does one without a record).
+	nodes = testNodes(done("a", "newer"), done("b", "new"))
+	nodes[0].Annotations[v1alpha1.DrainedPodsAnnotation] = "{not json"
+	if s, d := p.observe("worker", "newer", nodes, t0.Add(4*time.Minute)); s.LastNode != "a" || d != nil {
+		t.Errorf("a done with a bad record: %+v, drained %v; want a, nil", s, d)
+	}
+}
+
+func drainedAnnotationOf(t *testing.T, d *v1alpha1.DrainedPods) string {
+	t.Helper()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestRolloutPolicyStatus(t *testing.T) {
@@ -382,5 +411,30 @@ func TestHoldViewForPolicy(t *testing.T) {
 	}
 	if !cmp.Equal(w.HeldNodes, []string{"b"}) || !cmp.Equal(g.HeldNodes, []string{"b"}) {
 		t.Errorf("held nodes: %v %v", w.HeldNodes, g.HeldNodes)
+	}
+}
+
+// forgetting is a GateSource that records what it was told to forget.
+type forgetting struct{ forgot []string }
+
+func (f *forgetting) Results(context.Context, *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
+	return rolloutcontrol.GateResults{}, time.Time{}
+}
+func (f *forgetting) Forget(name string) { f.forgot = append(f.forgot, name) }
+
+// A deleted policy's gate results are dropped (the evaluator's cache and
+// metrics), not kept for ever.
+func TestDeletedPolicyGatesForgotten(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	g := &forgetting{}
+	r := &RolloutPolicyStatusReconciler{Client: fake.NewClientBuilder().WithScheme(s).Build(), Gates: g, board: newRolloutBoard()}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "gone"}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"gone"}, g.forgot); diff != "" {
+		t.Errorf("forgotten (-want +got):\n%s", diff)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,8 +29,13 @@ import (
 // writes only when the status differs.
 type RolloutPolicyStatusReconciler struct {
 	Client client.Client
-	board  *rolloutBoard
+	// Gates, if it can, forgets a deleted policy's cached results.
+	Gates GateSource
+	board *rolloutBoard
 }
+
+// gateForgetter is a GateSource that keeps results per policy.
+type gateForgetter interface{ Forget(policy string) }
 
 // SetupWithManager reconciles a policy when its spec changes, when pools
 // come, go or change their labels, and when the rollout's holds change.
@@ -65,6 +71,9 @@ func enqueueAllPolicies(c client.Client) handler.EventHandler {
 func (r *RolloutPolicyStatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var p v1alpha1.RolloutPolicy
 	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		if f, ok := r.Gates.(gateForgetter); ok && apierrors.IsNotFound(err) {
+			f.Forget(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	var pools mcfgv1.MachineConfigPoolList

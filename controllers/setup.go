@@ -44,7 +44,7 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
 		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Active: active},
 		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds, Gates: opts.Gates, board: board},
-		"rolloutpolicy":          &RolloutPolicyStatusReconciler{Client: mgr.GetClient(), board: board},
+		"rolloutpolicy":          &RolloutPolicyStatusReconciler{Client: mgr.GetClient(), Gates: opts.Gates, board: board},
 		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":               &OperatorReconciler{Client: mgr.GetClient()},
 	} {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcoguard"
 )
@@ -490,6 +491,9 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+j.To)
 	if err := d.report(ctx, node, j.To, j.To, map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
+		// In the same patch: what the drain evicted, for the rollout's
+		// pacing ("": this update drained nothing).
+		v1alpha1.DrainedPodsAnnotation: drainedAnnotation(j.Drained),
 	}, j.Pool); err != nil {
 		return 0, err
 	}
@@ -575,6 +579,18 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 			return stepRan, transient(err)
 		}
 	case StepDrain:
+		// What it will evict, once, before the first eviction (a resumed
+		// drain keeps the first list: its pods are gone).
+		if j.Drained == nil {
+			drained, err := d.Drainer.ToEvict(ctx, d.NodeName, time.Now())
+			if err != nil {
+				return stepRan, transient(err)
+			}
+			j.Drained = drained
+			if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+				return stepRan, err
+			}
+		}
 		d.Drainer.Waiting = d.reportDrainWaiting(ctx, node, j)
 		if err := d.Drainer.Drain(ctx, d.NodeName); err != nil {
 			return stepRan, transient(err)

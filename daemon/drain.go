@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -9,8 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 // Drainer cordons and drains the node with kubectl's drain library, as
@@ -83,6 +87,64 @@ func (d *Drainer) Drain(ctx context.Context, nodeName string) error {
 		}
 		backoff = min(2*backoff, d.RetryMax)
 	}
+}
+
+// ToEvict lists, by owner, the pods a drain of the node would evict now
+// (as the drain itself selects them), drained at at: what the rollout's
+// pacing waits for to be Ready again (v1alpha1.DrainedPodsAnnotation).
+func (d *Drainer) ToEvict(ctx context.Context, nodeName string, at time.Time) (*v1alpha1.DrainedPods, error) {
+	actx, cancel := context.WithTimeout(ctx, d.AttemptTimeout)
+	defer cancel()
+	list, errs := d.helper(actx).GetPodsForDeletion(nodeName)
+	if list == nil && len(errs) > 0 {
+		return nil, fmt.Errorf("listing the pods to evict: %v", errs)
+	}
+	var pods []corev1.Pod
+	if list != nil {
+		pods = list.Pods()
+	}
+	return drainedPods(pods, at), nil
+}
+
+// drainedPods groups pods by the controller that owns them, in the order
+// met, at most v1alpha1.MaxDrainedOwners.
+func drainedPods(pods []corev1.Pod, at time.Time) *v1alpha1.DrainedPods {
+	d := &v1alpha1.DrainedPods{At: metav1.NewTime(at.UTC().Truncate(time.Second))}
+	index := map[string]int{}
+	more := map[string]bool{}
+	for i := range pods {
+		ref := metav1.GetControllerOf(&pods[i])
+		if ref == nil {
+			d.Unowned++
+			continue
+		}
+		uid := string(ref.UID)
+		if k, ok := index[uid]; ok {
+			d.Owners[k].Pods++
+			continue
+		}
+		if len(d.Owners) == v1alpha1.MaxDrainedOwners {
+			more[uid] = true
+			continue
+		}
+		index[uid] = len(d.Owners)
+		d.Owners = append(d.Owners, v1alpha1.DrainedOwner{Kind: ref.Kind, Namespace: pods[i].Namespace, Name: ref.Name, UID: ref.UID, Pods: 1})
+	}
+	d.More = len(more)
+	return d
+}
+
+// drainedAnnotation is DrainedPodsAnnotation's value; "" (removed) for an
+// update without a drain.
+func drainedAnnotation(d *v1alpha1.DrainedPods) string {
+	if d == nil {
+		return ""
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // remaining names the pods a drain still has to evict.

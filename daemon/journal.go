@@ -10,6 +10,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 // Host paths of the daemon's state (under StateDir).
@@ -70,6 +71,10 @@ type Journal struct {
 	// Resumes: each time the update was taken up again after a restart of
 	// the daemon or a boot of the node (the last maxResumes).
 	Resumes []Resume `json:"resumes,omitempty"`
+	// Drained are the pods the drain step evicts, by owner, listed before
+	// its first eviction; reported with the Done state
+	// (v1alpha1.DrainedPodsAnnotation).
+	Drained *v1alpha1.DrainedPods `json:"drained,omitempty"`
 }
 
 // Step is one step of an update.

@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 // PacingState is what pacing looks at: the pool's last finished node.
@@ -13,8 +18,8 @@ type PacingState struct {
 	LastDone time.Time
 	// LastNode names it.
 	LastNode string
-	// DrainedPodsNotReady are the pods drained from it ("namespace/name",
-	// or the controllers that own them) that are not Ready again anywhere.
+	// DrainedPodsNotReady are the controllers whose pods were drained from
+	// it and are not Ready again anywhere (DrainedNotReady).
 	DrainedPodsNotReady []string
 }
 
@@ -73,4 +78,54 @@ func CheckPacing(policies []*Policy, s PacingState, now time.Time) []Reason {
 		p.add(pol)
 	}
 	return p.check(s, now)
+}
+
+// DrainedNotReady lists the owners of the drained pods d that are not back:
+// fewer of their pods created since the drain are Ready than were evicted,
+// while one of their pods is still on its way (not Ready). An owner with
+// no pod on its way was scaled down or deleted: nothing will come back, and
+// waiting for it would hold the rollout for good. pods are the cluster's
+// pods in the owners' namespaces (others are ignored).
+func DrainedNotReady(d *v1alpha1.DrainedPods, pods []*corev1.Pod) []string {
+	if d == nil || len(d.Owners) == 0 {
+		return nil
+	}
+	type count struct{ ready, coming int }
+	counts := make(map[string]*count, len(d.Owners))
+	for _, o := range d.Owners {
+		counts[string(o.UID)] = &count{}
+	}
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil {
+			continue
+		}
+		c := counts[string(ref.UID)]
+		if c == nil || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		switch {
+		case !podReady(p):
+			c.coming++
+		case !p.CreationTimestamp.Time.Before(d.At.Time):
+			c.ready++
+		}
+	}
+	var out []string
+	for _, o := range d.Owners {
+		c := counts[string(o.UID)]
+		if c.ready < o.Pods && c.coming > 0 {
+			out = append(out, fmt.Sprintf("%s %s/%s (%d of %d Ready)", o.Kind, o.Namespace, o.Name, c.ready, o.Pods))
+		}
+	}
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -18,6 +19,45 @@ const (
 	// HoldByAnnotation names who held the node (a user, a tool); optional.
 	HoldByAnnotation = "ndp.dev/hold-by"
 )
+
+// DrainedPodsAnnotation is on a Node: the pods its last update drained, by
+// owner (JSON, DrainedPods). ndp-daemon writes it with the update's Done
+// state (no request of its own); the rollout controller reads it when a
+// policy's pacing waits for drained pods (waitForDrainedPodsReady). An
+// update without a drain removes it.
+const DrainedPodsAnnotation = "ndp.dev/drained-pods"
+
+// MaxDrainedOwners bounds DrainedPods.Owners; the others are counted in More.
+const MaxDrainedOwners = 50
+
+// DrainedPods are the pods a drain evicted, by the controller that owns
+// them, as the daemon listed them before the first eviction.
+type DrainedPods struct {
+	// at is when the drain started: a pod of the owner created since is
+	// one of its replacements.
+	At metav1.Time `json:"at"`
+	// owners of the evicted pods.
+	// +optional
+	Owners []DrainedOwner `json:"owners,omitempty"`
+	// unowned counts pods without a controller: deleted, nothing brings
+	// them back, so nothing waits for them.
+	// +optional
+	Unowned int `json:"unowned,omitempty"`
+	// more counts the owners beyond MaxDrainedOwners, not listed.
+	// +optional
+	More int `json:"more,omitempty"`
+}
+
+// DrainedOwner is one controller (ReplicaSet, StatefulSet, Job, ...) some
+// of whose pods a drain evicted.
+type DrainedOwner struct {
+	Kind      string    `json:"kind"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// pods evicted.
+	Pods int `json:"pods"`
+}
 
 // Bounds of a RolloutPolicy.
 const (
@@ -320,7 +360,11 @@ type RolloutPacing struct {
 	// +optional
 	SettleAfter *metav1.Duration `json:"settleAfter,omitempty"`
 	// waitForDrainedPodsReady: the next node starts only once the pods
-	// drained from the last one are Ready again somewhere.
+	// drained from the last one are Ready again somewhere: for each
+	// controller that owned some, as many of its pods created since the
+	// drain are Ready as were evicted, or none of its pods is still on its
+	// way (it was scaled down or deleted). Pods without a controller do
+	// not come back and are not waited for.
 	// +optional
 	WaitForDrainedPodsReady bool `json:"waitForDrainedPodsReady,omitempty"`
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-	"time"
 )
 
 // kubectl runs the real kubectl inside the cluster's network namespace as
@@ -55,17 +54,28 @@ func (c *cluster) kubectlAs(token string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// waitFor runs kubectl until its output is want.
-func (c *cluster) waitFor(ctx context.Context, timeout time.Duration, what, want string, args ...string) error {
-	last := ""
-	err := poll(ctx, timeout, what, func() (bool, error) {
-		last, _ = c.kubectlQuiet(args...)
-		return strings.TrimSpace(last) == want, nil
+// waitFor runs kubectl until its output is want, while the cluster makes
+// progress: the output itself, and on every node what observeNodes reads
+// (its annotations, history, pods and events, its VM's console and units).
+// A pod starting on a worker VM of a loaded machine is slow, not stuck: a
+// fixed bound failed such runs. The wait ends when nothing moved for the
+// stall bound, or at the ceiling; a node's own failure is the scenario's
+// to judge, not this wait's.
+func (c *cluster) waitFor(ctx context.Context, what, want string, args ...string) error {
+	names := []string{nodeName}
+	names = append(names, workerNames(c.workers)...)
+	return followProgress(ctx, what, minCeiling, func() observation {
+		out, err := c.kubectlQuiet(args...)
+		if strings.TrimSpace(out) == want {
+			return observation{done: true}
+		}
+		o := c.observeNodes(names, "").observation
+		o.failed, o.done = "", false
+		if err == nil {
+			o.progress["output"] = strings.TrimSpace(out)
+		}
+		return o
 	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %q)", err, strings.TrimSpace(last))
-	}
-	return nil
 }
 
 func shellQuote(args []string) string {

@@ -429,7 +429,7 @@ func (c *cluster) joinNode(ctx context.Context) error {
 	if err := s.start("kubelet", true, append([]string{c.bin("kubelet")}, args...)...); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 2*time.Minute, "the node to be Ready", "True",
+	if err := c.waitFor(ctx, "the node to be Ready", "True",
 		"get", "node", nodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); err != nil {
 		return err
 	}
@@ -454,7 +454,7 @@ func (c *cluster) joinNode(ctx context.Context) error {
 // replicas and one daemon per node that runs one.
 func (c *cluster) waitNDPReady(ctx context.Context) error {
 	want := strings.TrimSpace(strings.Repeat("True ", 2+max(1, len(c.workers))))
-	if err := c.waitFor(ctx, 5*time.Minute, "every ndp pod to be Ready", want,
+	if err := c.waitFor(ctx, "every ndp pod to be Ready", want,
 		"-n", "ndp-system", "get", "pods", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}`); err != nil {
 		return err
 	}

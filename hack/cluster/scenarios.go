@@ -96,7 +96,7 @@ func (c *cluster) previewScenario(ctx context.Context) error {
 	if _, err := c.kubectlMust("apply", "-f", "examples/policies/chrony.yaml"); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 2*time.Minute, "the chrony policy to be accepted", "True",
+	if err := c.waitFor(ctx, "the chrony policy to be accepted", "True",
 		"get", "ndp", "chrony", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`); err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ spec:
 	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 3*time.Minute, "2 web pods ready and the budget computed", "2 1",
+	if err := c.waitFor(ctx, "2 web pods ready and the budget computed", "2 1",
 		"get", "deploy,pdb", "web", "-o", `jsonpath={.items[0].status.readyReplicas} {.items[1].status.disruptionsAllowed}`); err != nil {
 		return err
 	}
@@ -240,10 +240,10 @@ spec:
 	if err := c.waitNodeDone(ctx, target); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 2*time.Minute, "the node uncordoned", "", "get", "node", nodeName, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
+	if err := c.waitFor(ctx, "the node uncordoned", "", "get", "node", nodeName, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 3*time.Minute, "the scheduler to place both web pods again", "2",
+	if err := c.waitFor(ctx, "the scheduler to place both web pods again", "2",
 		"get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}"); err != nil {
 		return err
 	}

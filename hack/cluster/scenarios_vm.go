@@ -174,7 +174,7 @@ func (c *cluster) kubeletConfigOnVMs(ctx context.Context) error {
 	if _, err := c.kubectlMust("apply", "-f", "examples/policies/kubelet-live.yaml"); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 2*time.Minute, "the kubelet-live policy to be accepted", "True",
+	if err := c.waitFor(ctx, "the kubelet-live policy to be accepted", "True",
 		"get", "ndp", "kubelet-live", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`); err != nil {
 		return err
 	}
@@ -216,11 +216,8 @@ func (c *cluster) kubeletConfigOnVMs(ctx context.Context) error {
 			return err
 		}
 		// The kubelet reports its new capacity once it has restarted.
-		var pods string
-		if err := poll(ctx, 2*time.Minute, w.name+"'s capacity of 150 pods", func() (bool, error) {
-			pods, _ = c.kubectlQuiet("get", "node", w.name, "-o", "jsonpath={.status.capacity.pods}")
-			return pods == "150", nil
-		}); err != nil {
+		pods := "150"
+		if err := c.waitFor(ctx, w.name+"'s capacity of 150 pods", pods, "get", "node", w.name, "-o", "jsonpath={.status.capacity.pods}"); err != nil {
 			return err
 		}
 		line := fmt.Sprintf("%s: kubelet started %d time(s) by the KubeletConfig; capacity %s pods; boot %s (unchanged: %t)",
@@ -295,7 +292,7 @@ spec:
 	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 4*time.Minute, fmt.Sprintf("%d web pods ready and the budget computed", n), fmt.Sprintf("%d 1", n),
+	if err := c.waitFor(ctx, fmt.Sprintf("%d web pods ready and the budget computed", n), fmt.Sprintf("%d 1", n),
 		"get", "deploy,pdb", "web", "-o", `jsonpath={.items[0].status.readyReplicas} {.items[1].status.disruptionsAllowed}`); err != nil {
 		return err
 	}
@@ -345,7 +342,7 @@ spec:
 
 	step("%s: its daemon's pod deleted mid-update (as a crash would end it); the DaemonSet's next pod resumes", first.name)
 	// Once cordoned: the update has started (the cordon is a journaled step).
-	if err := c.waitFor(ctx, 2*time.Minute, first.name+" cordoned", "true", "get", "node", first.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
+	if err := c.waitFor(ctx, first.name+" cordoned", "true", "get", "node", first.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
 		watch()
 		return err
 	}
@@ -400,7 +397,7 @@ spec:
 		return err
 	}
 	err = c.waitWorkersDone(ctx, target, func(w *worker) error {
-		if err := c.waitFor(ctx, 2*time.Minute, w.name+" uncordoned", "", "get", "node", w.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
+		if err := c.waitFor(ctx, w.name+" uncordoned", "", "get", "node", w.name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
 			return err
 		}
 		_, err := c.waitEvent(ctx, w.name, "Resumed", "after a reboot")
@@ -411,7 +408,7 @@ spec:
 		return err
 	}
 	took := time.Since(t)
-	if err := c.waitFor(ctx, 4*time.Minute, "the scheduler to place every web pod again", strconv.Itoa(n),
+	if err := c.waitFor(ctx, "the scheduler to place every web pod again", strconv.Itoa(n),
 		"get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}"); err != nil {
 		return err
 	}
@@ -657,7 +654,7 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 	if err := c.waitWorkersDone(ctx, target, nil); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, 5*time.Minute, "every ndp pod on the new image", strings.TrimSpace(strings.Repeat(upgraded+" ", 2+len(c.workers))),
+	if err := c.waitFor(ctx, "every ndp pod on the new image", strings.TrimSpace(strings.Repeat(upgraded+" ", 2+len(c.workers))),
 		"-n", "ndp-system", "get", "pods", "--field-selector", "status.phase=Running", "-o", `jsonpath={.items[*].spec.containers[0].image}`); err != nil {
 		return err
 	}

@@ -188,42 +188,6 @@ func (r *replica) kill() {
 	}
 }
 
-// superviseHosts restarts a pool's daemons when they exit, as their
-// DaemonSet would, and reboots a node that asks for it (a rollout's plans
-// should not: the trials count reboots).
-func superviseHosts(t *testing.T, hosts []*host) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	for _, h := range hosts {
-		go func() {
-			boot, reboots := 1, h.reboots()
-			for ctx.Err() == nil {
-				h.mu.Lock()
-				done := h.done
-				h.mu.Unlock()
-				select {
-				case <-done:
-				case <-time.After(200 * time.Millisecond):
-					if h.reboots() == reboots {
-						continue
-					}
-					reboots = h.reboots()
-					h.stop()
-					boot++
-					h.setBootID(fmt.Sprintf("boot-%d", boot))
-				case <-ctx.Done():
-					return
-				}
-				time.Sleep(time.Second)
-				if ctx.Err() != nil {
-					return
-				}
-				h.start()
-			}
-		}()
-	}
-}
-
 // faultRollout is the pool the rollout trials move: three nodes, one out
 // at a time, each change a chrony edit under a restart policy.
 type faultRollout struct {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,4 +194,110 @@ func TestRolloutSkipsAHeldNode(t *testing.T) {
 		c := r.poolCondition(ndpmcv1.ConditionRolloutHeld)
 		return c.Status == corev1.ConditionFalse, fmt.Sprintf("RolloutHeld %+v", c)
 	}, testkit.Within(time.Minute))
+}
+
+// Pacing that waits for drained pods: a change that drains; the first
+// node's drain evicts a pod of a ReplicaSet (listed on its Node,
+// ndp.dev/drained-pods); while the ReplicaSet has a pod on its way and
+// none created since the drain is Ready, the next node waits and the pool
+// says for which; a Ready replacement releases it.
+func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
+	ctx := context.Background()
+	r := newRollout(t, "roll-drained", 2, intstr.FromInt(1))
+	a := r.target()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "roll-drained"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	// On each node a pod of its own ReplicaSet, which also has a pod
+	// pending (not Ready, on no node): it has pods on their way.
+	owners := map[string]*metav1.OwnerReference{}
+	for _, h := range r.hosts {
+		kubelet(t, h.name)
+		owner := replicaSet(t, ns.Name, "web-"+h.name)
+		owners[h.name] = owner
+		runningPod(t, ns.Name, "web-"+h.name+"-a", h.name, nil, owner)
+		pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "web-" + h.name + "-pending", OwnerReferences: []metav1.OwnerReference{*owner}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
+		if err := k8s.Create(ctx, pending); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-drained"}, Spec: v1alpha1.RolloutPolicySpec{
+		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
+		Pacing:       &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true},
+	}}
+	if err := k8s.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	u := watchUnavailable(t, r.pool)
+	superviseHosts(t, r.hosts) // the reboots
+
+	// A file no NodeDisruptionPolicy claims: drain and reboot.
+	motd := builder.MachineConfig("60-roll-drained-motd").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
+	motd.Labels = map[string]string{ndpmcv1.RoleLabel: r.pool}
+	if err := k8s.Create(ctx, motd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), motd) })
+	b := r.newTarget(a)
+
+	var first *host
+	testkit.Eventually(t, "one node done", func() (bool, string) {
+		for _, h := range r.hosts {
+			n := h.node()
+			if n.Annotations[ndpmcv1.CurrentConfigAnnotation] == b && n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone {
+				first = h
+				return true, ""
+			}
+		}
+		var pods corev1.PodList
+		_ = k8s.List(ctx, &pods, client.InNamespace(ns.Name))
+		var st []string
+		for _, p := range pods.Items {
+			st = append(st, fmt.Sprintf("%s on %q deleting %v", p.Name, p.Spec.NodeName, p.DeletionTimestamp))
+		}
+		return false, "no node done on " + b + "; pods: " + strings.Join(st, ", ")
+	}, testkit.Within(3*time.Minute))
+	owner := owners[first.name]
+	var drained v1alpha1.DrainedPods
+	if err := json.Unmarshal([]byte(first.node().Annotations[v1alpha1.DrainedPodsAnnotation]), &drained); err != nil {
+		t.Fatalf("%s's %s: %v", first.name, v1alpha1.DrainedPodsAnnotation, err)
+	}
+	if len(drained.Owners) != 1 || drained.Owners[0].UID != owner.UID || drained.Owners[0].Pods != 1 {
+		t.Fatalf("%s's drain evicted %+v, want the one pod of %s", first.name, drained, owner.Name)
+	}
+	r.waitHeld("waiting: pods drained from node "+first.name+" are not Ready yet: ReplicaSet roll-drained/"+owner.Name+" (0 of 1 Ready) [rolloutpolicy roll-drained]")
+	r.waitDecided()
+	if sent := r.sentTo(b); len(sent) != 1 {
+		t.Fatalf("sent to %s: %v, want only %s while its drained pod is not back", b, sent, first.name)
+	}
+
+	// The ReplicaSet's replacement, Ready on the node that is back.
+	runningPod(t, ns.Name, "web-"+first.name+"-b", first.name, nil, owner)
+	r.waitDone(b, 3*time.Minute)
+	if p, who := u.peak(); p != 1 {
+		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (%s), want exactly 1", p, who)
+	}
+}
+
+// replicaSet creates a ReplicaSet (nothing runs it here: the test makes
+// its pods) and returns the owner reference its pods carry.
+func replicaSet(t *testing.T, ns, name string) *metav1.OwnerReference {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	zero := int32(0)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.ReplicaSetSpec{
+		Replicas: &zero,
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}},
+	}}
+	if err := k8s.Create(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}
 }
