@@ -75,6 +75,10 @@ for p in "$@"; do
 			req cmd debootstrap debootstrap "the worker VMs' Debian image"
 			req cmd mkfs.ext4 e2fsprogs "the worker VMs' root file system"
 			req cmd socat socat "the worker VMs' forwarded ports"
+			req cmd prometheus prometheus "the rollout scenario's alert gate"
+			req cmd promtool prometheus "the rollout scenario's alert checks"
+			req cmd prometheus-alertmanager prometheus-alertmanager "the rollout scenario's alert gate"
+			req cmd prometheus-node-exporter prometheus-node-exporter "the rollout scenario's alert (a textfile metric)"
 		fi
 		;;
 	*) usage ;;

@@ -62,20 +62,26 @@ func (c *cluster) kubectlAs(token string, args ...string) (string, error) {
 // stall bound, or at the ceiling; a node's own failure is the scenario's
 // to judge, not this wait's.
 func (c *cluster) waitFor(ctx context.Context, what, want string, args ...string) error {
-	names := []string{nodeName}
-	names = append(names, workerNames(c.workers)...)
 	return followProgress(ctx, what, minCeiling, func() observation {
 		out, err := c.kubectlQuiet(args...)
 		if strings.TrimSpace(out) == want {
 			return observation{done: true}
 		}
-		o := c.observeNodes(names, "").observation
-		o.failed, o.done = "", false
+		o := c.clusterProgress()
 		if err == nil {
 			o.progress["output"] = strings.TrimSpace(out)
 		}
 		return o
 	})
+}
+
+// clusterProgress is what moves on every node (observeNodes' signals),
+// for a wait on something else: progress, no verdict.
+func (c *cluster) clusterProgress() observation {
+	names := append([]string{nodeName}, workerNames(c.workers)...)
+	o := c.observeNodes(names, "").observation
+	o.failed, o.done = "", false
+	return o
 }
 
 func shellQuote(args []string) string {

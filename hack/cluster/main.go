@@ -237,6 +237,11 @@ func (c *cluster) preflight() error {
 		if !exists(c.bin("rpm-ostree-standin")) {
 			missing = append(missing, "bin/rpm-ostree-standin (make cluster builds it)")
 		}
+		for _, t := range []string{"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter"} {
+			if _, err := exec.LookPath(t); err != nil {
+				missing = append(missing, t+" (apt-get install prometheus prometheus-alertmanager prometheus-node-exporter)")
+			}
+		}
 		if err := c.vmsMissing(); err != nil {
 			missing = append(missing, fmt.Sprintf("the worker VMs: %v; make cluster VMS=0 runs without them", err))
 		}

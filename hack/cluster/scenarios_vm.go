@@ -62,6 +62,7 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 		{"preview", c.previewScenario},
 		{"chrony", func(ctx context.Context) error { return c.chronyOnVMs(ctx, first) }},
 		{"kubelet", c.kubeletConfigOnVMs},
+		{"rollout", c.rolloutControlsOnVMs},
 		{"reboot", c.rebootOnVMs},
 		{"upgrade", c.upgradeOnVMs},
 	} {
@@ -80,7 +81,7 @@ func (c *cluster) vmScenarios(ctx context.Context) error {
 
 // vmScenarioNames are the worker-VM scenarios, in the order they run;
 // os-update names the drain-and-reboot one, which carries the OS update.
-var vmScenarioNames = []string{"leader", "preview", "chrony", "kubelet", "reboot", "upgrade"}
+var vmScenarioNames = []string{"leader", "preview", "chrony", "kubelet", "rollout", "reboot", "upgrade"}
 
 // chosenScenarios reads NDP_CLUSTER_SCENARIOS (make cluster SCENARIOS=...),
 // a comma-separated subset of the worker-VM scenarios, for development:
@@ -321,6 +322,12 @@ spec:
 		}
 		callsBefore[w.name] = len(calls)
 	}
+	// With the rollout scenario's policy, the change waits for its
+	// window, which opens a minute or two after the change.
+	opens, err := c.openWindowSoon()
+	if err != nil {
+		return err
+	}
 	if _, err := c.kubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml", "-f", osMC); err != nil {
 		return err
 	}
@@ -329,6 +336,12 @@ spec:
 		return err
 	}
 	watch := c.watchWorkers(ctx)
+	if !opens.IsZero() {
+		if err := c.waitWindow(ctx, target, opens); err != nil {
+			watch()
+			return err
+		}
+	}
 	t := time.Now()
 	first := c.waitSent(ctx, target)
 	if first == nil {
@@ -456,10 +469,10 @@ spec:
 		}
 		w.bootNow = boot
 	}
-	line := fmt.Sprintf("reboots: %d nodes in %s, at most %d cordoned at once, web pods ready never below %d (lowest %d)",
-		n, took.Round(time.Second), seen.maxCordoned, n-1, seen.minReady)
+	line := fmt.Sprintf("reboots: %d nodes in %s, at most %d cordoned and %d out at once, web pods ready never below %d (lowest %d)",
+		n, took.Round(time.Second), seen.maxCordoned, seen.maxOut, n-1, seen.minReady)
 	c.summary = append(c.summary, line)
-	if seen.maxCordoned != 1 || seen.minReady < n-1 {
+	if seen.maxCordoned != 1 || seen.maxOut != 1 || seen.minReady < n-1 {
 		return fmt.Errorf("%s: want one node at a time, the budget kept", line)
 	}
 	return nil
@@ -469,6 +482,30 @@ spec:
 type seen struct {
 	maxCordoned int // workers unschedulable at the same time, at most
 	minReady    int // ready web pods, at least (-1: no Deployment)
+	// maxOut: workers out at the same time, at most: sent to a config
+	// they do not run yet, not Done, cordoned or not Ready (the budget's
+	// own count of unavailable nodes).
+	maxOut int
+	out    string // which, when maxOut was seen
+}
+
+// nodesOut reads jsonNodeRows: how many nodes are cordoned, and which are
+// out (unavailable to the budget: updating, cordoned or not Ready).
+func nodesOut(rows string) (cordoned int, out []string) {
+	for _, l := range strings.Split(strings.TrimSpace(rows), "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) < 6 || f[0] == "" {
+			continue
+		}
+		name, cur, desired, state, unschedulable, ready := f[0], f[1], f[2], f[3], f[4], f[5]
+		if unschedulable == "true" {
+			cordoned++
+		}
+		if cur != desired || (state != "" && state != "Done") || unschedulable == "true" || ready != "True" {
+			out = append(out, name)
+		}
+	}
+	return cordoned, out
 }
 
 // watchWorkers watches the workers and the web Deployment until the
@@ -481,11 +518,15 @@ func (c *cluster) watchWorkers(ctx context.Context) func() seen {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			out, err := c.kubectlQuiet("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", `jsonpath={range .items[*]}{.spec.unschedulable}{" "}{end}`)
+			out, err := c.kubectlQuiet("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "jsonpath="+jsonNodeRows)
 			ready, rerr := c.kubectlQuiet("get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}")
 			mu.Lock()
 			if err == nil {
-				s.maxCordoned = max(s.maxCordoned, strings.Count(out, "true"))
+				cordoned, out := nodesOut(out)
+				s.maxCordoned = max(s.maxCordoned, cordoned)
+				if len(out) > s.maxOut {
+					s.maxOut, s.out = len(out), strings.Join(out, ", ")
+				}
 			}
 			if rerr == nil {
 				r, _ := strconv.Atoi(strings.TrimSpace(ready))
