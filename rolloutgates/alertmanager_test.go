@@ -18,12 +18,12 @@ import (
 // alone (no gossip), routing everything nowhere; it returns its URL.
 func startAlertmanager(t *testing.T) string {
 	t.Helper()
-	bin := requireTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	bin := testkit.RequirePrometheusTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "alertmanager.yml"), "route: {receiver: nowhere}\nreceivers: [{name: nowhere}]\n")
 	addr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	url := "http://" + addr
-	startProcess(t, url, bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
+	testkit.StartServer(t, url, bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
 		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--cluster.listen-address=")
 	return url
 }

@@ -26,7 +26,7 @@ import (
 // its URL.
 func startPrometheus(t *testing.T, target, rules string) string {
 	t.Helper()
-	bin := requireTool(t, "prometheus", "prometheus")
+	bin := testkit.RequirePrometheusTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "rules.yml"), rules)
 	writeFile(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf(`global:
@@ -40,7 +40,7 @@ scrape_configs:
 `, filepath.Join(dir, "rules.yml"), target))
 	addr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	url := "http://" + addr
-	startProcess(t, url, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	testkit.StartServer(t, url, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
 	return url
 }

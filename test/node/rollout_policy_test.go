@@ -269,7 +269,7 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 	if len(drained.Owners) != 1 || drained.Owners[0].UID != owner.UID || drained.Owners[0].Pods != 1 {
 		t.Fatalf("%s's drain evicted %+v, want the one pod of %s", first.name, drained, owner.Name)
 	}
-	r.waitHeld("waiting: pods drained from node "+first.name+" are not Ready yet: ReplicaSet roll-drained/"+owner.Name+" (0 of 1 Ready) [rolloutpolicy roll-drained]")
+	r.waitHeld("waiting: pods drained from node " + first.name + " are not Ready yet: ReplicaSet roll-drained/" + owner.Name + " (0 of 1 Ready) [rolloutpolicy roll-drained]")
 	r.waitDecided()
 	if sent := r.sentTo(b); len(sent) != 1 {
 		t.Fatalf("sent to %s: %v, want only %s while its drained pod is not back", b, sent, first.name)

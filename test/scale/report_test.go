@@ -150,6 +150,15 @@ func (r *run) report() {
 			last.ctrl.cpu.Seconds(), last.ctrlCPU, mib(float64(last.ctrl.hwm)), mib(float64(last.ctrl.rss)))
 		fmt.Fprintf(&md, "\nndp-controller over the whole run (setup included): %.1f CPU seconds, peak RSS %s.\n", last.ctrl.cpu.Seconds(), mib(float64(last.ctrl.hwm)))
 	}
+	if lines := policyCost(r.results, nodes); len(lines) > 0 {
+		fmt.Fprintf(&text, "\nA RolloutPolicy on every pool, against the same change without (this run; target: controller CPU within 10%%):\n")
+		md.WriteString("\n**A RolloutPolicy on every pool** against the same change without it, in this run (target: ndp-controller's CPU within 10 %):\n\n")
+		md.WriteString("| change | API requests per node | the controller's per node | ndp-controller CPU | verdict |\n|---|---|---|---|---|\n")
+		for _, l := range lines {
+			fmt.Fprintf(&text, "  %s\n", l.text)
+			md.WriteString(l.md + "\n")
+		}
+	}
 	syncs, errs := r.fleet.errorSummary()
 	fmt.Fprintf(&text, "daemon Syncs: %d (%.1f per node per change), errors retried: %d kinds %v\n", syncs, float64(syncs)/nodes/float64(max(1, len(r.results))), len(errs), errs)
 
@@ -302,4 +311,42 @@ func mermaidPlots(series []sample, origin, end time.Duration, budget int, cfg co
 	fmt.Fprintf(&b, "    y-axis \"nodes updated\" 0 --> %d\n", cfg.nodes)
 	fmt.Fprintf(&b, "    line [%s]\n```\n", strings.Join(ds, ", "))
 	return b.String()
+}
+
+// costLine is one line of policyCost, as text and as a Markdown row.
+type costLine struct{ text, md string }
+
+// policyCost compares each "X + policy" result with X's: requests per
+// node (the API server's, the controller's) and the controller's CPU.
+func policyCost(results []*result, nodes float64) []costLine {
+	by := map[string]*result{}
+	for _, res := range results {
+		by[res.change.name] = res
+	}
+	var out []costLine
+	for _, with := range results {
+		base, ok := strings.CutSuffix(with.change.name, " + policy")
+		without := by[base]
+		if !ok || without == nil {
+			continue
+		}
+		api := func(res *result) float64 { return (res.after.api - res.before.api) / nodes }
+		ctrlReq := func(res *result) float64 { return (res.after.ctrlRequests - res.before.ctrlRequests) / nodes }
+		cpu := func(res *result) float64 { return (res.after.ctrl.cpu - res.before.ctrl.cpu).Seconds() }
+		ratio := cpu(with) / cpu(without)
+		verdict := "met"
+		if ratio > 1.10 {
+			verdict = "NOT MET"
+		}
+		cells := []string{
+			fmt.Sprintf("%.1f → %.1f (%+.1f)", api(without), api(with), api(with)-api(without)),
+			fmt.Sprintf("%.2f → %.2f (%+.2f)", ctrlReq(without), ctrlReq(with), ctrlReq(with)-ctrlReq(without)),
+			fmt.Sprintf("%.1f s → %.1f s (%.2f×)", cpu(without), cpu(with), ratio),
+		}
+		out = append(out, costLine{
+			text: fmt.Sprintf("%-16s requests per node %s; controller's %s; ndp-controller CPU %s: %s", with.change.name, cells[0], cells[1], cells[2], verdict),
+			md:   fmt.Sprintf("| %s | %s | %s | %s | %s |", with.change.name, cells[0], cells[1], cells[2], verdict),
+		})
+	}
+	return out
 }

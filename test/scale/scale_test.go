@@ -99,7 +99,7 @@ func loadConfig(t *testing.T, root string) config {
 		poll:           envDuration(t, "NDP_SCALE_POLL", 2*time.Second),
 		maxUnavailable: intstr.Parse(envOr("NDP_SCALE_MAX_UNAVAILABLE", "10%")),
 		changeTimeout:  envDuration(t, "NDP_SCALE_CHANGE_TIMEOUT", 15*time.Minute),
-		changes:        strings.Split(envOr("NDP_SCALE_CHANGES", "none,restart,reboot"), ","),
+		changes:        strings.Split(envOr("NDP_SCALE_CHANGES", "none,restart,reboot,restart+policy,reboot+policy"), ","),
 		report:         os.Getenv("NDP_SCALE_REPORT"),
 		controllerBin:  envOr("NDP_CONTROLLER_BIN", filepath.Join(root, "bin", "ndp-controller")),
 	}
@@ -262,17 +262,21 @@ func TestScale(t *testing.T) {
 	r.waitUpdated("the daemons adopt their configs", 10*time.Minute)
 	t.Logf("scale: %d daemons adopted their configs in %s", cfg.nodes, time.Since(started).Round(time.Millisecond))
 
+	// The "+policy" changes repeat a change with a RolloutPolicy on every
+	// pool (its gates, window and pacing evaluated, none holding): its
+	// cost against the change without, in the same run.
 	changes := map[string]change{
-		"none": {name: "None", what: "pull secret /var/lib/kubelet/config.json added", apply: r.addPullSecret, verify: verifyPullSecret},
-		"restart": {name: "Restart", what: "/etc/chrony.conf changed (policy scale-chrony: Restart chronyd.service)",
-			apply: r.changeChrony, verify: verifyChrony},
-		"reboot": {name: "Reboot", what: "kernel argument ndp.scale=1 added", apply: r.addKernelArgument, verify: r.verifyReboot},
+		"none":           {name: "None", what: "pull secret /var/lib/kubelet/config.json added", apply: r.addPullSecret, verify: verifyPullSecret},
+		"restart":        r.chronyChange(1),
+		"reboot":         r.kernelArgumentChange(1),
+		"restart+policy": r.withRolloutPolicy(r.chronyChange(2)),
+		"reboot+policy":  r.withRolloutPolicy(r.kernelArgumentChange(2)),
 	}
 	r.origin = time.Now()
 	for _, key := range cfg.changes {
 		c, ok := changes[strings.TrimSpace(key)]
 		if !ok {
-			t.Fatalf("NDP_SCALE_CHANGES: unknown change %q (none, restart, reboot)", key)
+			t.Fatalf("NDP_SCALE_CHANGES: unknown change %q (none, restart, reboot, restart+policy, reboot+policy)", key)
 		}
 		r.results = append(r.results, r.runChange(c))
 	}
@@ -354,7 +358,7 @@ func (r *run) setup() {
 	for i := 0; i < r.cfg.pools; i++ {
 		pool := r.poolName(i)
 		r.pools = append(r.pools, pool)
-		mcp := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}, Spec: mcfgv1.MachineConfigPoolSpec{
+		mcp := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool, Labels: map[string]string{scalePoolLabel: ""}}, Spec: mcfgv1.MachineConfigPoolSpec{
 			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ndpmcv1.RoleLabel: pool}},
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: pool}},
 			MaxUnavailable:        &mu,
@@ -507,40 +511,57 @@ func verifyPullSecret(n *simNode, before nodeBefore) error {
 	return unchanged(n, before, true, true)
 }
 
-func (r *run) changeChrony(ctx context.Context, pool string) error {
-	var mc ndpmcv1.MachineConfig
-	if err := r.k8s.Get(ctx, client.ObjectKey{Name: "50-" + pool + "-chrony"}, &mc); err != nil {
-		return err
-	}
-	mc.Spec = builder.MachineConfig(mc.Name).WithRole(pool).WithFileMap(map[string]string{"/etc/chrony.conf": chrony(1)}, 0o644).Build().Spec
-	return r.k8s.Update(ctx, &mc)
+// chronyChange points chrony at server gen: planned Restart chronyd.service
+// (policy scale-chrony).
+func (r *run) chronyChange(gen int) change {
+	return change{name: "Restart", what: fmt.Sprintf("/etc/chrony.conf changed to %q (policy scale-chrony: Restart chronyd.service)", strings.TrimSpace(chrony(gen))),
+		apply: func(ctx context.Context, pool string) error {
+			var mc ndpmcv1.MachineConfig
+			if err := r.k8s.Get(ctx, client.ObjectKey{Name: "50-" + pool + "-chrony"}, &mc); err != nil {
+				return err
+			}
+			mc.Spec = builder.MachineConfig(mc.Name).WithRole(pool).WithFileMap(map[string]string{"/etc/chrony.conf": chrony(gen)}, 0o644).Build().Spec
+			return r.k8s.Update(ctx, &mc)
+		},
+		verify: func(n *simNode, before nodeBefore) error {
+			b, err := n.host.ReadFile("/etc/chrony.conf")
+			if err != nil || string(b) != chrony(gen) {
+				return fmt.Errorf("/etc/chrony.conf: %q, %v", b, err)
+			}
+			if restarts, _ := n.m.Systemd.Runs("chronyd.service"); restarts != before.chronyRestarts+1 {
+				return fmt.Errorf("chronyd.service restarted %d times, want once", restarts-before.chronyRestarts)
+			}
+			return unchanged(n, before, false, true)
+		}}
 }
 
-func verifyChrony(n *simNode, before nodeBefore) error {
-	b, err := n.host.ReadFile("/etc/chrony.conf")
-	if err != nil || string(b) != chrony(1) {
-		return fmt.Errorf("/etc/chrony.conf: %q, %v", b, err)
-	}
-	if restarts, _ := n.m.Systemd.Runs("chronyd.service"); restarts != before.chronyRestarts+1 {
-		return fmt.Errorf("chronyd.service restarted %d times, want once", restarts-before.chronyRestarts)
-	}
-	return unchanged(n, before, false, true)
-}
-
-const kernelArgument = "ndp.scale=1"
-
-func (r *run) addKernelArgument(ctx context.Context, pool string) error {
-	return r.k8s.Create(ctx, builder.MachineConfig("70-"+pool+"-kargs").WithRole(pool).WithKernelArguments(kernelArgument).Build())
-}
-
-func (r *run) verifyReboot(n *simNode, before nodeBefore) error {
-	if boots := n.m.Boots(); boots != before.boots+1 {
-		return fmt.Errorf("booted %d times, want once", boots-before.boots)
-	}
-	if got := n.m.OS.Running().KernelArguments; len(got) != 1 || got[0] != kernelArgument {
-		return fmt.Errorf("runs kernel arguments %v", got)
-	}
-	return unchanged(n, before, true, false)
+// kernelArgumentChange sets the kernel argument ndp.scale=gen (planned
+// drain and Reboot).
+func (r *run) kernelArgumentChange(gen int) change {
+	arg := fmt.Sprintf("ndp.scale=%d", gen)
+	return change{name: "Reboot", what: "kernel argument " + arg,
+		apply: func(ctx context.Context, pool string) error {
+			want := builder.MachineConfig("70-" + pool + "-kargs").WithRole(pool).WithKernelArguments(arg).Build()
+			var mc ndpmcv1.MachineConfig
+			err := r.k8s.Get(ctx, client.ObjectKeyFromObject(want), &mc)
+			if apierrors.IsNotFound(err) {
+				return r.k8s.Create(ctx, want)
+			}
+			if err != nil {
+				return err
+			}
+			mc.Spec = want.Spec
+			return r.k8s.Update(ctx, &mc)
+		},
+		verify: func(n *simNode, before nodeBefore) error {
+			if boots := n.m.Boots(); boots != before.boots+1 {
+				return fmt.Errorf("booted %d times, want once", boots-before.boots)
+			}
+			if got := n.m.OS.Running().KernelArguments; len(got) != 1 || got[0] != arg {
+				return fmt.Errorf("runs kernel arguments %v, want [%s]", got, arg)
+			}
+			return unchanged(n, before, true, false)
+		}}
 }
 
 // nodeBefore is what a change must not (or must exactly once) change.

@@ -1,0 +1,64 @@
+//go:build scale
+
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
+)
+
+// scalePoolLabel is on every pool: the RolloutPolicy selects them all.
+const scalePoolLabel = "ndp.dev/scale"
+
+// rolloutPolicyOnce creates the policy at the first "+policy" change.
+var rolloutPolicyOnce sync.Once
+
+// withRolloutPolicy is c with a RolloutPolicy on every pool first: a window
+// open all day for every plan, gates on a real Prometheus (Debian's, on
+// loopback, no alert firing) and on blocking pods (on the node, none
+// match), pacing that waits for drained pods. Everything is evaluated at
+// every step of every pool; nothing holds. What it costs is the change's
+// figures against c's own, measured in the same run.
+func (r *run) withRolloutPolicy(c change) change {
+	c.name += " + policy"
+	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate, drained-pods pacing)"
+	apply := c.apply
+	c.apply = func(ctx context.Context, pool string) error {
+		rolloutPolicyOnce.Do(func() { r.createRolloutPolicy(ctx) })
+		return apply(ctx, pool)
+	}
+	return c
+}
+
+func (r *run) createRolloutPolicy(ctx context.Context) {
+	t := r.t
+	bin := testkit.RequirePrometheusTool(t, "prometheus", "prometheus")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte("global: {evaluation_interval: 5s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d", testkit.FreePort(t))
+	testkit.StartServer(t, url, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+url[len("http://"):])
+	p := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale"}, Spec: v1alpha1.RolloutPolicySpec{
+		PoolSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: scalePoolLabel, Operator: metav1.LabelSelectorOpExists}}},
+		Windows:      []v1alpha1.MaintenanceWindow{{Name: "always", Start: "00:00", End: "24:00", Holds: []v1alpha1.PlanKind{v1alpha1.PlanAll}}},
+		Gates: &v1alpha1.RolloutGates{
+			Prometheus:   &v1alpha1.PrometheusGate{URL: url, Alerts: &v1alpha1.AlertSelector{Names: []string{"NodeDown"}}},
+			BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "scale-blocker"}}, Scope: v1alpha1.BlockingPodsNode},
+		},
+		Pacing: &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true},
+	}}
+	if err := r.k8s.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scale: RolloutPolicy %s on every pool, its Prometheus at %s", p.Name, url)
+}
