@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
@@ -164,7 +165,13 @@ func OperatorConditions(pools []mcfgv1.MachineConfigPool, policies []v1alpha1.No
 	for i := range pools {
 		p := &pools[i]
 		if c := poolCond(p, mcfgv1.MachineConfigPoolUpdating); c != nil && c.Status == corev1.ConditionTrue {
-			progressing = append(progressing, fmt.Sprintf("pool %s: %d of %d nodes updated to %s", p.Name, p.Status.UpdatedMachineCount, p.Status.MachineCount, p.Spec.Configuration.Name))
+			line := fmt.Sprintf("pool %s: %d of %d nodes updated to %s", p.Name, p.Status.UpdatedMachineCount, p.Status.MachineCount, p.Spec.Configuration.Name)
+			// Why it does not move, when a rollout policy or a node's
+			// hold keeps starts back (the pool's RolloutHeld).
+			if h := poolCond(p, ndpmcv1.ConditionRolloutHeld); h != nil && h.Status == corev1.ConditionTrue {
+				line += " (" + h.Message + ")"
+			}
+			progressing = append(progressing, line)
 		}
 		if c := poolCond(p, mcfgv1.MachineConfigPoolDegraded); c != nil && c.Status == corev1.ConditionTrue {
 			degraded = append(degraded, fmt.Sprintf("pool %s: %s", p.Name, c.Message))
