@@ -73,7 +73,7 @@ func (c *cluster) rolloutControlsOnVMs(ctx context.Context) error {
 
 func (c *cluster) rolloutControls(ctx context.Context) error {
 	step("A chrony change, planned as a restart, while the window is closed: it goes at once")
-	target, err := c.chronyChange(ctx, "time3.example.com")
+	target, err := c.chronyChange(ctx, "time5.example.com")
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (c *cluster) rolloutControls(ctx context.Context) error {
 		return err
 	}
 	prev := target
-	if target, err = c.chronyChange(ctx, "time4.example.com"); err != nil {
+	if target, err = c.chronyChange(ctx, "time6.example.com"); err != nil {
 		return err
 	}
 	alertReason := "waiting: alert " + backupAlert + " firing"

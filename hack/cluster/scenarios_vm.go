@@ -665,16 +665,7 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	current, _ := c.kubectlQuiet("get", "mcp", "worker", "-o", jsonTarget)
-	sources := c.sourcesNow()
-	f := c.s.path("50-worker-chrony-v3.yaml")
-	if err := os.WriteFile(f, []byte(chronyV3), 0o644); err != nil {
-		return err
-	}
-	if _, err := c.kubectlMust("apply", "-f", f); err != nil {
-		return err
-	}
-	target, err := c.waitTargetSources(ctx, current, sources)
+	target, err := c.chronyChange(ctx, "time3.example.com")
 	if err != nil {
 		return err
 	}
@@ -714,22 +705,6 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 	}
 	return nil
 }
-
-const chronyV3 = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 50-worker-chrony
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  config:
-    ignition: {version: 3.4.0}
-    storage:
-      files:
-      - path: /etc/chrony.conf
-        mode: 420
-        overwrite: true
-        contents: {source: "data:,server%20time3.example.com%20iburst%0Adriftfile%20%2Fvar%2Flib%2Fchrony%2Fdrift%0A"}
-`
 
 // waitSent waits for a worker to be sent to target (its desiredConfig) and
 // returns it.
