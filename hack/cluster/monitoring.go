@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,8 +16,9 @@ import (
 // cluster has it: Debian's Prometheus, Alertmanager and node exporter in
 // the node's namespace, on the node's address, where ndp-controller's pods
 // reach them. Prometheus scrapes the node exporter and ndp-controller's
-// own metrics (its pods, found through the API server), evaluates a real
-// alert rule and sends what fires to Alertmanager.
+// own metrics (its pods, written to a file_sd file: Debian builds
+// Prometheus without its Kubernetes discovery), evaluates a real alert
+// rule and sends what fires to Alertmanager.
 const (
 	promPort         = "9090"
 	alertmanagerPort = "9093"
@@ -40,14 +42,7 @@ scrape_configs:
 - job_name: node
   static_configs: [{targets: ["127.0.0.1:%[3]s"]}]
 - job_name: ndp-controller
-  kubernetes_sd_configs:
-  - role: pod
-    kubeconfig_file: %[4]s
-    namespaces: {names: [ndp-system]}
-  relabel_configs:
-  - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name], regex: ndp-controller, action: keep}
-  - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
-  - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
+  file_sd_configs: [{files: ["%[4]s"]}]
 `
 
 const prometheusRules = `groups:
@@ -74,13 +69,16 @@ func (c *cluster) startMonitoring(ctx context.Context) error {
 		}
 	}
 	if err := writeFiles(map[string]string{
-		filepath.Join(dir, "prometheus.yml"):   fmt.Sprintf(prometheusConfig, nodeIP, alertmanagerPort, nodeExporterPort, s.admin),
+		filepath.Join(dir, "prometheus.yml"):   fmt.Sprintf(prometheusConfig, nodeIP, alertmanagerPort, nodeExporterPort, filepath.Join(dir, "ndp-controller.json")),
 		filepath.Join(dir, "rules.yml"):        prometheusRules,
 		filepath.Join(dir, "alertmanager.yml"): alertmanagerConfig,
 	}); err != nil {
 		return err
 	}
 	if err := c.setBackup(false); err != nil {
+		return err
+	}
+	if err := c.writeControllerTargets(); err != nil {
 		return err
 	}
 	for _, p := range []struct {
@@ -129,6 +127,33 @@ func promValues(out string) []string {
 	}
 	sort.Strings(vs)
 	return vs
+}
+
+// writeControllerTargets writes ndp-controller's pods (their metrics
+// ports) as Prometheus's file_sd targets, as they are now.
+func (c *cluster) writeControllerTargets() error {
+	out, err := c.kubectlMust("-n", "ndp-system", "get", "pods", "-l", "app.kubernetes.io/name=ndp-controller", "-o",
+		`jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{"\n"}{end}`)
+	if err != nil {
+		return err
+	}
+	var groups []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		groups = append(groups, map[string]any{"targets": []string{f[1] + ":8080"}, "labels": map[string]string{"pod": f[0]}})
+	}
+	b, err := json.Marshal(groups)
+	if err != nil {
+		return err
+	}
+	f := c.s.path("monitoring", "ndp-controller.json")
+	if err := os.WriteFile(f+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f+".tmp", f)
 }
 
 // setBackup writes the node exporter's textfile: a backup running or not.
