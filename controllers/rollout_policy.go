@@ -198,9 +198,11 @@ func holdKey(v rolloutHoldView) string {
 }
 
 // poolPacing remembers, per pool, when its last node finished an update:
-// a node seen done on the target that was not at the previous step. It
-// lives in memory: after a restart, pacing starts afresh (the first node
-// that finishes then sets it).
+// a node seen done on the target that was not at the previous step. When
+// it finished is the node's own word (UpdateDoneAnnotation, written with
+// its Done state), so that a restarted controller, looking at a pool for
+// the first time, takes the latest of its nodes done on the target as the
+// last one: the settle time holds across a restart or a failover.
 type poolPacing struct {
 	mu     sync.Mutex
 	byPool map[string]*pacingMemo
@@ -231,16 +233,38 @@ func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time
 	}
 	done := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		if n.Annotations[ndpmcv1.CurrentConfigAnnotation] == target && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target && !unavailable(n) {
-			done[n.Name] = true
-			if !first && !m.done[n.Name] {
-				m.state = rolloutcontrol.PacingState{LastDone: now, LastNode: n.Name}
-				m.drained = drainedOf(n)
-			}
+		if n.Annotations[ndpmcv1.CurrentConfigAnnotation] != target || n.Annotations[ndpmcv1.DesiredConfigAnnotation] != target || unavailable(n) {
+			continue
 		}
+		done[n.Name] = true
+		at, said := doneAt(n)
+		switch {
+		case first && said && at.After(m.state.LastDone):
+			// Seen done already: only its own word says when.
+		case !first && !m.done[n.Name]:
+			if !said || at.After(now) {
+				at = now // no word, or a clock ahead of ours
+			}
+		default:
+			continue
+		}
+		m.state = rolloutcontrol.PacingState{LastDone: at, LastNode: n.Name}
+		m.drained = drainedOf(n)
 	}
 	m.done = done
 	return m.state, m.drained
+}
+
+// doneAt reads a node's UpdateDoneAnnotation.
+func doneAt(n *corev1.Node) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, n.Annotations[v1alpha1.UpdateDoneAnnotation])
+	return t, err == nil
+}
+
+func (p *poolPacing) forget(pool string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.byPool, pool)
 }
 
 // drainedOf reads a node's DrainedPodsAnnotation; nil when it has none or
@@ -255,12 +279,6 @@ func drainedOf(n *corev1.Node) *v1alpha1.DrainedPods {
 		return nil
 	}
 	return &d
-}
-
-func (p *poolPacing) forget(pool string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.byPool, pool)
 }
 
 // rolloutBoard holds each pool's holds as the rollout controller last

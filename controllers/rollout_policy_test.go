@@ -438,3 +438,41 @@ func TestDeletedPolicyGatesForgotten(t *testing.T) {
 		t.Errorf("forgotten (-want +got):\n%s", diff)
 	}
 }
+
+// A controller that starts (or takes over) mid-rollout takes the latest of
+// the nodes done on the target, by their own word, as the last one: the
+// settle time and the drained pods hold across the restart. Without that
+// word a node seen done at once counts from nothing.
+func TestPoolPacingAfterRestart(t *testing.T) {
+	t0 := policyNow
+	drained := &v1alpha1.DrainedPods{At: metav1.NewTime(t0), Owners: []v1alpha1.DrainedOwner{{Kind: "ReplicaSet", Namespace: "web", Name: "cart", UID: "rs-1", Pods: 1}}}
+	nodes := testNodes(done("a", "new"), done("b", "new"), done("c", "old"))
+	nodes[0].Annotations[v1alpha1.UpdateDoneAnnotation] = t0.Add(-10 * time.Minute).Format(time.RFC3339)
+	nodes[1].Annotations[v1alpha1.UpdateDoneAnnotation] = t0.Add(-2 * time.Minute).Format(time.RFC3339)
+	nodes[1].Annotations[v1alpha1.DrainedPodsAnnotation] = drainedAnnotationOf(t, drained)
+	// c finished an older update more recently: not this rollout's.
+	nodes[2].Annotations[v1alpha1.UpdateDoneAnnotation] = t0.Add(-time.Minute).Format(time.RFC3339)
+
+	var p poolPacing // a fresh controller
+	s, d := p.observe("worker", "new", nodes, t0)
+	if s.LastNode != "b" || !s.LastDone.Equal(t0.Add(-2*time.Minute)) {
+		t.Errorf("after a restart: %+v, want b done at %s", s, t0.Add(-2*time.Minute))
+	}
+	if diff := cmp.Diff(drained, d); diff != "" {
+		t.Errorf("b's drain (-want +got):\n%s", diff)
+	}
+
+	// c finishes while watched: its own time, not the look's.
+	nodes = testNodes(done("a", "new"), done("b", "new"), done("c", "new"))
+	nodes[2].Annotations[v1alpha1.UpdateDoneAnnotation] = t0.Add(30 * time.Second).Format(time.RFC3339)
+	if s, d := p.observe("worker", "new", nodes, t0.Add(time.Minute)); s.LastNode != "c" || !s.LastDone.Equal(t0.Add(30*time.Second)) || d != nil {
+		t.Errorf("c done: %+v, drained %v; want c at %s, no drain", s, d, t0.Add(30*time.Second))
+	}
+
+	// Without the annotation (a daemon before it), a fresh controller
+	// knows of no last node.
+	var q poolPacing
+	if s, _ := q.observe("worker", "new", testNodes(done("a", "new")), t0); !s.LastDone.IsZero() {
+		t.Errorf("no annotation: %+v, want none", s)
+	}
+}

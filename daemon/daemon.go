@@ -258,12 +258,17 @@ func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConf
 	degraded.WithLabelValues(d.NodeName).Set(0)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+cur.Name)
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
-	if err := d.report(ctx, node, cur.Name, node.Annotations[ndpmcv1.DesiredConfigAnnotation], map[string]string{
+	done := map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: cur.Name, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
-	}, cur.Pool); err != nil {
-		return err
 	}
-	return nil
+	// The update that brought it here completed, maybe without its report
+	// (a crash in between): its pacing annotations too (no change, no
+	// write: annotate patches only what differs).
+	if prev != nil && prev.Completed && prev.To == cur.Name && prev.CompletedAt != nil {
+		done[v1alpha1.UpdateDoneAnnotation] = prev.CompletedAt.UTC().Format(time.RFC3339)
+		done[v1alpha1.DrainedPodsAnnotation] = drainedAnnotation(prev.Drained)
+	}
+	return d.report(ctx, node, cur.Name, node.Annotations[ndpmcv1.DesiredConfigAnnotation], done, cur.Pool)
 }
 
 // start verifies the target's plan for the node's config and, if it can be
@@ -491,8 +496,9 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+j.To)
 	if err := d.report(ctx, node, j.To, j.To, map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
-		// In the same patch: what the drain evicted, for the rollout's
-		// pacing ("": this update drained nothing).
+		// In the same patch, for the rollout's pacing: when it completed,
+		// and what the drain evicted ("": this update drained nothing).
+		v1alpha1.UpdateDoneAnnotation:  now.Format(time.RFC3339),
 		v1alpha1.DrainedPodsAnnotation: drainedAnnotation(j.Drained),
 	}, j.Pool); err != nil {
 		return 0, err

@@ -27,6 +27,12 @@ const (
 // update without a drain removes it.
 const DrainedPodsAnnotation = "ndp.dev/drained-pods"
 
+// UpdateDoneAnnotation is on a Node: when its last update completed
+// (RFC 3339), written by ndp-daemon with the update's Done state. A
+// policy's pacing counts its settle time from it, also across a restart of
+// ndp-controller.
+const UpdateDoneAnnotation = "ndp.dev/update-done-at"
+
 // MaxDrainedOwners bounds DrainedPods.Owners; the others are counted in More.
 const MaxDrainedOwners = 50
 

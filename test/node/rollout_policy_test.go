@@ -269,6 +269,9 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 	if len(drained.Owners) != 1 || drained.Owners[0].UID != owner.UID || drained.Owners[0].Pods != 1 {
 		t.Fatalf("%s's drain evicted %+v, want the one pod of %s", first.name, drained, owner.Name)
 	}
+	if at, err := time.Parse(time.RFC3339, first.node().Annotations[v1alpha1.UpdateDoneAnnotation]); err != nil || at.Before(drained.At.Time) {
+		t.Errorf("%s's %s: %v, %v; want the update's end, after its drain at %s", first.name, v1alpha1.UpdateDoneAnnotation, at, err, drained.At)
+	}
 	r.waitHeld("waiting: pods drained from node " + first.name + " are not Ready yet: ReplicaSet roll-drained/" + owner.Name + " (0 of 1 Ready) [rolloutpolicy roll-drained]")
 	r.waitDecided()
 	if sent := r.sentTo(b); len(sent) != 1 {
