@@ -461,7 +461,7 @@ spec:
 		if w == second {
 			resumed = "resumed after an unplanned reboot (boot " + w.bootNow + " -> "
 		}
-		if err := c.whyRebooted(w.name, strings.TrimSpace(current), target, w.bootNow, boot, resumed); err != nil {
+		if err := c.whyRebooted(ctx, w.name, strings.TrimSpace(current), target, w.bootNow, boot, resumed); err != nil {
 			return err
 		}
 		if err := c.osUpdatedOn(ctx, w, callsBefore[w.name], boot); err != nil {

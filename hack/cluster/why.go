@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -70,7 +71,20 @@ func whyMissing(out, from, to, bootBefore, bootAfter, resumed string) []string {
 
 // whyRebooted asks `kubectl ndp why` why the worker rebooted in the
 // drain-and-reboot scenario, and checks the answer (whyMissing).
-func (c *cluster) whyRebooted(node, from, to, bootBefore, bootAfter, resumed string) error {
+func (c *cluster) whyRebooted(ctx context.Context, node, from, to, bootBefore, bootAfter, resumed string) error {
+	// The daemon records its history after it reports the node Done: on a
+	// loaded machine, seconds later. Wait for the record's result.
+	if err := followProgress(ctx, node+"'s history to record its update done", minCeiling, func() observation {
+		o := c.clusterProgress()
+		out, err := c.kubectlQuiet("ndp", "why", node, "--update", "1")
+		if err == nil {
+			o.progress["why"] = firstLine(grepLine(out, "Result:"), "")
+			o.done = strings.Contains(out, "Result:   Done")
+		}
+		return o
+	}); err != nil {
+		return err
+	}
 	out, err := c.kubectlMust("ndp", "why", node, "--update", "1")
 	if err != nil {
 		return err
