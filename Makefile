@@ -89,11 +89,12 @@ test: test-go test-rego test-fuzz
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
 # so they skip under -race and run here without it.
 NORACE_PKGS := /test/(cluster|node|mco|scale|docs)$$|/hack/cluster(/vm)?$$|/mcorules$$
-# NDP_REQUIRE_PROMETHEUS: rolloutgates' test fails, not skips, without Debian's prometheus and
-# prometheus-alertmanager (hack/packages.sh test installs them).
+# NDP_REQUIRE_PROMETHEUS: rolloutgates' test (and hack/cluster's check of its monitoring configs with
+# promtool and amtool) fails, not skips, without Debian's prometheus and prometheus-alertmanager
+# (hack/packages.sh test installs them).
 test-go: packages control-plane
 	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 $(GO) test $(GO_TEST_FLAGS) -race $$($(GO) list ./... | grep -v -E '$(NORACE_PKGS)')
-	KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -E '$(NORACE_PKGS)')
+	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -E '$(NORACE_PKGS)')
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestHostile' ./planner/engine/ ./policyset/
 
 ## control-plane: etcd, kube-apiserver and kubectl for the cluster tests, built from the Go module

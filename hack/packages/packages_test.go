@@ -21,7 +21,7 @@ import (
 var (
 	allCommands = []string{"make", "git", "systemctl", "unshare", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
 		"iptables", "ip", "nsenter", "qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "gcc",
-		"prometheus", "prometheus-alertmanager"}
+		"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter"}
 	allFiles = []string{"/lib/systemd/systemd", "/usr/lib/cni/bridge"}
 )
 
@@ -140,11 +140,13 @@ func TestProfilesNeedTheirOwn(t *testing.T) {
 		absent  []string
 		env     []string
 	}{
-		{"test", []string{"containerd", "ctr", "runc", "iptables", "ip", "nsenter", "debootstrap", "socat", "mkfs.ext4", "/usr/lib/cni/bridge"}, nil},
+		{"test", []string{"containerd", "ctr", "runc", "iptables", "ip", "nsenter", "debootstrap", "socat", "mkfs.ext4", "/usr/lib/cni/bridge",
+			"prometheus-node-exporter"}, nil},
 		{"local-cluster", []string{"containerd", "runc", "qemu-system-x86_64", "qemu-img", "debootstrap", "socat", "/usr/lib/cni/bridge", "gcc",
-			"prometheus", "prometheus-alertmanager"}, nil},
+			"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter"}, nil},
 		// Asked for the smaller scenario: no worker VMs, so no qemu, debootstrap or socat.
-		{"cluster", []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "prometheus", "prometheus-alertmanager"}, []string{"NDP_CLUSTER_VMS=0"}},
+		{"cluster", []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "prometheus", "promtool", "prometheus-alertmanager",
+			"prometheus-node-exporter"}, []string{"NDP_CLUSTER_VMS=0"}},
 	} {
 		r := run(t, machine{absent: c.absent, env: c.env}, c.profile)
 		if r.code != 0 || r.apt != nil {
