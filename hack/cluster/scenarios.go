@@ -89,15 +89,23 @@ func (c *cluster) leaderScenario(ctx context.Context) error {
 	return nil
 }
 
+// ensureChronyPolicy applies the chrony policy (chrony changes restart
+// chronyd) and waits until it plans: every scenario whose chrony change
+// must be a restart calls it, so that each stands on its own
+// (NDP_CLUSTER_SCENARIOS).
+func (c *cluster) ensureChronyPolicy(ctx context.Context) error {
+	if _, err := c.kubectlMust("apply", "-f", "examples/policies/chrony.yaml"); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "the chrony policy to be active", "True True",
+		"get", "ndp", "chrony", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status} {.status.conditions[?(@.type=="Active")].status}`)
+}
+
 // previewScenario applies the chrony policy and previews the chrony change
 // with a server-side dry-run, through the webhook's Service.
 func (c *cluster) previewScenario(ctx context.Context) error {
 	step("A policy (chrony changes restart chronyd); a dry-run previews the change through the webhook's Service")
-	if _, err := c.kubectlMust("apply", "-f", "examples/policies/chrony.yaml"); err != nil {
-		return err
-	}
-	if err := c.waitFor(ctx, "the chrony policy to be accepted", "True",
-		"get", "ndp", "chrony", "-o", `jsonpath={.status.conditions[?(@.type=="Accepted")].status}`); err != nil {
+	if err := c.ensureChronyPolicy(ctx); err != nil {
 		return err
 	}
 	preview, err := c.kubectlMust("apply", "--dry-run=server", "-f", "examples/cluster/50-worker-chrony-v2.yaml")

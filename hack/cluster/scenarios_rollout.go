@@ -73,6 +73,9 @@ func (c *cluster) rolloutControlsOnVMs(ctx context.Context) error {
 
 func (c *cluster) rolloutControls(ctx context.Context) error {
 	step("A chrony change, planned as a restart, while the window is closed: it goes at once")
+	if err := c.ensureChronyPolicy(ctx); err != nil {
+		return err
+	}
 	target, err := c.chronyChange(ctx, "time5.example.com")
 	if err != nil {
 		return err

@@ -121,6 +121,9 @@ func (c *cluster) sourcesNow() int {
 // with its mode and owner, no reboot (same boot ID), no node cordoned.
 func (c *cluster) chronyOnVMs(ctx context.Context, current string) error {
 	step("The chrony change on the worker VMs: chronyd restarted once per node, no cordon, no reboot")
+	if err := c.ensureChronyPolicy(ctx); err != nil {
+		return err
+	}
 	before, err := c.startsOnWorkers(ctx, "chrony.service")
 	if err != nil {
 		return err
@@ -663,6 +666,9 @@ func (c *cluster) upgradeOnVMs(ctx context.Context) error {
 	fmt.Printf("ndp %s -> %s\n", c.ndpImage, upgraded)
 	before, err := c.startsOnWorkers(ctx, "chrony.service")
 	if err != nil {
+		return err
+	}
+	if err := c.ensureChronyPolicy(ctx); err != nil {
 		return err
 	}
 	target, err := c.chronyChange(ctx, "time3.example.com")
