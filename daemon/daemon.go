@@ -494,6 +494,10 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionTrue, "Executed", msg)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateComplete, metav1.ConditionTrue, "Complete", msg)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+j.To)
+	// The history first, as the MachineConfigNode: whoever sees the node
+	// Done finds its update recorded done, also when the report below
+	// fails and a later sync (settled) reports it.
+	d.recordJournal(ctx, node, j)
 	if err := d.report(ctx, node, j.To, j.To, map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
 		// In the same patch, for the rollout's pacing: when it completed,
@@ -504,7 +508,6 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateComplete", "Update", msg)
-	d.recordJournal(ctx, node, j)
 	return 0, nil
 }
 
