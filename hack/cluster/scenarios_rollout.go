@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ndp-dev/ndp/rolloutgates"
 )
 
 // The worker pool's RolloutPolicy (ndp.dev/v1alpha1): a maintenance window
@@ -94,6 +96,16 @@ func (c *cluster) rolloutControls(ctx context.Context) error {
 	}
 	if err := c.waitAlert(ctx, true); err != nil {
 		return err
+	}
+	// ndp asks a policy's gates at most every rolloutgates.DefaultInterval
+	// and answers from what it was told last in between (docs/rollouts.md):
+	// a start up to that long after the alert fired may still go. The
+	// change comes after it, when any answer ndp holds has the alert.
+	fmt.Printf("waiting %s, the gates' interval, after %s fired\n", rolloutgates.DefaultInterval+5*time.Second, backupAlert)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(rolloutgates.DefaultInterval + 5*time.Second):
 	}
 	heldNode := c.workers[1]
 	if _, err := c.kubectlMust("ndp", "hold", heldNode.name, "--reason", "disk check", "--by", "make-cluster"); err != nil {
