@@ -133,6 +133,12 @@ func (r *run) runChange(c change) *result {
 	t0 := time.Now()
 	res.start = t0.Sub(r.origin)
 	t.Logf("scale: %s: %s, in %d pools", c.name, c.what, len(r.pools))
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		profile(t, r.cfg.pprof, r.ctrlPprof, "cpu-"+strings.NewReplacer(" ", "", "+", "-").Replace(strings.ToLower(c.name)), "profile", r.cfg.pprofSeconds)
+	}()
+	defer func() { <-profiled }()
 	for _, pool := range r.pools {
 		if err := c.apply(ctx, pool); err != nil {
 			t.Fatalf("%s: pool %s: %v", c.name, pool, err)

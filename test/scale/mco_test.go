@@ -164,7 +164,7 @@ func TestScaleMCO(t *testing.T) {
 	loads = append(loads, "ndp settled "+loadavg())
 	ndpSettled := mustProc(t, ndp)
 	t.Logf("scale-mco: ndp-controller settled: peak RSS %s, RSS %s, CPU %s", mib(float64(ndpSettled.hwm)), mib(float64(ndpSettled.rss)), ndpSettled.cpu.Round(time.Millisecond))
-	profile(t, cfg, pprofURL, "heap-settled", "heap", 0)
+	profile(t, cfg.pprof, pprofURL, "heap-settled", "heap", 0)
 
 	// Preview latency: each client alternates ndp and the floor.
 	var phases []latencyPhase
@@ -182,7 +182,7 @@ func TestScaleMCO(t *testing.T) {
 		hitsBefore := noopHits.Load()
 		var cpuProfile sync.WaitGroup
 		if ph.distinct {
-			cpuProfile.Go(func() { profile(t, cfg, pprofURL, "cpu-distinct", "profile", 20*time.Second) })
+			cpuProfile.Go(func() { profile(t, cfg.pprof, pprofURL, "cpu-distinct", "profile", 20*time.Second) })
 		}
 		p := runPreviewPhase(t, ctx, dry, cfg, ph.name, ph.distinct)
 		cpuProfile.Wait()
@@ -193,7 +193,7 @@ func TestScaleMCO(t *testing.T) {
 		loads = append(loads, ph.name+" previews "+loadavg())
 	}
 	ndpAfter, mccAfter := mustProc(t, ndp), mustProc(t, mcc)
-	profile(t, cfg, pprofURL, "heap-after", "heap", 0)
+	profile(t, cfg.pprof, pprofURL, "heap-after", "heap", 0)
 	apiserver := map[string]procStat{}
 	for name, pid := range children("kube-apiserver", "etcd") {
 		if st, err := readProc(pid); err == nil {
@@ -435,8 +435,8 @@ func startNDP(t *testing.T, cfg mcoConfig, kubeconfig string, webhookPort int, c
 }
 
 // profile saves one of ndp-controller's pprof profiles (kind: heap, or
-// profile for seconds of CPU) as NDP_SCALE_MCO_PPROF/name.pprof.
-func profile(t *testing.T, cfg mcoConfig, url, name, kind string, seconds time.Duration) {
+// profile for seconds of CPU) as dir/name.pprof; url "" is profiling off.
+func profile(t *testing.T, dir, url, name, kind string, seconds time.Duration) {
 	if url == "" {
 		return
 	}
@@ -457,11 +457,11 @@ func profile(t *testing.T, cfg mcoConfig, url, name, kind string, seconds time.D
 		t.Errorf("profile %s: %s, %v", name, resp.Status, err)
 		return
 	}
-	path := filepath.Join(cfg.pprof, name+".pprof")
+	path := filepath.Join(dir, name+".pprof")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Error(err)
 	}
-	t.Logf("scale-mco: ndp-controller's %s profile in %s", kind, path)
+	t.Logf("ndp-controller's %s profile in %s", kind, path)
 }
 
 // startNoop serves the floor: a controller-runtime webhook server, as

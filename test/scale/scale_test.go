@@ -23,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -52,7 +51,7 @@ const workloadNS = "scale-workload"
 type config struct {
 	nodes, pools   int
 	workers        int           // NDP_SCALE_WORKERS: daemon Syncs at once
-	pods           int           // NDP_SCALE_PODS: pods per node, evicted by the Reboot change's drain
+	pods           int           // NDP_SCALE_PODS: pods per node at the start (drains move them: workload)
 	restart        time.Duration // NDP_SCALE_RESTART: a unit restart's latency
 	reboot         time.Duration // NDP_SCALE_REBOOT: how long a node is down in a reboot
 	poll           time.Duration // the daemons' --plan-poll-interval
@@ -62,6 +61,10 @@ type config struct {
 	dir            string   // host roots (NDP_SCALE_DIR, default under /dev/shm)
 	report         string   // NDP_SCALE_REPORT: a Markdown file for the figures
 	controllerBin  string   // NDP_CONTROLLER_BIN, default bin/ndp-controller
+	// NDP_SCALE_PPROF: a directory for ndp-controller's CPU profile of each
+	// change's first NDP_SCALE_PPROF_SECONDS (default 30).
+	pprof        string
+	pprofSeconds time.Duration
 }
 
 func envInt(t *testing.T, key string, def int) int {
@@ -99,6 +102,8 @@ func loadConfig(t *testing.T, root string) config {
 		poll:           envDuration(t, "NDP_SCALE_POLL", 2*time.Second),
 		maxUnavailable: intstr.Parse(envOr("NDP_SCALE_MAX_UNAVAILABLE", "10%")),
 		changeTimeout:  envDuration(t, "NDP_SCALE_CHANGE_TIMEOUT", 15*time.Minute),
+		pprof:          os.Getenv("NDP_SCALE_PPROF"),
+		pprofSeconds:   envDuration(t, "NDP_SCALE_PPROF_SECONDS", 30*time.Second),
 		changes:        strings.Split(envOr("NDP_SCALE_CHANGES", "none,restart,reboot,restart+policy,reboot+policy"), ","),
 		report:         os.Getenv("NDP_SCALE_REPORT"),
 		controllerBin:  envOr("NDP_CONTROLLER_BIN", filepath.Join(root, "bin", "ndp-controller")),
@@ -143,6 +148,7 @@ type run struct {
 
 	daemons, harness *counter
 	fleet            *fleet
+	workload         *workload
 	tracker          *tracker
 	nodeStore        cache.Store
 	pools            []string
@@ -152,6 +158,7 @@ type run struct {
 
 	ctrlPID     int
 	ctrlMetrics string
+	ctrlPprof   string         // its /debug/pprof/ when NDP_SCALE_PPROF is set
 	procs       map[string]int // kube-apiserver, etcd
 	origin      time.Time      // the first change's start: the plots' zero
 	results     []*result
@@ -243,6 +250,7 @@ func TestScale(t *testing.T) {
 		queue:      workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second)),
 		syncErrors: map[string]int{},
 	}
+	r.workload = newWorkload(r.hcs)
 	r.createNodes()
 
 	// One informer for every node: the daemons' wake-ups and the watch
@@ -254,6 +262,7 @@ func TestScale(t *testing.T) {
 	r.tracker.setTargets(r.targets, func(string) (string, string) { return "", "" })
 	podFactory := informers.NewSharedInformerFactoryWithOptions(r.hcs, 0, informers.WithNamespace(workloadNS))
 	r.fleet.start(ctx, nodeInformer, podFactory)
+	r.workload.start(ctx, podFactory.Core().V1().Pods().Informer(), nodeInformer.GetStore())
 	nodeFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
 	nodeFactory.WaitForCacheSync(ctx.Done())
@@ -298,6 +307,11 @@ func (r *run) startController(kubeconfig string) {
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port),
 		"--health-probe-bind-address", "0",
 	)
+	if r.cfg.pprof != "" {
+		addr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+		cmd.Args = append(cmd.Args, "--pprof-bind-address", addr)
+		r.ctrlPprof = "http://" + addr + "/debug/pprof/"
+	}
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -449,16 +463,7 @@ func (r *run) createNode(ctx context.Context, name, pool, zone string) error {
 	}
 	r.fleet.setReady(ctx, name, true)
 	for k := 0; k < r.cfg.pods; k++ {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: workloadNS, Name: fmt.Sprintf("%s-p%d", name, k),
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-" + pool, UID: types.UID("rs-" + pool), Controller: ptr(true)}}},
-			Spec: corev1.PodSpec{
-				NodeName:                     name,
-				AutomountServiceAccountToken: ptr(false),
-				Containers:                   []corev1.Container{{Name: "web", Image: "registry.example.com/web:1"}},
-			},
-		}
-		if _, err := r.hcs.CoreV1().Pods(workloadNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if err := r.workload.createPod(ctx, pool, name); err != nil {
 			return err
 		}
 	}

@@ -74,14 +74,8 @@ func newTracker(informer cache.SharedIndexInformer) *tracker {
 func unavailable(n *corev1.Node) bool {
 	a := n.Annotations
 	cur, desired, state := a[ndpmcv1.CurrentConfigAnnotation], a[ndpmcv1.DesiredConfigAnnotation], a[ndpmcv1.StateAnnotation]
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = c.Status == corev1.ConditionTrue
-		}
-	}
 	updating := (desired != "" && desired != cur) || state == ndpmcv1.StateWorking
-	return updating || !ready || n.Spec.Unschedulable || state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable
+	return updating || !nodeReady(n) || n.Spec.Unschedulable || state == ndpmcv1.StateDegraded || state == ndpmcv1.StateUnreconcilable
 }
 
 func (tr *tracker) observe(obj any) {
