@@ -187,11 +187,14 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	pol, gatesNext, err := r.rolloutPolicies(ctx, &pool, nodes)
+	pol, drained, gatesNext, err := r.rolloutPolicies(ctx, &pool, nodes)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d := decideRolloutWith(&pool, nodes, mc, pol)
+	d, err := decideRolloutPaced(&pool, nodes, mc, pol, drained, func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) })
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	r.reportHolds(&pool, d, pol.policies(), pol.Now)
 	// One write per node: its desiredConfig and its UpdateInProgress
 	// taint together. taint is only read from here on (the sends below
@@ -315,15 +318,16 @@ func (r *RolloutReconciler) now() time.Time {
 }
 
 // rolloutPolicies reads the pool's RolloutPolicies from the cache and has
-// their gates evaluated; gatesNext is the earliest time a GateSource will
+// their gates evaluated; drained are the pods drained from the pool's last
+// node when a policy waits for them to be Ready again (the caller reads
+// them when it matters); gatesNext is the earliest time a GateSource will
 // look again.
-func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node) (rolloutPolicies, time.Time, error) {
-	pol := rolloutPolicies{Now: r.now()}
+func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node) (pol rolloutPolicies, drained *v1alpha1.DrainedPods, gatesNext time.Time, err error) {
+	pol = rolloutPolicies{Now: r.now()}
 	var list v1alpha1.RolloutPolicyList
 	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return pol, time.Time{}, err
+		return pol, nil, time.Time{}, err
 	}
-	var gatesNext time.Time
 	for _, p := range rolloutcontrol.PoliciesFor(pool, list.Items) {
 		pi := rolloutcontrol.PolicyInput{Policy: p}
 		// Without a GateSource the results stay nil: each gate holds as
@@ -340,17 +344,12 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 		pol.Policies = append(pol.Policies, pi)
 	}
 	if len(pol.Policies) > 0 {
-		var drained *v1alpha1.DrainedPods
 		pol.Pacing, drained = r.pacing.observe(pool.Name, pool.Spec.Configuration.Name, nodes, pol.Now)
-		if drained != nil && waitsForDrainedPods(pol.Policies) {
-			pods, err := r.podsOf(ctx, drained)
-			if err != nil {
-				return pol, time.Time{}, err
-			}
-			pol.Pacing.DrainedPodsNotReady = rolloutcontrol.DrainedNotReady(drained, pods)
+		if !waitsForDrainedPods(pol.Policies) {
+			drained = nil
 		}
 	}
-	return pol, gatesNext, nil
+	return pol, drained, gatesNext, nil
 }
 
 func waitsForDrainedPods(policies []rolloutcontrol.PolicyInput) bool {

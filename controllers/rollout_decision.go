@@ -167,6 +167,26 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 	return decideRolloutWith(pool, nodes, target, rolloutPolicies{})
 }
 
+// decideRolloutPaced is decideRolloutWith with the pods drained from the
+// pool's last node (drained, nil when no policy waits for them) read by
+// pods only when a node would start: they can only hold a start, and a
+// pool is decided at every step of every node, while a namespace's pods
+// can be thousands.
+func decideRolloutPaced(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig, pol rolloutPolicies, drained *v1alpha1.DrainedPods, pods func() ([]*corev1.Pod, error)) (rolloutDecision, error) {
+	d := decideRolloutWith(pool, nodes, target, pol)
+	if len(d.Send) == 0 || drained == nil {
+		return d, nil
+	}
+	ps, err := pods()
+	if err != nil {
+		return rolloutDecision{}, err
+	}
+	if pol.Pacing.DrainedPodsNotReady = rolloutcontrol.DrainedNotReady(drained, ps); len(pol.Pacing.DrainedPodsNotReady) == 0 {
+		return d, nil
+	}
+	return decideRolloutWith(pool, nodes, target, pol), nil
+}
+
 // decideRolloutWith chooses which of a pool's nodes go to its target now.
 // target is the pool's target MachineConfig, nil if it does not exist;
 // pol are the pool's RolloutPolicies (rolloutcontrol.Decide), which only

@@ -3,7 +3,9 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -474,5 +477,68 @@ func TestPoolPacingAfterRestart(t *testing.T) {
 	var q poolPacing
 	if s, _ := q.observe("worker", "new", testNodes(done("a", "new")), t0); !s.LastDone.IsZero() {
 		t.Errorf("no annotation: %+v, want none", s)
+	}
+}
+
+// The pods drained from the last node are read only when a node would
+// start (a pool is decided at every step of every node), and then hold
+// the start while they are not Ready again.
+func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
+	t0 := policyNow
+	drained := &v1alpha1.DrainedPods{At: metav1.NewTime(t0.Add(-time.Minute)), Owners: []v1alpha1.DrainedOwner{{Kind: "ReplicaSet", Namespace: "web", Name: "cart", UID: "rs-1", Pods: 1}}}
+	pod := func(ready bool) *corev1.Pod {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(t0),
+				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
+		}
+	}
+	waits := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paced"}, Spec: v1alpha1.RolloutPolicySpec{Pacing: &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true}}}
+	pool := testPool("new", intOrPercent("1"), false)
+	target := planTarget()
+	updating := testNode{name: "b", cur: "old", desired: "new", state: ndpmcv1.StateWorking}
+	for _, tc := range []struct {
+		name     string
+		nodes    []testNode
+		drained  *v1alpha1.DrainedPods
+		pods     []*corev1.Pod
+		podsErr  error
+		wantRead bool
+		wantSend []string
+		wantHeld bool
+		wantErr  bool
+	}{
+		{"no drain recorded", []testNode{done("a", "old")}, nil, nil, nil, false, []string{"a"}, false, false},
+		{"the budget is full", []testNode{done("a", "old"), updating}, drained, []*corev1.Pod{pod(false)}, nil, false, nil, false, false},
+		{"a node would start, its pods not Ready", []testNode{done("a", "old")}, drained, []*corev1.Pod{pod(false)}, nil, true, nil, true, false},
+		{"a node would start, its pods Ready", []testNode{done("a", "old")}, drained, []*corev1.Pod{pod(true)}, nil, true, []string{"a"}, false, false},
+		{"the pods cannot be read", []testNode{done("a", "old")}, drained, nil, errors.New("cache not synced"), true, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := rolloutPolicies{Now: t0, Policies: []rolloutcontrol.PolicyInput{{Policy: waits}}, Pacing: rolloutcontrol.PacingState{LastDone: t0.Add(-time.Minute), LastNode: "c"}}
+			read := false
+			d, err := decideRolloutPaced(pool, testNodes(tc.nodes...), target, pol, tc.drained, func() ([]*corev1.Pod, error) {
+				read = true
+				return tc.pods, tc.podsErr
+			})
+			if (err != nil) != tc.wantErr || read != tc.wantRead {
+				t.Fatalf("err %v, pods read %t; want error %t, read %t", err, read, tc.wantErr, tc.wantRead)
+			}
+			var sent []string
+			for _, n := range d.Send {
+				sent = append(sent, n.Name)
+			}
+			if !slices.Equal(sent, tc.wantSend) {
+				t.Errorf("sent %v, want %v", sent, tc.wantSend)
+			}
+			held := d.Policy != nil && slices.ContainsFunc(d.Policy.Pool, func(r rolloutcontrol.Reason) bool { return r.Kind == rolloutcontrol.ReasonDrainedPods })
+			if held != tc.wantHeld {
+				t.Errorf("held by the drained pods: %t, want %t (%+v)", held, tc.wantHeld, d.Policy)
+			}
+		})
 	}
 }
