@@ -191,7 +191,11 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d, err := decideRolloutPaced(&pool, nodes, mc, pol, drained, func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) })
+	reads := podReads{drained: drained, drainedPods: func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) }}
+	if r.Gates != nil {
+		reads.blocking = func(p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult { return r.Gates.BlockingPods(ctx, p) }
+	}
+	d, err := decideRolloutPaced(&pool, nodes, mc, pol, reads)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -318,7 +322,7 @@ func (r *RolloutReconciler) now() time.Time {
 }
 
 // rolloutPolicies reads the pool's RolloutPolicies from the cache and has
-// their gates evaluated; drained are the pods drained from the pool's last
+// their remote gates evaluated; drained are the pods drained from the pool's last
 // node when a policy waits for them to be Ready again (the caller reads
 // them when it matters); gatesNext is the earliest time a GateSource will
 // look again.
@@ -331,14 +335,17 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 	for _, p := range rolloutcontrol.PoliciesFor(pool, list.Items) {
 		pi := rolloutcontrol.PolicyInput{Policy: p}
 		// Without a GateSource the results stay nil: each gate holds as
-		// "not evaluated yet" (or warns, failOpen).
-		if p.Spec.Gates != nil {
-			if r.Gates != nil {
-				var next time.Time
-				pi.Gates, next = r.Gates.Results(ctx, p)
-				if !next.IsZero() && (gatesNext.IsZero() || next.Before(gatesNext)) {
-					gatesNext = next
-				}
+		// "not evaluated yet" (or warns, failOpen). The blocking pods are
+		// read when a node would start (decideRolloutPaced): until then
+		// none block.
+		if p.Spec.Gates != nil && r.Gates != nil {
+			var next time.Time
+			pi.Gates, next = r.Gates.Remote(ctx, p)
+			if !next.IsZero() && (gatesNext.IsZero() || next.Before(gatesNext)) {
+				gatesNext = next
+			}
+			if p.Spec.Gates.BlockingPods != nil {
+				pi.Gates.BlockingPods = &rolloutcontrol.PodsResult{}
 			}
 		}
 		pol.Policies = append(pol.Policies, pi)

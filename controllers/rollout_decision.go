@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -167,21 +168,44 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 	return decideRolloutWith(pool, nodes, target, rolloutPolicies{})
 }
 
-// decideRolloutPaced is decideRolloutWith with the pods drained from the
-// pool's last node (drained, nil when no policy waits for them) read by
-// pods only when a node would start: they can only hold a start, and a
-// pool is decided at every step of every node, while a namespace's pods
-// can be thousands.
-func decideRolloutPaced(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig, pol rolloutPolicies, drained *v1alpha1.DrainedPods, pods func() ([]*corev1.Pod, error)) (rolloutDecision, error) {
+// podReads are the pool's reads of pods for its policies: the pods
+// drained from its last node (drained, nil when no policy waits for them)
+// and each policy's blocking pods (blocking, nil without a GateSource).
+type podReads struct {
+	drained     *v1alpha1.DrainedPods
+	drainedPods func() ([]*corev1.Pod, error)
+	blocking    func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
+}
+
+// decideRolloutPaced is decideRolloutWith with the pods read only when a
+// node would start: they can only hold a start, and a pool is decided at
+// every step of every node, while a cluster's pods can be thousands. pol's
+// blocking-pods gates are taken as blocking nothing until read.
+func decideRolloutPaced(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target *ndpmcv1.MachineConfig, pol rolloutPolicies, reads podReads) (rolloutDecision, error) {
 	d := decideRolloutWith(pool, nodes, target, pol)
-	if len(d.Send) == 0 || drained == nil {
+	if len(d.Send) == 0 {
 		return d, nil
 	}
-	ps, err := pods()
-	if err != nil {
-		return rolloutDecision{}, err
+	again := false
+	if reads.blocking != nil {
+		pol.Policies = slices.Clone(pol.Policies)
+		for i, pi := range pol.Policies {
+			if g := pi.Policy.Spec.Gates; g != nil && g.BlockingPods != nil {
+				res := reads.blocking(pi.Policy)
+				pol.Policies[i].Gates.BlockingPods = res
+				again = again || res == nil || res.Err != nil || len(res.Pods) > 0
+			}
+		}
 	}
-	if pol.Pacing.DrainedPodsNotReady = rolloutcontrol.DrainedNotReady(drained, ps); len(pol.Pacing.DrainedPodsNotReady) == 0 {
+	if reads.drained != nil {
+		ps, err := reads.drainedPods()
+		if err != nil {
+			return rolloutDecision{}, err
+		}
+		pol.Pacing.DrainedPodsNotReady = rolloutcontrol.DrainedNotReady(reads.drained, ps)
+		again = again || len(pol.Pacing.DrainedPodsNotReady) > 0
+	}
+	if !again {
 		return d, nil
 	}
 	return decideRolloutWith(pool, nodes, target, pol), nil

@@ -24,13 +24,15 @@ import (
 // +kubebuilder:rbac:groups=ndp.dev,resources=rolloutpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ndp.dev,resources=rolloutpolicies/status,verbs=get;update;patch
 
-// GateSource evaluates a RolloutPolicy's gates (package rolloutgates:
-// Prometheus, Alertmanager, blocking pods). It returns the results and
-// when it will look again (zero: no time of its own). The rollout
-// controller asks it for every policy with gates at every step of the
-// pool: it answers from its own cache.
+// GateSource evaluates a RolloutPolicy's gates (package rolloutgates).
+// The rollout controller asks it for every policy with gates at every
+// step of the pool: Remote answers from its own cache (Prometheus,
+// Alertmanager) with when it will look again (zero: no time of its own);
+// BlockingPods reads the pods the blocking-pods gate matches now, and is
+// asked only when a node would start (decideRolloutPaced).
 type GateSource interface {
-	Results(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time)
+	Remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time)
+	BlockingPods(ctx context.Context, p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
 }
 
 // Metrics of the holds: how many nodes each kind of reason holds now, and

@@ -420,8 +420,11 @@ func TestHoldViewForPolicy(t *testing.T) {
 // forgetting is a GateSource that records what it was told to forget.
 type forgetting struct{ forgot []string }
 
-func (f *forgetting) Results(context.Context, *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
+func (f *forgetting) Remote(context.Context, *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
 	return rolloutcontrol.GateResults{}, time.Time{}
+}
+func (f *forgetting) BlockingPods(context.Context, *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
+	return &rolloutcontrol.PodsResult{}
 }
 func (f *forgetting) Forget(name string) { f.forgot = append(f.forgot, name) }
 
@@ -480,53 +483,77 @@ func TestPoolPacingAfterRestart(t *testing.T) {
 	}
 }
 
-// The pods drained from the last node are read only when a node would
-// start (a pool is decided at every step of every node), and then hold
-// the start while they are not Ready again.
+// The pods drained from the last node and the blocking pods are read only
+// when a node would start (a pool is decided at every step of every node),
+// and then hold the start: drained pods while they are not Ready again, a
+// blocking pod while it runs on the node.
 func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
 	t0 := policyNow
 	drained := &v1alpha1.DrainedPods{At: metav1.NewTime(t0.Add(-time.Minute)), Owners: []v1alpha1.DrainedOwner{{Kind: "ReplicaSet", Namespace: "web", Name: "cart", UID: "rs-1", Pods: 1}}}
-	pod := func(ready bool) *corev1.Pod {
+	replacement := func(ready bool) []*corev1.Pod {
 		st := corev1.ConditionFalse
 		if ready {
 			st = corev1.ConditionTrue
 		}
-		return &corev1.Pod{
+		return []*corev1.Pod{{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(t0),
 				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
-		}
+		}}
 	}
-	waits := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paced"}, Spec: v1alpha1.RolloutPolicySpec{Pacing: &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true}}}
+	backupOn := func(node string) *rolloutcontrol.PodsResult {
+		return &rolloutcontrol.PodsResult{Pods: []*corev1.Pod{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "backup", Labels: map[string]string{"app": "backup"}},
+			Spec:       corev1.PodSpec{NodeName: node},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		}}}
+	}
+	paced := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paced"}, Spec: v1alpha1.RolloutPolicySpec{Pacing: &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true}}}
+	guarded := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Spec: v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{
+		BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "backup"}}, Scope: v1alpha1.BlockingPodsNode}}}}
 	pool := testPool("new", intOrPercent("1"), false)
 	target := planTarget()
 	updating := testNode{name: "b", cur: "old", desired: "new", state: ndpmcv1.StateWorking}
+	none := &rolloutcontrol.PodsResult{}
 	for _, tc := range []struct {
-		name     string
-		nodes    []testNode
-		drained  *v1alpha1.DrainedPods
-		pods     []*corev1.Pod
-		podsErr  error
-		wantRead bool
-		wantSend []string
-		wantHeld bool
-		wantErr  bool
+		name      string
+		nodes     []testNode
+		drained   *v1alpha1.DrainedPods
+		pods      []*corev1.Pod
+		podsErr   error
+		blocking  *rolloutcontrol.PodsResult
+		wantReads []string
+		wantSend  []string
+		wantHeld  rolloutcontrol.ReasonKind
+		wantErr   bool
 	}{
-		{"no drain recorded", []testNode{done("a", "old")}, nil, nil, nil, false, []string{"a"}, false, false},
-		{"the budget is full", []testNode{done("a", "old"), updating}, drained, []*corev1.Pod{pod(false)}, nil, false, nil, false, false},
-		{"a node would start, its pods not Ready", []testNode{done("a", "old")}, drained, []*corev1.Pod{pod(false)}, nil, true, nil, true, false},
-		{"a node would start, its pods Ready", []testNode{done("a", "old")}, drained, []*corev1.Pod{pod(true)}, nil, true, []string{"a"}, false, false},
-		{"the pods cannot be read", []testNode{done("a", "old")}, drained, nil, errors.New("cache not synced"), true, nil, false, true},
+		{"nothing drained, nothing blocks", []testNode{done("a", "old")}, nil, nil, nil, none, []string{"blocking"}, []string{"a"}, "", false},
+		{"the budget is full", []testNode{done("a", "old"), updating}, drained, replacement(false), nil, backupOn("a"), nil, nil, "", false},
+		{"drained pods not Ready", []testNode{done("a", "old")}, drained, replacement(false), nil, none, []string{"blocking", "drained"}, nil, rolloutcontrol.ReasonDrainedPods, false},
+		{"drained pods Ready", []testNode{done("a", "old")}, drained, replacement(true), nil, none, []string{"blocking", "drained"}, []string{"a"}, "", false},
+		{"a blocking pod on the node", []testNode{done("a", "old")}, drained, replacement(true), nil, backupOn("a"), []string{"blocking", "drained"}, nil, rolloutcontrol.ReasonBlockingPod, false},
+		{"a blocking pod elsewhere", []testNode{done("a", "old")}, nil, nil, nil, backupOn("z"), []string{"blocking"}, []string{"a"}, "", false},
+		{"blocking pods cannot be read", []testNode{done("a", "old")}, nil, nil, nil, &rolloutcontrol.PodsResult{Err: errors.New("cache not synced")}, []string{"blocking"}, nil, rolloutcontrol.ReasonGateError, false},
+		{"drained pods cannot be read", []testNode{done("a", "old")}, drained, nil, errors.New("cache not synced"), none, []string{"blocking", "drained"}, nil, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pol := rolloutPolicies{Now: t0, Policies: []rolloutcontrol.PolicyInput{{Policy: waits}}, Pacing: rolloutcontrol.PacingState{LastDone: t0.Add(-time.Minute), LastNode: "c"}}
-			read := false
-			d, err := decideRolloutPaced(pool, testNodes(tc.nodes...), target, pol, tc.drained, func() ([]*corev1.Pod, error) {
-				read = true
-				return tc.pods, tc.podsErr
+			pol := rolloutPolicies{Now: t0, Pacing: rolloutcontrol.PacingState{LastDone: t0.Add(-time.Minute), LastNode: "c"}, Policies: []rolloutcontrol.PolicyInput{
+				{Policy: guarded, Gates: rolloutcontrol.GateResults{BlockingPods: none}}, {Policy: paced},
+			}}
+			var reads []string
+			d, err := decideRolloutPaced(pool, testNodes(tc.nodes...), target, pol, podReads{
+				drained: tc.drained,
+				drainedPods: func() ([]*corev1.Pod, error) {
+					reads = append(reads, "drained")
+					return tc.pods, tc.podsErr
+				},
+				blocking: func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
+					reads = append(reads, "blocking")
+					return tc.blocking
+				},
 			})
-			if (err != nil) != tc.wantErr || read != tc.wantRead {
-				t.Fatalf("err %v, pods read %t; want error %t, read %t", err, read, tc.wantErr, tc.wantRead)
+			if (err != nil) != tc.wantErr || !slices.Equal(reads, tc.wantReads) {
+				t.Fatalf("err %v, read %v; want error %t, read %v", err, reads, tc.wantErr, tc.wantReads)
 			}
 			var sent []string
 			for _, n := range d.Send {
@@ -535,9 +562,14 @@ func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
 			if !slices.Equal(sent, tc.wantSend) {
 				t.Errorf("sent %v, want %v", sent, tc.wantSend)
 			}
-			held := d.Policy != nil && slices.ContainsFunc(d.Policy.Pool, func(r rolloutcontrol.Reason) bool { return r.Kind == rolloutcontrol.ReasonDrainedPods })
-			if held != tc.wantHeld {
-				t.Errorf("held by the drained pods: %t, want %t (%+v)", held, tc.wantHeld, d.Policy)
+			var kinds []rolloutcontrol.ReasonKind
+			if d.Policy != nil {
+				for _, r := range append(slices.Clone(d.Policy.Pool), d.Policy.Held["a"]...) {
+					kinds = append(kinds, r.Kind)
+				}
+			}
+			if held := slices.Contains(kinds, tc.wantHeld); tc.wantHeld != "" && !held {
+				t.Errorf("held by %v, want %s", kinds, tc.wantHeld)
 			}
 		})
 	}

@@ -10,6 +10,9 @@
 // Alertmanager alerts call (only those the policy sets), whatever the
 // number of pools, nodes or reconciles; none per node. The blocking-pod
 // gate reads the cache on every call: 0 API requests with a cached reader.
+// Remote and BlockingPods are the two halves of Results, for a caller that
+// reads the pods only when they matter (the rollout controller: when a
+// node would start).
 //
 // In a reconcile (e from NewEvaluator(mgr.GetCache(), Options{}), made
 // once; Forget a deleted policy):

@@ -83,24 +83,33 @@ func NewEvaluator(r client.Reader, opts Options) *Evaluator {
 }
 
 // Results are the policy's gates, evaluated: the remote ones as last asked
-// (at most Interval ago), the blocking pods as the reader has them now.
+// (Remote), the blocking pods as the reader has them now (BlockingPods).
 // next is when the remote gates will be asked again (the controller
 // requeues then to see a change); zero when the policy has none. The
 // results are shared between callers: read them, do not change them.
 func (e *Evaluator) Results(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
-	var res rolloutcontrol.GateResults
-	var next time.Time
-	g := p.Spec.Gates
-	if g == nil {
-		return res, next
-	}
-	if g.Prometheus != nil || g.Alertmanager != nil {
-		res, next = e.remote(ctx, p)
-	}
-	if g.BlockingPods != nil {
-		res.BlockingPods = BlockingPods(ctx, e.r, g.BlockingPods)
-	}
+	res, next := e.Remote(ctx, p)
+	res.BlockingPods = e.BlockingPods(ctx, p)
 	return res, next
+}
+
+// Remote are the policy's Prometheus and Alertmanager gates as last asked,
+// at most Interval ago, and when they will be asked again (zero: the
+// policy has none).
+func (e *Evaluator) Remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
+	if g := p.Spec.Gates; g == nil || (g.Prometheus == nil && g.Alertmanager == nil) {
+		return rolloutcontrol.GateResults{}, time.Time{}
+	}
+	return e.remote(ctx, p)
+}
+
+// BlockingPods are the pods the policy's blocking-pods gate matches, as
+// the reader has them now; nil when the policy has no such gate.
+func (e *Evaluator) BlockingPods(ctx context.Context, p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
+	if g := p.Spec.Gates; g != nil && g.BlockingPods != nil {
+		return BlockingPods(ctx, e.r, g.BlockingPods)
+	}
+	return nil
 }
 
 // Forget drops what is kept for a policy (deleted), and its metrics.

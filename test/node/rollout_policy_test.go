@@ -196,6 +196,57 @@ func TestRolloutSkipsAHeldNode(t *testing.T) {
 	}, testkit.Within(time.Minute))
 }
 
+// A blocking-pods gate (node scope), through the controller's cache as
+// ndp-controller reads it: the node a backup pod runs on is held, the
+// other goes at once (maxUnavailable 2); the backup done, the held node
+// goes too.
+func TestRolloutHoldsTheNodeOfABlockingPod(t *testing.T) {
+	ctx := context.Background()
+	r := newRollout(t, "roll-blocking", 2, intstr.FromInt(2))
+	a := r.target()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "roll-blocking"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	busy, free := r.hosts[0], r.hosts[1]
+	backup := runningPod(t, ns.Name, "backup", busy.name, map[string]string{"app": "roll-blocking-backup"}, nil)
+	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-blocking"}, Spec: v1alpha1.RolloutPolicySpec{
+		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
+		Gates: &v1alpha1.RolloutGates{BlockingPods: &v1alpha1.BlockingPodsGate{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "roll-blocking-backup"}}, Scope: v1alpha1.BlockingPodsNode}},
+	}}
+	if err := k8s.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+
+	r.changeChrony("pool 1.example.com\n")
+	b := r.newTarget(a)
+	testkit.Eventually(t, free.name+" done", func() (bool, string) {
+		n := free.node()
+		return n.Annotations[ndpmcv1.CurrentConfigAnnotation] == b && n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone,
+			fmt.Sprintf("%s runs %s (%s)", free.name, n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation])
+	}, testkit.Within(3*time.Minute))
+	r.waitHeld("waiting: blocking pod roll-blocking/backup on node " + busy.name + " [rolloutpolicy roll-blocking]")
+	r.waitDecided()
+	if sent := r.sentTo(b); len(sent) != 1 || sent[0] != free.name {
+		t.Fatalf("sent to %s: %v, want only %s while the backup runs on %s", b, sent, free.name, busy.name)
+	}
+
+	// The backup is done and gone (at once, as its kubelet would confirm):
+	// the held node goes (the controller looks again on its own: it
+	// watches no pods).
+	if err := k8s.Delete(ctx, backup, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDone(b, 3*time.Minute)
+	testkit.Eventually(t, "the hold released", func() (bool, string) {
+		c := r.poolCondition(ndpmcv1.ConditionRolloutHeld)
+		return c.Status == corev1.ConditionFalse, fmt.Sprintf("RolloutHeld %+v", c)
+	}, testkit.Within(time.Minute))
+}
+
 // Pacing that waits for drained pods: a change that drains; the first
 // node's drain evicts a pod of a ReplicaSet (listed on its Node,
 // ndp.dev/drained-pods); while the ReplicaSet has a pod on its way and

@@ -41,6 +41,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/systemdtest"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/rolloutgates"
 	"github.com/ndp-dev/ndp/planner/engine"
 )
 
@@ -122,7 +123,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := controllers.SetupWithManager(mgr, engine.Options{}, controllers.Options{}); err != nil {
+	gates := rolloutgates.NewEvaluator(mgr.GetClient(), rolloutgates.Options{})
+	if _, err := controllers.SetupWithManager(mgr, engine.Options{}, controllers.Options{Gates: gates}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
