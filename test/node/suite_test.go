@@ -41,8 +41,8 @@ import (
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/systemdtest"
 	"github.com/ndp-dev/ndp/internal/testkit"
-	"github.com/ndp-dev/ndp/rolloutgates"
 	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/rolloutgates"
 )
 
 var (
