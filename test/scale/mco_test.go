@@ -461,6 +461,9 @@ func profile(t *testing.T, dir, url, name, kind string, seconds time.Duration) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Error(err)
 	}
+	if kind == "profile" {
+		kind = "CPU"
+	}
 	t.Logf("ndp-controller's %s profile in %s", kind, path)
 }
 
