@@ -239,11 +239,14 @@ func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time
 			continue
 		}
 		done[n.Name] = true
+		if !first && m.done[n.Name] {
+			continue // seen done before: nothing new (and nothing to parse)
+		}
 		at, said := doneAt(n)
 		switch {
 		case first && said && at.After(m.state.LastDone):
 			// Seen done already: only its own word says when.
-		case !first && !m.done[n.Name]:
+		case !first:
 			if !said || at.After(now) {
 				at = now // no word, or a clock ahead of ours
 			}

@@ -9,7 +9,8 @@
 // it makes at most 1 Prometheus alerts call, 1 Prometheus query and 1
 // Alertmanager alerts call (only those the policy sets), whatever the
 // number of pools, nodes or reconciles; none per node. The blocking-pod
-// gate reads the cache on every call: 0 API requests with a cached reader.
+// gate reads the cache at most every 5s per policy: 0 API requests with a
+// cached reader.
 // Remote and BlockingPods are the two halves of Results, for a caller that
 // reads the pods only when they matter (the rollout controller: when a
 // node would start).

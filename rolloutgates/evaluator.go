@@ -16,8 +16,9 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultInterval = 30 * time.Second
-	DefaultTimeout  = 5 * time.Second
+	DefaultInterval     = 30 * time.Second
+	DefaultTimeout      = 5 * time.Second
+	DefaultPodsInterval = 5 * time.Second
 )
 
 // Options tune an Evaluator; the zero value takes the defaults.
@@ -25,6 +26,11 @@ type Options struct {
 	// Interval: a policy's remote gates are asked at most this often
 	// (DefaultInterval).
 	Interval time.Duration
+	// PodsInterval: a policy's blocking pods are read from the reader at
+	// most this often (DefaultPodsInterval): a read scans every pod the
+	// cache holds, and the rollout controller asks whenever a node would
+	// start, in every pool the policy selects.
+	PodsInterval time.Duration
 	// Timeout bounds each call to Prometheus or Alertmanager
 	// (DefaultTimeout).
 	Timeout time.Duration
@@ -42,8 +48,8 @@ type Options struct {
 // Interval: 1 Prometheus alerts call if spec.gates.prometheus.alerts is
 // set, 1 query if spec.gates.prometheus.query is, 1 Alertmanager alerts
 // call if spec.gates.alertmanager is; 0 per pool, node or reconcile. The
-// blocking pods are read from the reader on every call (the manager's
-// cache: no request). Safe for concurrent use; concurrent callers of one
+// blocking pods are read from the reader at most every PodsInterval (the
+// manager's cache: no request, but a scan of its pods). Safe for concurrent use; concurrent callers of one
 // policy wait for a single evaluation (at most Timeout, once per
 // Interval), callers of other policies do not wait for it.
 type Evaluator struct {
@@ -62,6 +68,12 @@ type entry struct {
 	mu      sync.Mutex
 	results rolloutcontrol.GateResults // remote gates only
 	next    time.Time                  // zero: not evaluated yet
+
+	// The blocking pods as last read, apart: a read of the cache does not
+	// wait for a remote call.
+	podsMu   sync.Mutex
+	pods     *rolloutcontrol.PodsResult
+	podsNext time.Time
 }
 
 // NewEvaluator is an Evaluator reading pods and namespaces from r (the
@@ -69,6 +81,9 @@ type entry struct {
 func NewEvaluator(r client.Reader, opts Options) *Evaluator {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
+	}
+	if opts.PodsInterval <= 0 {
+		opts.PodsInterval = DefaultPodsInterval
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -104,12 +119,39 @@ func (e *Evaluator) Remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (roll
 }
 
 // BlockingPods are the pods the policy's blocking-pods gate matches, as
-// the reader has them now; nil when the policy has no such gate.
+// the reader had them at most PodsInterval ago; nil when the policy has
+// no such gate. A read that failed is not kept.
 func (e *Evaluator) BlockingPods(ctx context.Context, p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
-	if g := p.Spec.Gates; g != nil && g.BlockingPods != nil {
-		return BlockingPods(ctx, e.r, g.BlockingPods)
+	g := p.Spec.Gates
+	if g == nil || g.BlockingPods == nil {
+		return nil
 	}
-	return nil
+	en := e.entry(p)
+	en.podsMu.Lock()
+	defer en.podsMu.Unlock()
+	now := e.opts.Now()
+	if en.pods != nil && now.Before(en.podsNext) {
+		return en.pods
+	}
+	res := BlockingPods(ctx, e.r, g.BlockingPods)
+	en.pods, en.podsNext = nil, time.Time{}
+	if res.Err == nil {
+		en.pods, en.podsNext = res, now.Add(e.opts.PodsInterval)
+	}
+	return res
+}
+
+// entry is what is kept for the policy, afresh for a new UID or
+// generation.
+func (e *Evaluator) entry(p *v1alpha1.RolloutPolicy) *entry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en := e.entries[p.Name]
+	if en == nil || en.uid != p.UID || en.generation != p.Generation {
+		en = &entry{uid: p.UID, generation: p.Generation}
+		e.entries[p.Name] = en
+	}
+	return en
 }
 
 // Forget drops what is kept for a policy (deleted), and its metrics.
@@ -122,14 +164,7 @@ func (e *Evaluator) Forget(name string) {
 }
 
 func (e *Evaluator) remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time) {
-	e.mu.Lock()
-	en := e.entries[p.Name]
-	if en == nil || en.uid != p.UID || en.generation != p.Generation {
-		en = &entry{uid: p.UID, generation: p.Generation}
-		e.entries[p.Name] = en
-	}
-	e.mu.Unlock()
-
+	en := e.entry(p)
 	en.mu.Lock()
 	defer en.mu.Unlock()
 	start := e.opts.Now()

@@ -3,6 +3,7 @@ package rolloutgates
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,8 @@ func TestBlockingPods(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e := NewEvaluator(c, Options{})
+	now := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
+	e := NewEvaluator(c, Options{Now: func() time.Time { return now }})
 	gate := &v1alpha1.BlockingPodsGate{
 		Selector:          metav1.LabelSelector{MatchLabels: map[string]string{"app": "backup"}},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}},
@@ -66,12 +68,17 @@ func TestBlockingPods(t *testing.T) {
 		t.Errorf("scope Cluster: %q", words)
 	}
 
-	// Gone from the API server, gone from the gate (read on every call).
-	// Without a kubelet a pod on a node is only gone when forced: while it
-	// terminates, it still runs, and holds.
+	// Gone from the API server, gone from the gate once its last read is
+	// PodsInterval old. Without a kubelet a pod on a node is only gone
+	// when forced: while it terminates, it still runs, and holds.
 	if err := c.Delete(ctx, pod("web", "backup-1", "", ""), client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(DefaultPodsInterval - time.Second)
+	if v, words := verdict(t, e, policy("pods", v1alpha1.RolloutGates{BlockingPods: gate})); !v.Held("worker-1") {
+		t.Errorf("read again before PodsInterval: %q", words)
+	}
+	now = now.Add(time.Second)
 	testkit.Eventually(t, "the deleted pod no longer holds its node", func() (bool, string) {
 		v, words := verdict(t, e, policy("pods", v1alpha1.RolloutGates{BlockingPods: gate}))
 		return !v.Held("worker-1"), words

@@ -22,8 +22,11 @@ import (
 // change is one change rolled out to every pool at once.
 type change struct {
 	name, what string
-	apply      func(ctx context.Context, pool string) error
-	verify     func(n *simNode, before nodeBefore) error
+	// prepare, if set, runs before the change is measured (what the
+	// change is compared with other changes under, not its cost).
+	prepare func(ctx context.Context)
+	apply   func(ctx context.Context, pool string) error
+	verify  func(n *simNode, before nodeBefore) error
 }
 
 // snapshot is every counter the figures are differences of.
@@ -127,6 +130,9 @@ func (r *run) runChange(c change) *result {
 	old := map[string]string{}
 	for k, v := range r.targets {
 		old[k] = v
+	}
+	if c.prepare != nil {
+		c.prepare(ctx)
 	}
 	r.tracker.begin()
 	res.before = r.snapshot()

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
@@ -21,20 +24,18 @@ const scalePoolLabel = "ndp.dev/scale"
 // rolloutPolicyOnce creates the policy at the first "+policy" change.
 var rolloutPolicyOnce sync.Once
 
-// withRolloutPolicy is c with a RolloutPolicy on every pool first: a window
+// withRolloutPolicy is c with a RolloutPolicy on every pool: a window
 // open all day for every plan, gates on a real Prometheus (Debian's, on
 // loopback, no alert firing) and on blocking pods (on the node, none
 // match), pacing that waits for drained pods. Everything is evaluated at
 // every step of every pool; nothing holds. What it costs is the change's
-// figures against c's own, measured in the same run.
+// figures against c's own, measured in the same run. The policy and its
+// Prometheus are made before the first such change is measured: starting
+// a Prometheus is not the policy's cost.
 func (r *run) withRolloutPolicy(c change) change {
 	c.name += " + policy"
 	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate, drained-pods pacing)"
-	apply := c.apply
-	c.apply = func(ctx context.Context, pool string) error {
-		rolloutPolicyOnce.Do(func() { r.createRolloutPolicy(ctx) })
-		return apply(ctx, pool)
-	}
+	c.prepare = func(ctx context.Context) { rolloutPolicyOnce.Do(func() { r.createRolloutPolicy(ctx) }) }
 	return c
 }
 
@@ -60,5 +61,13 @@ func (r *run) createRolloutPolicy(ctx context.Context) {
 	if err := r.k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	testkit.Eventually(t, "the RolloutPolicy accepted", func() (bool, string) {
+		var got v1alpha1.RolloutPolicy
+		if err := r.k8s.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ObservedGeneration == got.Generation && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.RolloutPolicyAccepted),
+			fmt.Sprintf("status %+v", got.Status)
+	}, testkit.Within(time.Minute))
 	t.Logf("scale: RolloutPolicy %s on every pool, its Prometheus at %s", p.Name, url)
 }
