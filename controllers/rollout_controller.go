@@ -191,7 +191,9 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	reads := podReads{drained: drained, drainedPods: func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) }}
+	reads := podReads{drained: drained, drainedNotReady: func() ([]string, error) {
+		return r.pacing.drainedNotReady(pool.Name, drained, pol.Now, func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) })
+	}}
 	if r.Gates != nil {
 		reads.blocking = func(p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult { return r.Gates.BlockingPods(ctx, p) }
 	}

@@ -172,9 +172,9 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 // drained from its last node (drained, nil when no policy waits for them)
 // and each policy's blocking pods (blocking, nil without a GateSource).
 type podReads struct {
-	drained     *v1alpha1.DrainedPods
-	drainedPods func() ([]*corev1.Pod, error)
-	blocking    func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
+	drained         *v1alpha1.DrainedPods
+	drainedNotReady func() ([]string, error) // rolloutcontrol.DrainedNotReady of drained
+	blocking        func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
 }
 
 // decideRolloutPaced is decideRolloutWith with the pods read only when a
@@ -198,11 +198,11 @@ func decideRolloutPaced(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, ta
 		}
 	}
 	if reads.drained != nil {
-		ps, err := reads.drainedPods()
+		notReady, err := reads.drainedNotReady()
 		if err != nil {
 			return rolloutDecision{}, err
 		}
-		pol.Pacing.DrainedPodsNotReady = rolloutcontrol.DrainedNotReady(reads.drained, ps)
+		pol.Pacing.DrainedPodsNotReady = notReady
 		again = again || len(pol.Pacing.DrainedPodsNotReady) > 0
 	}
 	if !again {

@@ -217,6 +217,42 @@ type pacingMemo struct {
 	// drained is what the last done node's drain evicted (its
 	// DrainedPodsAnnotation), nil without a drain.
 	drained *v1alpha1.DrainedPods
+	// The last check of drained (drainedNotReady): for which record, when,
+	// and what was not Ready again.
+	checked   *v1alpha1.DrainedPods
+	checkedAt time.Time
+	notReady  []string
+}
+
+// drainedRecheck is how long a check of drained pods that were not all
+// Ready again is kept: a pool that waits for them reads its pods at most
+// this often.
+const drainedRecheck = 5 * time.Second
+
+// drainedNotReady is rolloutcontrol.DrainedNotReady of the pool's drained
+// record d (observe's), with pods read by read only when needed: once
+// the pods of a record are back, they are for good (the next node no
+// longer waits for that drain, whatever its pods do later); while they
+// are not, they are read again after drainedRecheck.
+func (p *poolPacing) drainedNotReady(pool string, d *v1alpha1.DrainedPods, now time.Time, read func() ([]*corev1.Pod, error)) ([]string, error) {
+	p.mu.Lock()
+	m := p.byPool[pool]
+	if m != nil && m.checked == d && (len(m.notReady) == 0 || now.Before(m.checkedAt.Add(drainedRecheck))) {
+		defer p.mu.Unlock()
+		return m.notReady, nil
+	}
+	p.mu.Unlock()
+	pods, err := read()
+	if err != nil {
+		return nil, err
+	}
+	notReady := rolloutcontrol.DrainedNotReady(d, pods)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m := p.byPool[pool]; m != nil && m.drained == d {
+		m.checked, m.checkedAt, m.notReady = d, now, notReady
+	}
+	return notReady, nil
 }
 
 // observe records the pool's nodes done on target at now and returns the

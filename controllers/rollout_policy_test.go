@@ -543,9 +543,9 @@ func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
 			var reads []string
 			d, err := decideRolloutPaced(pool, testNodes(tc.nodes...), target, pol, podReads{
 				drained: tc.drained,
-				drainedPods: func() ([]*corev1.Pod, error) {
+				drainedNotReady: func() ([]string, error) {
 					reads = append(reads, "drained")
-					return tc.pods, tc.podsErr
+					return rolloutcontrol.DrainedNotReady(tc.drained, tc.pods), tc.podsErr
 				},
 				blocking: func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
 					reads = append(reads, "blocking")
@@ -572,5 +572,60 @@ func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
 				t.Errorf("held by %v, want %s", kinds, tc.wantHeld)
 			}
 		})
+	}
+}
+
+// A pool waiting for drained pods reads them at most every
+// drainedRecheck; once they are back, not again for that drain; a new
+// last node's drain is read afresh.
+func TestDrainedNotReadyRereads(t *testing.T) {
+	t0 := policyNow
+	var p poolPacing
+	record := func(node string) *v1alpha1.DrainedPods {
+		nodes := testNodes(done("a", "new"), done("b", "old"))
+		p.observe("worker", "new", nodes, t0) // a is seen done: not this rollout's last
+		nodes = testNodes(done("a", "new"), done(node, "new"))
+		d := &v1alpha1.DrainedPods{At: metav1.NewTime(t0), Owners: []v1alpha1.DrainedOwner{{Kind: "ReplicaSet", Namespace: "web", Name: "cart", UID: "rs-1", Pods: 1}}}
+		nodes[1].Annotations[v1alpha1.DrainedPodsAnnotation] = drainedAnnotationOf(t, d)
+		_, got := p.observe("worker", "new", nodes, t0)
+		if got == nil {
+			t.Fatalf("%s's drain not observed", node)
+		}
+		return got
+	}
+	d := record("b")
+	reads := 0
+	ready := false
+	read := func() ([]*corev1.Pod, error) {
+		reads++
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(t0.Add(time.Second)),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}}, nil
+	}
+	for _, step := range []struct {
+		after     time.Duration
+		ready     bool
+		wantReads int
+		wantWait  bool
+	}{
+		{0, false, 1, true},
+		{drainedRecheck - time.Second, true, 1, true}, // kept: not read again yet
+		{drainedRecheck, true, 2, false},              // read again: back
+		{time.Hour, false, 2, false},                  // back for good for this drain
+	} {
+		ready = step.ready
+		notReady, err := p.drainedNotReady("worker", d, t0.Add(step.after), read)
+		if err != nil || reads != step.wantReads || (len(notReady) > 0) != step.wantWait {
+			t.Fatalf("after %s: not ready %v, %v, %d reads; want waiting %t, %d reads", step.after, notReady, err, reads, step.wantWait, step.wantReads)
+		}
+	}
+	// Another node done since: its drain is read afresh.
+	ready = false
+	if notReady, _ := p.drainedNotReady("worker", record("c"), t0.Add(time.Hour), read); reads != 3 || len(notReady) != 1 {
+		t.Errorf("a new drain: not ready %v after %d reads, want 1 after 3", notReady, reads)
 	}
 }
