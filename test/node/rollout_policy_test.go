@@ -64,6 +64,17 @@ func (r *rollout) labelPool() map[string]string {
 	return l
 }
 
+// namespace creates a namespace for the test's pods, deleted after it.
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return name
+}
+
 // waitHeld waits for the pool's RolloutHeld condition to hold with a
 // message that contains each of want.
 func (r *rollout) waitHeld(want ...string) mcfgv1.MachineConfigPoolCondition {
@@ -204,13 +215,9 @@ func TestRolloutHoldsTheNodeOfABlockingPod(t *testing.T) {
 	ctx := context.Background()
 	r := newRollout(t, "roll-blocking", 2, intstr.FromInt(2))
 	a := r.target()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "roll-blocking"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	ns := namespace(t, "roll-blocking")
 	busy, free := r.hosts[0], r.hosts[1]
-	backup := runningPod(t, ns.Name, "backup", busy.name, map[string]string{"app": "roll-blocking-backup"}, nil)
+	backup := runningPod(t, ns, "backup", busy.name, map[string]string{"app": "roll-blocking-backup"}, nil)
 	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-blocking"}, Spec: v1alpha1.RolloutPolicySpec{
 		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
 		Gates: &v1alpha1.RolloutGates{BlockingPods: &v1alpha1.BlockingPodsGate{
@@ -256,20 +263,16 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 	ctx := context.Background()
 	r := newRollout(t, "roll-drained", 2, intstr.FromInt(1))
 	a := r.target()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "roll-drained"}}
-	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	ns := namespace(t, "roll-drained")
 	// On each node a pod of its own ReplicaSet, which also has a pod
 	// pending (not Ready, on no node): it has pods on their way.
 	owners := map[string]*metav1.OwnerReference{}
 	for _, h := range r.hosts {
 		kubelet(t, h.name)
-		owner := replicaSet(t, ns.Name, "web-"+h.name)
+		owner := replicaSet(t, ns, "web-"+h.name)
 		owners[h.name] = owner
-		runningPod(t, ns.Name, "web-"+h.name+"-a", h.name, nil, owner)
-		pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "web-" + h.name + "-pending", OwnerReferences: []metav1.OwnerReference{*owner}},
+		runningPod(t, ns, "web-"+h.name+"-a", h.name, nil, owner)
+		pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-" + h.name + "-pending", OwnerReferences: []metav1.OwnerReference{*owner}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
 		if err := k8s.Create(ctx, pending); err != nil {
 			t.Fatal(err)
@@ -305,7 +308,7 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 			}
 		}
 		var pods corev1.PodList
-		_ = k8s.List(ctx, &pods, client.InNamespace(ns.Name))
+		_ = k8s.List(ctx, &pods, client.InNamespace(ns))
 		var st []string
 		for _, p := range pods.Items {
 			st = append(st, fmt.Sprintf("%s on %q deleting %v", p.Name, p.Spec.NodeName, p.DeletionTimestamp))
@@ -330,7 +333,7 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 	}
 
 	// The ReplicaSet's replacement, Ready on the node that is back.
-	runningPod(t, ns.Name, "web-"+first.name+"-b", first.name, nil, owner)
+	runningPod(t, ns, "web-"+first.name+"-b", first.name, nil, owner)
 	r.waitDone(b, 3*time.Minute)
 	if p, who := u.peak(); p != 1 {
 		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (%s), want exactly 1", p, who)
