@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -46,6 +47,12 @@ func Environment(repoRoot, assets string, webhooks bool) *envtest.Environment {
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: 2 * time.Minute, // a loaded 2-core machine
 	}
+	// Each path set, as envtest prefers KUBEBUILDER_ASSETS to the assets
+	// directory.
+	bin := dieWithParent(assets)
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(bin, "etcd")}
+	env.ControlPlane.GetAPIServer().Path = filepath.Join(bin, "kube-apiserver")
+	env.ControlPlane.KubectlPath = filepath.Join(bin, "kubectl")
 	if webhooks {
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(repoRoot, "manifests", "webhook")}}
 	}
@@ -93,4 +100,43 @@ func Kubelet(ctx context.Context, c client.Client, node string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// envtestBinaries are the binaries envtest starts from its assets.
+var envtestBinaries = []string{"etcd", "kube-apiserver", "kubectl"}
+
+// dieWithParent is a directory of the same binaries as assets, each run by
+// util-linux's setpriv with a parent-death signal: envtest starts etcd and
+// kube-apiserver with no such signal (it has no hook for one), so a test
+// binary killed on its timeout left them running, holding ports and CPU.
+// The wrappers are written once into assets (bin/, build output),
+// atomically, as test packages start at once. Without setpriv, or where the
+// wrappers cannot be written, it is assets itself.
+func dieWithParent(assets string) string {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return assets
+	}
+	dir := filepath.Join(assets, ".die-with-parent")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return assets
+	}
+	for _, b := range envtestBinaries {
+		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", setpriv, filepath.Join(assets, b))
+		path := filepath.Join(dir, b)
+		if cur, err := os.ReadFile(path); err == nil && string(cur) == script {
+			continue
+		}
+		tmp, err := os.CreateTemp(dir, b+".*")
+		if err != nil {
+			return assets
+		}
+		_, werr := tmp.WriteString(script)
+		cerr := tmp.Close()
+		if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o755) != nil || os.Rename(tmp.Name(), path) != nil {
+			_ = os.Remove(tmp.Name())
+			return assets
+		}
+	}
+	return dir
 }
