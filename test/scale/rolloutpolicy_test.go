@@ -39,6 +39,24 @@ func (r *run) withRolloutPolicy(c change) change {
 	return c
 }
 
+// withoutRolloutPolicy is c once more after the "+ policy" changes: the
+// policy deleted and ndp-controller restarted (its pod cache, started by
+// the policy, would outlive it). A "+ policy" change is compared with the
+// mean of c before and after it, so that what drifts along the run (the
+// API server's growing store) weighs on both sides.
+func (r *run) withoutRolloutPolicy(c change) change {
+	c.name += " again"
+	c.what += ", the RolloutPolicy deleted, on a fresh ndp-controller"
+	c.prepare = func(ctx context.Context) {
+		p := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "scale"}}
+		if err := r.k8s.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			r.t.Fatal(err)
+		}
+		r.restartController()
+	}
+	return c
+}
+
 func (r *run) createRolloutPolicy(ctx context.Context) {
 	t := r.t
 	bin := testkit.RequirePrometheusTool(t, "prometheus", "prometheus")

@@ -104,7 +104,7 @@ func loadConfig(t *testing.T, root string) config {
 		changeTimeout:  envDuration(t, "NDP_SCALE_CHANGE_TIMEOUT", 15*time.Minute),
 		pprof:          os.Getenv("NDP_SCALE_PPROF"),
 		pprofSeconds:   envDuration(t, "NDP_SCALE_PPROF_SECONDS", 30*time.Second),
-		changes:        strings.Split(envOr("NDP_SCALE_CHANGES", "none,restart,reboot,restart+policy,reboot+policy"), ","),
+		changes:        strings.Split(envOr("NDP_SCALE_CHANGES", "none,restart,reboot,restart+policy,reboot+policy,restart-again,reboot-again"), ","),
 		report:         os.Getenv("NDP_SCALE_REPORT"),
 		controllerBin:  envOr("NDP_CONTROLLER_BIN", filepath.Join(root, "bin", "ndp-controller")),
 	}
@@ -158,6 +158,9 @@ type run struct {
 
 	ctrlPID     int
 	ctrlMetrics string
+	ctrlStarts  int    // ndp-controller processes started (restartController)
+	ctrlStop    func() // stops the running one
+	kubeconfig  string
 	ctrlPprof   string         // its /debug/pprof/ when NDP_SCALE_PPROF is set
 	procs       map[string]int // kube-apiserver, etcd
 	origin      time.Time      // the first change's start: the plots' zero
@@ -280,12 +283,14 @@ func TestScale(t *testing.T) {
 		"reboot":         r.kernelArgumentChange(1),
 		"restart+policy": r.withRolloutPolicy(r.chronyChange(2)),
 		"reboot+policy":  r.withRolloutPolicy(r.kernelArgumentChange(2)),
+		"restart-again":  r.withoutRolloutPolicy(r.chronyChange(3)),
+		"reboot-again":   r.withoutRolloutPolicy(r.kernelArgumentChange(3)),
 	}
 	r.origin = time.Now()
 	for _, key := range cfg.changes {
 		c, ok := changes[strings.TrimSpace(key)]
 		if !ok {
-			t.Fatalf("NDP_SCALE_CHANGES: unknown change %q (none, restart, reboot, restart+policy, reboot+policy)", key)
+			t.Fatalf("NDP_SCALE_CHANGES: unknown change %q (none, restart, reboot, restart+policy, reboot+policy, restart-again, reboot-again)", key)
 		}
 		r.results = append(r.results, r.runChange(c))
 	}
@@ -296,8 +301,10 @@ func TestScale(t *testing.T) {
 // leader election or webhooks, its metrics on loopback.
 func (r *run) startController(kubeconfig string) {
 	t := r.t
+	r.kubeconfig = kubeconfig
+	r.ctrlStarts++
 	port := testkit.FreePort(t)
-	logs, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("ndp-scale-controller-%d.log", os.Getpid())))
+	logs, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("ndp-scale-controller-%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +327,7 @@ func (r *run) startController(kubeconfig string) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	r.ctrlStop = func() { testkit.Terminate(cmd.Process, done, 30*time.Second) }
 	t.Cleanup(func() {
 		testkit.Terminate(cmd.Process, done, 30*time.Second)
 		_ = logs.Close()
@@ -339,6 +347,29 @@ func (r *run) startController(kubeconfig string) {
 		_, err := scrapeText(http.DefaultClient, r.ctrlMetrics)
 		return err == nil, fmt.Sprintf("ndp-controller's metrics endpoint: %v", err)
 	}, testkit.Within(time.Minute))
+}
+
+// restartController replaces ndp-controller by a fresh process (no cache
+// of what earlier changes made it read) and waits until it is idle: its
+// start's reconciles done, none for a few seconds.
+func (r *run) restartController() {
+	r.ctrlStop()
+	r.startController(r.kubeconfig)
+	last, quiet := -1.0, 0
+	testkit.Eventually(r.t, "the new ndp-controller idle", func() (bool, string) {
+		text, err := scrapeText(http.DefaultClient, r.ctrlMetrics)
+		if err != nil {
+			return false, err.Error()
+		}
+		n, _ := metricSum(text, "controller_runtime_reconcile_total", nil)
+		if n > 0 && n == last {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = n
+		return quiet >= 5, fmt.Sprintf("%.0f reconciles, quiet for %d looks", n, quiet)
+	}, testkit.Within(3*time.Minute))
 }
 
 func (r *run) poolName(i int) string { return fmt.Sprintf("scale-%d", i) }
