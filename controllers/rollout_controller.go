@@ -191,9 +191,12 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	reads := podReads{drained: drained, drainedNotReady: func() ([]string, error) {
-		return r.pacing.drainedNotReady(pool.Name, drained, pol.Now, func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) })
-	}}
+	var reads podReads
+	if drained != nil {
+		reads.drainedNotReady = func() ([]string, error) {
+			return r.pacing.drainedNotReady(pool.Name, drained, pol.Now, func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) })
+		}
+	}
 	if r.Gates != nil {
 		reads.blocking = func(p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult { return r.Gates.BlockingPods(ctx, p) }
 	}
@@ -324,10 +327,10 @@ func (r *RolloutReconciler) now() time.Time {
 }
 
 // rolloutPolicies reads the pool's RolloutPolicies from the cache and has
-// their remote gates evaluated; drained are the pods drained from the pool's last
-// node when a policy waits for them to be Ready again (the caller reads
-// them when it matters); gatesNext is the earliest time a GateSource will
-// look again.
+// their remote gates evaluated; drained are the pods drained from the
+// pool's last node when a policy waits for them to be Ready again (the
+// caller reads them when it matters); gatesNext is the earliest time a
+// GateSource will look again.
 func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node) (pol rolloutPolicies, drained *v1alpha1.DrainedPods, gatesNext time.Time, err error) {
 	pol = rolloutPolicies{Now: r.now()}
 	var list v1alpha1.RolloutPolicyList

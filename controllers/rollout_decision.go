@@ -168,12 +168,12 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 	return decideRolloutWith(pool, nodes, target, rolloutPolicies{})
 }
 
-// podReads are the pool's reads of pods for its policies: the pods
-// drained from its last node (drained, nil when no policy waits for them)
-// and each policy's blocking pods (blocking, nil without a GateSource).
+// podReads are the pool's reads of pods for its policies: which owners of
+// the pods drained from its last node are not back (drainedNotReady, nil
+// when there is no such drain or no policy waits for it) and each
+// policy's blocking pods (blocking, nil without a GateSource).
 type podReads struct {
-	drained         *v1alpha1.DrainedPods
-	drainedNotReady func() ([]string, error) // rolloutcontrol.DrainedNotReady of drained
+	drainedNotReady func() ([]string, error)
 	blocking        func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
 }
 
@@ -197,7 +197,7 @@ func decideRolloutPaced(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, ta
 			}
 		}
 	}
-	if reads.drained != nil {
+	if reads.drainedNotReady != nil {
 		notReady, err := reads.drainedNotReady()
 		if err != nil {
 			return rolloutDecision{}, err

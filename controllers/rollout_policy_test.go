@@ -490,17 +490,7 @@ func TestPoolPacingAfterRestart(t *testing.T) {
 func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
 	t0 := policyNow
 	drained := &v1alpha1.DrainedPods{At: metav1.NewTime(t0.Add(-time.Minute)), Owners: []v1alpha1.DrainedOwner{{Kind: "ReplicaSet", Namespace: "web", Name: "cart", UID: "rs-1", Pods: 1}}}
-	replacement := func(ready bool) []*corev1.Pod {
-		st := corev1.ConditionFalse
-		if ready {
-			st = corev1.ConditionTrue
-		}
-		return []*corev1.Pod{{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(t0),
-				OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
-		}}
-	}
+	replacement := func(ready bool) []*corev1.Pod { return []*corev1.Pod{cartPod(t0, ready)} }
 	backupOn := func(node string) *rolloutcontrol.PodsResult {
 		return &rolloutcontrol.PodsResult{Pods: []*corev1.Pod{{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "backup", Labels: map[string]string{"app": "backup"}},
@@ -541,17 +531,17 @@ func TestDecideRolloutPacedReadsPodsOnlyToStart(t *testing.T) {
 				{Policy: guarded, Gates: rolloutcontrol.GateResults{BlockingPods: none}}, {Policy: paced},
 			}}
 			var reads []string
-			d, err := decideRolloutPaced(pool, testNodes(tc.nodes...), target, pol, podReads{
-				drained: tc.drained,
-				drainedNotReady: func() ([]string, error) {
+			pr := podReads{blocking: func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
+				reads = append(reads, "blocking")
+				return tc.blocking
+			}}
+			if tc.drained != nil {
+				pr.drainedNotReady = func() ([]string, error) {
 					reads = append(reads, "drained")
 					return rolloutcontrol.DrainedNotReady(tc.drained, tc.pods), tc.podsErr
-				},
-				blocking: func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
-					reads = append(reads, "blocking")
-					return tc.blocking
-				},
-			})
+				}
+			}
+			d, err := decideRolloutPaced(pool, testNodes(tc.nodes...), target, pol, pr)
 			if (err != nil) != tc.wantErr || !slices.Equal(reads, tc.wantReads) {
 				t.Fatalf("err %v, read %v; want error %t, read %v", err, reads, tc.wantErr, tc.wantReads)
 			}
@@ -598,13 +588,7 @@ func TestDrainedNotReadyRereads(t *testing.T) {
 	ready := false
 	read := func() ([]*corev1.Pod, error) {
 		reads++
-		st := corev1.ConditionFalse
-		if ready {
-			st = corev1.ConditionTrue
-		}
-		return []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(t0.Add(time.Second)),
-			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}}, nil
+		return []*corev1.Pod{cartPod(t0.Add(time.Second), ready)}, nil
 	}
 	for _, step := range []struct {
 		after     time.Duration
@@ -627,5 +611,19 @@ func TestDrainedNotReadyRereads(t *testing.T) {
 	ready = false
 	if notReady, _ := p.drainedNotReady("worker", record("c"), t0.Add(time.Hour), read); reads != 3 || len(notReady) != 1 {
 		t.Errorf("a new drain: not ready %v after %d reads, want 1 after 3", notReady, reads)
+	}
+}
+
+// cartPod is a pod of ReplicaSet web/cart (UID rs-1), created at created,
+// Ready or not.
+func cartPod(created time.Time, ready bool) *corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(created),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
 	}
 }

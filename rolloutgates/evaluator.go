@@ -49,9 +49,10 @@ type Options struct {
 // set, 1 query if spec.gates.prometheus.query is, 1 Alertmanager alerts
 // call if spec.gates.alertmanager is; 0 per pool, node or reconcile. The
 // blocking pods are read from the reader at most every PodsInterval (the
-// manager's cache: no request, but a scan of its pods). Safe for concurrent use; concurrent callers of one
-// policy wait for a single evaluation (at most Timeout, once per
-// Interval), callers of other policies do not wait for it.
+// manager's cache: no request, but a scan of its pods). Safe for
+// concurrent use; concurrent callers of one policy wait for a single
+// evaluation (at most Timeout, once per Interval), callers of other
+// policies do not wait for it.
 type Evaluator struct {
 	r    client.Reader
 	opts Options

@@ -146,13 +146,13 @@ func (r *run) report() {
 	}
 	if len(r.results) > 0 {
 		last := r.results[len(r.results)-1].after
-		whole := "in all"
+		span := "over the whole run" // what the last process's counters cover
 		if r.ctrlStarts > 1 {
-			whole = fmt.Sprintf("in its last process (of %d)", r.ctrlStarts)
+			span = fmt.Sprintf("in its last process (of %d)", r.ctrlStarts)
 		}
-		fmt.Fprintf(&text, "ndp-controller: %.1f CPU seconds %s (process_cpu_seconds_total %.1f), peak RSS %s (VmHWM), RSS now %s\n",
-			last.ctrl.cpu.Seconds(), whole, last.ctrlCPU, mib(float64(last.ctrl.hwm)), mib(float64(last.ctrl.rss)))
-		fmt.Fprintf(&md, "\nndp-controller %s (setup included): %.1f CPU seconds, peak RSS %s.\n", strings.Replace(whole, "in all", "over the whole run", 1), last.ctrl.cpu.Seconds(), mib(float64(last.ctrl.hwm)))
+		fmt.Fprintf(&text, "ndp-controller %s: %.1f CPU seconds (process_cpu_seconds_total %.1f), peak RSS %s (VmHWM), RSS now %s\n",
+			span, last.ctrl.cpu.Seconds(), last.ctrlCPU, mib(float64(last.ctrl.hwm)), mib(float64(last.ctrl.rss)))
+		fmt.Fprintf(&md, "\nndp-controller %s (setup included): %.1f CPU seconds, peak RSS %s.\n", span, last.ctrl.cpu.Seconds(), mib(float64(last.ctrl.hwm)))
 	}
 	if lines := policyCost(r.results, nodes); len(lines) > 0 {
 		fmt.Fprintf(&text, "\nA RolloutPolicy on every pool, against the same change without (this run; target: controller CPU within 10%%):\n")
