@@ -79,7 +79,10 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// The cache's own nodes, read-only: a plan reconcile only groups them
+	// by config, at every node's step.
 	view := render.NewPoolView(r.Client, &pool)
+	view.Shared = true
 	groups, err := view.Waiting(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {

@@ -145,7 +145,10 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	nodes, unmanaged, err := render.NewPoolView(r.Client, &pool).Members(ctx)
+	// The cache's own nodes, read-only: they are only counted.
+	view := render.NewPoolView(r.Client, &pool)
+	view.Shared = true
+	nodes, unmanaged, err := view.Members(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {
 		nodes, unmanaged = nil, nil // a bad selector is the render controller's to report

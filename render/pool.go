@@ -180,13 +180,13 @@ func (v *PoolView) SingleNode(ctx context.Context) (bool, error) {
 	return SingleNode(ctx, v.Reader)
 }
 
-// SingleNode tells whether the cluster has a single node, listing them all.
-// Only the count is read, so a cache-backed reader hands out its own
-// objects (no copy of every node: the plan controller asks on every
-// reconcile, and a cluster has thousands of nodes).
+// SingleNode tells whether the cluster has a single node. It lists at most
+// two, and a cache-backed reader hands out its own objects: the plan
+// controller asks on every reconcile, and a cluster has thousands of
+// nodes.
 func SingleNode(ctx context.Context, r client.Reader, opts ...client.ListOption) (bool, error) {
 	var list corev1.NodeList
-	if err := r.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+	if err := r.List(ctx, &list, append(opts, client.Limit(2), client.UnsafeDisableDeepCopy)...); err != nil {
 		return false, fmt.Errorf("listing nodes: %w", err)
 	}
 	return len(list.Items) == 1, nil

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -96,4 +97,20 @@ func names(mcs []*ndpmcv1.MachineConfig) []string {
 		out[i] = mc.Name
 	}
 	return out
+}
+
+func TestSingleNode(t *testing.T) {
+	for _, tc := range []struct {
+		nodes int
+		want  bool
+	}{{0, false}, {1, true}, {2, false}, {3, false}} {
+		var objs []client.Object
+		for i := range tc.nodes {
+			objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}})
+		}
+		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
+		if got, err := SingleNode(context.Background(), c); err != nil || got != tc.want {
+			t.Errorf("%d nodes: single %t, %v; want %t", tc.nodes, got, err, tc.want)
+		}
+	}
 }
