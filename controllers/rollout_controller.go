@@ -77,6 +77,8 @@ type RolloutReconciler struct {
 	board *rolloutBoard
 	// pacing remembers each pool's last finished node.
 	pacing poolPacing
+	// compiler keeps each policy's compiled form.
+	compiler rolloutcontrol.Compiler
 	// podIndex adds podControllerIndex to the cache at the first read of
 	// drained pods.
 	podIndex struct {
@@ -349,6 +351,7 @@ func (r *RolloutReconciler) rolloutPolicies(ctx context.Context, pool *mcfgv1.Ma
 	}
 	for _, p := range rolloutcontrol.PoliciesFor(pool, list.Items) {
 		pi := rolloutcontrol.PolicyInput{Policy: p}
+		pi.Compiled, _ = r.compiler.Compile(p) // an invalid one: Decide holds the pool and says why
 		// Without a GateSource the results stay nil: each gate holds as
 		// "not evaluated yet" (or warns, failOpen). The blocking pods are
 		// read when a node would start (decideRolloutPaced): until then

@@ -394,7 +394,7 @@ func redirectHolds(pol rolloutPolicies, nodes []*corev1.Node, plan func(*corev1.
 	out := map[string][]rolloutcontrol.Reason{}
 	var compiled []*rolloutcontrol.Policy
 	for _, pi := range pol.Policies {
-		if c, err := rolloutcontrol.Compile(pi.Policy); err == nil {
+		if c, err := pi.Compile(); err == nil {
 			compiled = append(compiled, c)
 		}
 	}

@@ -271,7 +271,10 @@ func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time
 	}
 	done := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		if n.Annotations[ndpmcv1.CurrentConfigAnnotation] != target || n.Annotations[ndpmcv1.DesiredConfigAnnotation] != target || unavailable(n) {
+		// Done on target and available (unavailable's test, with the
+		// configs compared once: this runs at every step of the pool).
+		if target == "" || n.Annotations[ndpmcv1.CurrentConfigAnnotation] != target || n.Annotations[ndpmcv1.DesiredConfigAnnotation] != target ||
+			n.Annotations[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone || !nodeReady(n) {
 			continue
 		}
 		done[n.Name] = true

@@ -15,7 +15,18 @@ import (
 // PolicyInput is one policy on the pool and its gates as evaluated.
 type PolicyInput struct {
 	Policy *v1alpha1.RolloutPolicy
-	Gates  GateResults
+	// Compiled is Policy compiled (a Compiler's), or nil: Decide compiles
+	// it.
+	Compiled *Policy
+	Gates    GateResults
+}
+
+// Compile is the compiled policy: Compiled, or Compile(Policy).
+func (pi PolicyInput) Compile() (*Policy, error) {
+	if pi.Compiled != nil {
+		return pi.Compiled, nil
+	}
+	return Compile(pi.Policy)
 }
 
 // Input is one rollout step of a pool, as decideRollout sees it.
@@ -93,7 +104,7 @@ func Decide(in Input) Decision {
 
 	var policies []*Policy
 	for _, pi := range in.Policies {
-		p, err := Compile(pi.Policy)
+		p, err := pi.Compile()
 		if err != nil {
 			d.Pool = append(d.Pool, Reason{Kind: ReasonInvalid, Policy: pi.Policy.Name, Detail: fmt.Sprintf("invalid %v", err)})
 			continue

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -35,6 +37,42 @@ func Compile(p *v1alpha1.RolloutPolicy) (*Policy, error) {
 		return nil, fmt.Errorf("rolloutpolicy %s: %w", p.Name, err)
 	}
 	return c, nil
+}
+
+// Compiler memoizes Compile per policy name, UID and generation: the spec
+// of a generation never changes, and compiling loads time zones and
+// compiles regular expressions, which the rollout controller must not
+// repeat at every step of every pool. A policy without a UID (not read
+// from an API server) is compiled afresh. Safe for concurrent use; the
+// zero value is ready.
+type Compiler struct {
+	mu sync.Mutex
+	m  map[string]compiled
+}
+
+type compiled struct {
+	uid        types.UID
+	generation int64
+	policy     *Policy
+	err        error
+}
+
+// Compile is Compile(p), memoized.
+func (c *Compiler) Compile(p *v1alpha1.RolloutPolicy) (*Policy, error) {
+	if p.UID == "" {
+		return Compile(p)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[p.Name]; ok && e.uid == p.UID && e.generation == p.Generation {
+		return e.policy, e.err
+	}
+	cp, err := Compile(p)
+	if c.m == nil {
+		c.m = map[string]compiled{}
+	}
+	c.m[p.Name] = compiled{uid: p.UID, generation: p.Generation, policy: cp, err: err}
+	return cp, err
 }
 
 func compile(p *v1alpha1.RolloutPolicy) (*Policy, error) {
