@@ -212,8 +212,12 @@ type poolPacing struct {
 
 type pacingMemo struct {
 	target string
-	done   map[string]bool
-	state  rolloutcontrol.PacingState
+	// seen is, by node name, the node as last looked at: its
+	// resourceVersion and whether it was done on target. A node's object
+	// changes only with its resourceVersion, so an unchanged one is not
+	// looked at again (this runs at every step of the pool).
+	seen  map[string]seenNode
+	state rolloutcontrol.PacingState
 	// drained is what the last done node's drain evicted (its
 	// DrainedPodsAnnotation), nil without a drain.
 	drained *v1alpha1.DrainedPods
@@ -269,17 +273,18 @@ func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time
 		m = &pacingMemo{target: target}
 		p.byPool[pool] = m
 	}
-	done := make(map[string]bool, len(nodes))
+	if m.seen == nil {
+		m.seen = make(map[string]seenNode, len(nodes))
+	}
 	for _, n := range nodes {
-		// Done on target and available (unavailable's test, with the
-		// configs compared once: this runs at every step of the pool).
-		if target == "" || n.Annotations[ndpmcv1.CurrentConfigAnnotation] != target || n.Annotations[ndpmcv1.DesiredConfigAnnotation] != target ||
-			n.Annotations[ndpmcv1.StateAnnotation] != ndpmcv1.StateDone || !nodeReady(n) {
+		prev, ok := m.seen[n.Name]
+		if ok && n.ResourceVersion != "" && n.ResourceVersion == prev.rv {
 			continue
 		}
-		done[n.Name] = true
-		if !first && m.done[n.Name] {
-			continue // seen done before: nothing new (and nothing to parse)
+		done := doneOn(n, target)
+		m.seen[n.Name] = seenNode{rv: n.ResourceVersion, done: done}
+		if !done || (!first && prev.done) {
+			continue // not done, or seen done before: nothing new (and nothing to parse)
 		}
 		at, said := doneAt(n)
 		switch {
@@ -295,8 +300,30 @@ func (p *poolPacing) observe(pool, target string, nodes []*corev1.Node, now time
 		m.state = rolloutcontrol.PacingState{LastDone: at, LastNode: n.Name}
 		m.drained = drainedOf(n)
 	}
-	m.done = done
+	if len(m.seen) > len(nodes) { // nodes left the pool
+		in := make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			in[n.Name] = true
+		}
+		for name := range m.seen {
+			if !in[name] {
+				delete(m.seen, name)
+			}
+		}
+	}
 	return m.state, m.drained
+}
+
+type seenNode struct {
+	rv   string
+	done bool
+}
+
+// doneOn: the node is done on target and available (unavailable's test,
+// with the configs compared to target once).
+func doneOn(n *corev1.Node, target string) bool {
+	return target != "" && n.Annotations[ndpmcv1.CurrentConfigAnnotation] == target && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target &&
+		n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone && nodeReady(n)
 }
 
 // doneAt reads a node's UpdateDoneAnnotation.

@@ -247,6 +247,44 @@ func TestPoolPacing(t *testing.T) {
 	}
 }
 
+// TestPoolPacingLooksAtChangedNodesOnly: a node is looked at again only
+// when its resourceVersion changes; a node back after being out counts as
+// done anew; nodes that left the pool are forgotten.
+func TestPoolPacingLooksAtChangedNodesOnly(t *testing.T) {
+	var p poolPacing
+	t0 := policyNow
+	a := done("a", "old").node()
+	a.ResourceVersion = "1"
+	nodes := []*corev1.Node{a, done("b", "new").node()}
+	p.observe("worker", "new", nodes, t0) // b: done before this controller looked, with no word of when
+
+	// The same resourceVersion is not looked at again (a cache never
+	// changes an object without a new one).
+	a.Annotations[ndpmcv1.CurrentConfigAnnotation], a.Annotations[ndpmcv1.DesiredConfigAnnotation] = "new", "new"
+	if s, _ := p.observe("worker", "new", nodes, t0.Add(time.Minute)); s.LastNode != "" {
+		t.Fatalf("a at an unchanged resourceVersion was looked at again: %+v", s)
+	}
+	a.ResourceVersion = "2"
+	if s, _ := p.observe("worker", "new", nodes, t0.Add(2*time.Minute)); s.LastNode != "a" || !s.LastDone.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("a done at a new resourceVersion: %+v", s)
+	}
+	// a goes NotReady, then comes back: done anew.
+	a.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+	a.ResourceVersion = "3"
+	if s, _ := p.observe("worker", "new", nodes, t0.Add(3*time.Minute)); !s.LastDone.Equal(t0.Add(2 * time.Minute)) {
+		t.Fatalf("a out: %+v, want the last done unchanged", s)
+	}
+	a.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	a.ResourceVersion = "4"
+	if s, _ := p.observe("worker", "new", nodes, t0.Add(4*time.Minute)); s.LastNode != "a" || !s.LastDone.Equal(t0.Add(4*time.Minute)) {
+		t.Fatalf("a back: %+v, want done anew at %s", s, t0.Add(4*time.Minute))
+	}
+	p.observe("worker", "new", nodes[:1], t0.Add(5*time.Minute))
+	if seen := p.byPool["worker"].seen; len(seen) != 1 {
+		t.Errorf("after b left the pool: %d nodes remembered, want 1", len(seen))
+	}
+}
+
 func drainedAnnotationOf(t *testing.T, d *v1alpha1.DrainedPods) string {
 	t.Helper()
 	b, err := json.Marshal(d)
