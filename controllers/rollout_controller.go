@@ -386,27 +386,48 @@ func waitsForDrainedPods(policies []rolloutcontrol.PolicyInput) bool {
 	return false
 }
 
-// podControllerIndex indexes Pods by their controller's UID, added to
-// the cache at the first read of drained pods (podsOf).
+// podControllerIndex indexes Pods by their controller's UID, and the
+// pods on their way (rolloutcontrol.PodComing) also under
+// comingKey(UID). It is added to the cache at the first read of drained
+// pods (podsOf).
 const podControllerIndex = "ndp.podController"
 
-// podsOf reads, from the cache, the pods of the drained pods' owners, by
-// their controller's UID: a read costs the owners' pods, not every pod of
-// their namespaces (a pool of 1,000 nodes reads after each node done).
-// Only a policy that waits for drained pods reads pods at all: the pod
-// informer and its index start at the first read.
+func comingKey(uid types.UID) string { return "coming/" + string(uid) }
+
+// podsOf reads, from the cache, the pods of the drained pods' owners that
+// have a pod on its way, by their controller's UID: an owner with none is
+// not waited for (rolloutcontrol.DrainedNotReady), so a read costs the
+// pods on their way and the pods of the owners that have some, not every
+// pod of the namespaces (a pool of 1,000 nodes reads after each node done,
+// and its drained pods are mostly back by then). Only a policy that waits
+// for drained pods reads pods at all: the pod informer and its index start
+// at the first read.
 func (r *RolloutReconciler) podsOf(ctx context.Context, d *v1alpha1.DrainedPods) ([]*corev1.Pod, error) {
 	if err := r.indexPods(ctx); err != nil {
 		return nil, err
 	}
 	var pods []*corev1.Pod
 	for _, o := range d.Owners {
-		var list corev1.PodList
-		if err := r.Client.List(ctx, &list, client.InNamespace(o.Namespace), client.MatchingFields{podControllerIndex: string(o.UID)}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing the pods of %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
+		list := func(key string) (*corev1.PodList, error) {
+			var list corev1.PodList
+			if err := r.Client.List(ctx, &list, client.InNamespace(o.Namespace), client.MatchingFields{podControllerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+				return nil, fmt.Errorf("listing the pods of %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
+			}
+			return &list, nil
 		}
-		for i := range list.Items {
-			pods = append(pods, &list.Items[i])
+		coming, err := list(comingKey(o.UID))
+		if err != nil {
+			return nil, err
+		}
+		if len(coming.Items) == 0 {
+			continue
+		}
+		all, err := list(string(o.UID))
+		if err != nil {
+			return nil, err
+		}
+		for i := range all.Items {
+			pods = append(pods, &all.Items[i])
 		}
 	}
 	return pods, nil
@@ -431,10 +452,14 @@ func (r *RolloutReconciler) indexPods(ctx context.Context) error {
 }
 
 func podController(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return []string{string(ref.UID)}
+	ref := metav1.GetControllerOf(o)
+	if ref == nil {
+		return nil
 	}
-	return nil
+	if p, ok := o.(*corev1.Pod); ok && rolloutcontrol.PodComing(p) {
+		return []string{string(ref.UID), comingKey(ref.UID)}
+	}
+	return []string{string(ref.UID)}
 }
 
 // reportHolds reports what holds the pool's starts: its RolloutHeld

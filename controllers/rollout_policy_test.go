@@ -665,3 +665,30 @@ func cartPod(created time.Time, ready bool) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
 	}
 }
+
+// TestPodControllerIndex: every pod with a controller is indexed under the
+// controller's UID; a pod on its way also under comingKey, which podsOf
+// reads first (an owner without one is not waited for).
+func TestPodControllerIndex(t *testing.T) {
+	deleting := cartPod(policyNow, false)
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(policyNow))
+	failed := cartPod(policyNow, false)
+	failed.Status.Phase = corev1.PodFailed
+	orphan := cartPod(policyNow, false)
+	orphan.OwnerReferences[0].Controller = nil
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{"Ready", cartPod(policyNow, true), []string{"rs-1"}},
+		{"on its way", cartPod(policyNow, false), []string{"rs-1", "coming/rs-1"}},
+		{"deleted, not Ready", deleting, []string{"rs-1"}},
+		{"failed", failed, []string{"rs-1"}},
+		{"no controller", orphan, nil},
+	} {
+		if diff := cmp.Diff(tc.want, podController(tc.pod)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -85,7 +85,8 @@ func CheckPacing(policies []*Policy, s PacingState, now time.Time) []Reason {
 // while one of their pods is still on its way (not Ready). An owner with
 // no pod on its way was scaled down or deleted: nothing will come back, and
 // waiting for it would hold the rollout for good. pods are the cluster's
-// pods in the owners' namespaces (others are ignored).
+// pods in the owners' namespaces (others are ignored); the pods of an
+// owner with none on its way (PodComing) may be left out.
 func DrainedNotReady(d *v1alpha1.DrainedPods, pods []*corev1.Pod) []string {
 	if d == nil || len(d.Owners) == 0 {
 		return nil
@@ -101,7 +102,7 @@ func DrainedNotReady(d *v1alpha1.DrainedPods, pods []*corev1.Pod) []string {
 			continue
 		}
 		c := counts[string(ref.UID)]
-		if c == nil || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if c == nil || !podLive(p) {
 			continue
 		}
 		switch {
@@ -119,6 +120,15 @@ func DrainedNotReady(d *v1alpha1.DrainedPods, pods []*corev1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// PodComing: the pod is on its way, neither Ready nor going (deleted,
+// succeeded, failed). An owner with no such pod is not waited for
+// (DrainedNotReady).
+func PodComing(p *corev1.Pod) bool { return podLive(p) && !podReady(p) }
+
+func podLive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 func podReady(p *corev1.Pod) bool {
