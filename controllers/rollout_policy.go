@@ -319,11 +319,9 @@ type seenNode struct {
 	done bool
 }
 
-// doneOn: the node is done on target and available (unavailable's test,
-// with the configs compared to target once).
+// doneOn: the node runs target, done and available (not unavailable).
 func doneOn(n *corev1.Node, target string) bool {
-	return target != "" && n.Annotations[ndpmcv1.CurrentConfigAnnotation] == target && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target &&
-		n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone && nodeReady(n)
+	return target != "" && n.Annotations[ndpmcv1.CurrentConfigAnnotation] == target && !unavailable(n)
 }
 
 // doneAt reads a node's UpdateDoneAnnotation.
