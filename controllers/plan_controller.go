@@ -81,8 +81,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	// The cache's own nodes, read-only: a plan reconcile only groups them
 	// by config, at every node's step.
-	view := render.NewPoolView(r.Client, &pool)
-	view.Shared = true
+	view := render.NewCachedPoolView(r.Client, &pool)
 	groups, err := view.Waiting(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {

@@ -146,8 +146,7 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	// The cache's own nodes, read-only: they are only counted.
-	view := render.NewPoolView(r.Client, &pool)
-	view.Shared = true
+	view := render.NewCachedPoolView(r.Client, &pool)
 	nodes, unmanaged, err := view.Members(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {

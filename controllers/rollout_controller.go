@@ -186,8 +186,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	// The cache's own nodes, read-only: send patches a copy. A pool of
 	// hundreds of nodes is looked at on every step of every node.
-	view := render.NewPoolView(r.Client, &pool)
-	view.Shared = true
+	view := render.NewCachedPoolView(r.Client, &pool)
 	nodes, err := view.Nodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, nil // the render controller reports bad selectors

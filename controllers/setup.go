@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -8,6 +9,7 @@ import (
 	"github.com/ndp-dev/ndp/mcoguard"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
+	"github.com/ndp-dev/ndp/render"
 )
 
 // LeaderElectionID is the lease ndp-controller replicas elect a leader with.
@@ -26,6 +28,11 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 	active := policyset.NewActivePolicies(engineOpts)
 	conds := NewPoolConditions()
 	board := newRolloutBoard()
+	// The plan, rollout and pool status controllers read each pool's nodes
+	// by label from the cache (render.NewCachedPoolView).
+	if err := render.IndexNodeLabels(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	mco := opts.MCO
 	if mco == nil {
 		var err error

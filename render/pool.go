@@ -27,6 +27,9 @@ type PoolView struct {
 	// are the cache's own, and must not be modified (a cache-backed reader
 	// only; the webhook's previews read this way).
 	Shared bool
+	// NodesIndexed reads a pool's nodes through NodeLabelIndex: Reader is
+	// a cache that IndexNodeLabels indexed.
+	NodesIndexed bool
 	// SingleNodeFunc, when set, tells whether the cluster has a single node
 	// instead of listing every node (the webhook counts nodes from its
 	// informer).
@@ -36,6 +39,13 @@ type PoolView struct {
 // NewPoolView returns the view of pool read through r.
 func NewPoolView(r client.Reader, pool *mcfgv1.MachineConfigPool) *PoolView {
 	return &PoolView{Pool: pool, Reader: r}
+}
+
+// NewCachedPoolView returns the view of pool read, Shared and
+// NodesIndexed, from a manager's cache that IndexNodeLabels indexed: what
+// the controllers that read a pool's nodes at every step use.
+func NewCachedPoolView(cache client.Reader, pool *mcfgv1.MachineConfigPool) *PoolView {
+	return &PoolView{Pool: pool, Reader: cache, Shared: true, NodesIndexed: true}
 }
 
 // SelectorError is a pool selector that selects nothing it could be
@@ -119,8 +129,12 @@ func (v *PoolView) Members(ctx context.Context) ([]*corev1.Node, []nodepool.Unma
 	if v.Pool.Spec.NodeSelector == nil || sel.Empty() {
 		return nil, nil, nil // selects nothing, as the MCO reads it
 	}
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
+	if key, ok := labelIndexKey(sel); ok && v.NodesIndexed {
+		opts = append(opts, client.MatchingFields{NodeLabelIndex: key})
+	}
 	var list corev1.NodeList
-	if err := v.Reader.List(ctx, &list, v.listOptions(client.MatchingLabelsSelector{Selector: sel})...); err != nil {
+	if err := v.Reader.List(ctx, &list, v.listOptions(opts...)...); err != nil {
 		return nil, nil, fmt.Errorf("listing the nodes of pool %q: %w", v.Pool.Name, err)
 	}
 	if len(list.Items) == 0 {
