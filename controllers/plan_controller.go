@@ -34,6 +34,9 @@ import (
 // policy set: the node daemon only executes a plan found there.
 type PlanReconciler struct {
 	Client client.Client
+	// Nodes is the cache's Node index (render.IndexNodeLabels); nil: the
+	// pool's nodes are listed from Client.
+	Nodes  render.NodeIndex
 	Active *policyset.ActivePolicies
 
 	configs *render.ConfigCache
@@ -81,7 +84,7 @@ func (r *PlanReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	// The cache's own nodes, read-only: a plan reconcile only groups them
 	// by config, at every node's step.
-	view := render.NewCachedPoolView(r.Client, &pool)
+	view := render.NewCachedPoolView(r.Client, r.Nodes, &pool)
 	groups, err := view.Waiting(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {

@@ -111,7 +111,10 @@ const (
 // re-derived from the cluster at every reconcile (calculatePoolStatus);
 // the reconciler reads and applies.
 type PoolStatusReconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Nodes is the cache's Node index (render.IndexNodeLabels); nil: the
+	// pool's nodes are listed from Client.
+	Nodes    render.NodeIndex
 	Recorder events.EventRecorder
 	// Conditions gets UnmanagedNodes here, and RenderDegraded,
 	// RegistriesDegraded and MCOPresent from the other controllers.
@@ -146,7 +149,7 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	// The cache's own nodes, read-only: they are only counted.
-	view := render.NewCachedPoolView(r.Client, &pool)
+	view := render.NewCachedPoolView(r.Client, r.Nodes, &pool)
 	nodes, unmanaged, err := view.Members(ctx)
 	var selErr *render.SelectorError
 	if errors.As(err, &selErr) {

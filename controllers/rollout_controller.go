@@ -57,7 +57,10 @@ import (
 // manages the nodes (mcoguard), it writes no node at all and says so on
 // every pool (MCOPresent).
 type RolloutReconciler struct {
-	Client   client.Client
+	Client client.Client
+	// Nodes is the cache's Node index (render.IndexNodeLabels); nil: the
+	// pool's nodes are listed from Client.
+	Nodes    render.NodeIndex
 	Recorder events.EventRecorder
 	// Conditions gets each pool's MCOPresent.
 	Conditions *PoolConditions
@@ -186,7 +189,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	// The cache's own nodes, read-only: send patches a copy. A pool of
 	// hundreds of nodes is looked at on every step of every node.
-	view := render.NewCachedPoolView(r.Client, &pool)
+	view := render.NewCachedPoolView(r.Client, r.Nodes, &pool)
 	nodes, err := view.Nodes(ctx)
 	if err != nil {
 		return reconcile.Result{}, nil // the render controller reports bad selectors

@@ -29,13 +29,13 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 	conds := NewPoolConditions()
 	board := newRolloutBoard()
 	// The plan, rollout and pool status controllers read each pool's nodes
-	// by label from the cache (render.NewCachedPoolView).
-	if err := render.IndexNodeLabels(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	// from the cache's Node index (render.NewCachedPoolView).
+	nodes, err := render.IndexNodeLabels(context.Background(), mgr.GetCache())
+	if err != nil {
 		return nil, err
 	}
 	mco := opts.MCO
 	if mco == nil {
-		var err error
 		if mco, err = mcoguard.NewGuardForConfig(mgr.GetConfig()); err != nil {
 			return nil, err
 		}
@@ -49,10 +49,10 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 		"registries":             &RegistriesReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
 		"kubeletconfig":          &KubeletConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller")},
 		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
-		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Active: active},
-		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds, Gates: opts.Gates, board: board},
+		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Nodes: nodes, Active: active},
+		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Nodes: nodes, Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds, Gates: opts.Gates, board: board},
 		"rolloutpolicy":          &RolloutPolicyStatusReconciler{Client: mgr.GetClient(), Gates: opts.Gates, board: board},
-		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
+		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Nodes: nodes, Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":               &OperatorReconciler{Client: mgr.GetClient()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -2,13 +2,16 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -17,37 +20,39 @@ import (
 
 func TestLabelIndexKey(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		sel  metav1.LabelSelector
-		want string // "" for none
+		name  string
+		sel   metav1.LabelSelector
+		want  string // "" for none
+		exact bool
 	}{
-		{"matchLabels", metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}, "node-role.kubernetes.io/worker="},
-		{"the first of two labels, by key", metav1.LabelSelector{MatchLabels: map[string]string{"b": "2", "a": "1"}}, "a=1"},
-		{"In one value", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"z1"}}}}, "zone=z1"},
-		{"In two values: the key", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"z1", "z2"}}}}, "zone"},
-		{"Exists", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "ndp.dev/scale", Operator: metav1.LabelSelectorOpExists}}}, "ndp.dev/scale"},
+		{"matchLabels", metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}, "node-role.kubernetes.io/worker=", true},
+		{"the first of two labels, by key", metav1.LabelSelector{MatchLabels: map[string]string{"b": "2", "a": "1"}}, "a=1", false},
+		{"In one value", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"z1"}}}}, "zone=z1", true},
+		{"In two values: the key", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"z1", "z2"}}}}, "zone", false},
+		{"Exists", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "ndp.dev/scale", Operator: metav1.LabelSelectorOpExists}}}, "ndp.dev/scale", true},
 		{"a value wins over an Exists before it", metav1.LabelSelector{
 			MatchLabels:      map[string]string{"role": "infra"},
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: metav1.LabelSelectorOpExists}},
-		}, "role=infra"},
-		{"NotIn only", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"z1"}}}}, ""},
-		{"DoesNotExist only", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gpu", Operator: metav1.LabelSelectorOpDoesNotExist}}}, ""},
+		}, "role=infra", false},
+		{"NotIn only", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"z1"}}}}, "", false},
+		{"DoesNotExist only", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gpu", Operator: metav1.LabelSelectorOpDoesNotExist}}}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sel, err := metav1.LabelSelectorAsSelector(&tc.sel)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := labelIndexKey(sel)
-			if ok != (tc.want != "") || got != tc.want {
-				t.Errorf("labelIndexKey(%s) = %q, %t; want %q", sel, got, ok, tc.want)
+			got, exact, ok := labelIndexKey(sel)
+			if ok != (tc.want != "") || got != tc.want || exact != tc.exact {
+				t.Errorf("labelIndexKey(%s) = %q, exact %t, %t; want %q, exact %t", sel, got, exact, ok, tc.want, tc.exact)
 			}
 		})
 	}
 }
 
-// TestIndexedPoolNodes: a pool's nodes read through NodeLabelIndex are the
-// nodes read by matching every node's labels, for every kind of selector.
+// TestIndexedPoolNodes: a pool's nodes read from a Node informer's index
+// (client-go's, with NodeLabelIndex) are the nodes read by matching every
+// node's labels, for every kind of selector.
 func TestIndexedPoolNodes(t *testing.T) {
 	var objs []client.Object
 	for i := range 24 {
@@ -66,7 +71,12 @@ func TestIndexedPoolNodes(t *testing.T) {
 		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%02d", i), Labels: l}})
 	}
 	plain := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
-	indexed := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithIndex(&corev1.Node{}, NodeLabelIndex, nodeLabelKeys).Build()
+	index := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{NodeLabelIndex: nodeLabelKeys})
+	for _, o := range objs {
+		if err := index.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	req := func(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
 	}
@@ -86,9 +96,13 @@ func TestIndexedPoolNodes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			view := NewPoolView(indexed, pool)
-			view.NodesIndexed = true
-			got, err := view.Nodes(context.Background())
+			// A Reader that fails to list nodes: every selector with a
+			// label to look nodes up by is read from the index alone.
+			var reader client.Reader = plain
+			if name != "no gpu, not index" {
+				reader = failingReader{}
+			}
+			got, err := NewCachedPoolView(reader, index, pool).Nodes(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,6 +111,7 @@ func TestIndexedPoolNodes(t *testing.T) {
 				for _, n := range ns {
 					out = append(out, n.Name)
 				}
+				sort.Strings(out)
 				return out
 			}
 			if diff := cmp.Diff(nodeNames(want), nodeNames(got)); diff != "" {
@@ -104,4 +119,14 @@ func TestIndexedPoolNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingReader fails every read of nodes.
+type failingReader struct{ client.Reader }
+
+func (failingReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	if _, nodes := list.(*corev1.NodeList); nodes {
+		return errors.New("nodes listed from the Reader, not the index")
+	}
+	return nil
 }

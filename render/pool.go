@@ -27,9 +27,11 @@ type PoolView struct {
 	// are the cache's own, and must not be modified (a cache-backed reader
 	// only; the webhook's previews read this way).
 	Shared bool
-	// NodesIndexed reads a pool's nodes through NodeLabelIndex: Reader is
-	// a cache that IndexNodeLabels indexed.
-	NodesIndexed bool
+	// NodeIndex, when set, is where the pool's nodes are read: the Node
+	// informer's index of Reader's cache (IndexNodeLabels), whose objects,
+	// as Shared ones, must not be modified. Nodes are read from Reader when
+	// the pool's nodeSelector has no label to look them up by.
+	NodeIndex NodeIndex
 	// SingleNodeFunc, when set, tells whether the cluster has a single node
 	// instead of listing every node (the webhook counts nodes from its
 	// informer).
@@ -41,11 +43,12 @@ func NewPoolView(r client.Reader, pool *mcfgv1.MachineConfigPool) *PoolView {
 	return &PoolView{Pool: pool, Reader: r}
 }
 
-// NewCachedPoolView returns the view of pool read, Shared and
-// NodesIndexed, from a manager's cache that IndexNodeLabels indexed: what
-// the controllers that read a pool's nodes at every step use.
-func NewCachedPoolView(cache client.Reader, pool *mcfgv1.MachineConfigPool) *PoolView {
-	return &PoolView{Pool: pool, Reader: cache, Shared: true, NodesIndexed: true}
+// NewCachedPoolView returns the view of pool read from a manager's cache
+// without copies: Shared, and its nodes from nodes, the cache's Node index
+// (IndexNodeLabels). The controllers that read a pool's nodes at every
+// step use it.
+func NewCachedPoolView(cache client.Reader, nodes NodeIndex, pool *mcfgv1.MachineConfigPool) *PoolView {
+	return &PoolView{Pool: pool, Reader: cache, Shared: true, NodeIndex: nodes}
 }
 
 // SelectorError is a pool selector that selects nothing it could be
@@ -129,15 +132,11 @@ func (v *PoolView) Members(ctx context.Context) ([]*corev1.Node, []nodepool.Unma
 	if v.Pool.Spec.NodeSelector == nil || sel.Empty() {
 		return nil, nil, nil // selects nothing, as the MCO reads it
 	}
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
-	if key, ok := labelIndexKey(sel); ok && v.NodesIndexed {
-		opts = append(opts, client.MatchingFields{NodeLabelIndex: key})
-	}
-	var list corev1.NodeList
-	if err := v.Reader.List(ctx, &list, v.listOptions(opts...)...); err != nil {
+	nodes, err := v.selectNodes(ctx, sel)
+	if err != nil {
 		return nil, nil, fmt.Errorf("listing the nodes of pool %q: %w", v.Pool.Name, err)
 	}
-	if len(list.Items) == 0 {
+	if len(nodes) == 0 {
 		return nil, nil, nil
 	}
 	var pools mcfgv1.MachineConfigPoolList
@@ -158,15 +157,30 @@ func (v *PoolView) Members(ctx context.Context) ([]*corev1.Node, []nodepool.Unma
 	if !self {
 		all = append(all, v.Pool) // a pool being created (a preview)
 	}
-	nodes := make([]*corev1.Node, len(list.Items))
-	for i := range list.Items {
-		nodes[i] = &list.Items[i]
-	}
 	members, unmanaged, err := nodepool.Members(v.Pool, all, nodes)
 	if err != nil {
 		return nil, nil, &SelectorError{Pool: v.Pool.Name, Field: "spec.nodeSelector", Err: err}
 	}
 	return members, unmanaged, nil
+}
+
+// selectNodes are the nodes sel selects: from NodeIndex when sel has a
+// label to look them up by, else from Reader.
+func (v *PoolView) selectNodes(ctx context.Context, sel labels.Selector) ([]*corev1.Node, error) {
+	if v.NodeIndex != nil {
+		if nodes, indexed, err := indexedNodes(v.NodeIndex, sel); indexed {
+			return nodes, err
+		}
+	}
+	var list corev1.NodeList
+	if err := v.Reader.List(ctx, &list, v.listOptions(client.MatchingLabelsSelector{Selector: sel})...); err != nil {
+		return nil, err
+	}
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+	return nodes, nil
 }
 
 // NodesByConfig returns the pool's nodes by the config they run today
