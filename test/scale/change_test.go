@@ -142,7 +142,7 @@ func (r *run) runChange(c change) *result {
 	profiled := make(chan struct{})
 	go func() {
 		defer close(profiled)
-		profile(t, r.cfg.pprof, r.ctrlPprof, "cpu-"+strings.NewReplacer(" ", "", "+", "-").Replace(strings.ToLower(c.name)), "profile", r.cfg.pprofSeconds)
+		profile(t, r.cfg.pprof, r.ctrlPprof, "cpu-"+strings.NewReplacer(" ", "", "+", "-", "(", "", ")", "").Replace(strings.ToLower(c.name)), "profile", r.cfg.pprofSeconds)
 	}()
 	defer func() { <-profiled }()
 	for _, pool := range r.pools {

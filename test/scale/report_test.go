@@ -320,54 +320,67 @@ func mermaidPlots(series []sample, origin, end time.Duration, budget int, cfg co
 // costLine is one line of policyCost, as text and as a Markdown row.
 type costLine struct{ text, md string }
 
-// policyCost compares each "X + policy" result with X's, or, when the run
-// has "X again" (after the policy, on a fresh controller), with the mean
-// of the two: requests per node (the API server's, the controller's) and
+// policyCost compares, for each change X run under the policy, the mean
+// of its "X + policy" runs (one per round) with the mean of X's runs
+// without: X, and "X again" of each round (after the policy, on a fresh
+// controller): requests per node (the API server's, the controller's) and
 // the controller's CPU.
 func policyCost(results []*result, nodes float64) []costLine {
-	by := map[string]*result{}
+	var bases []string
+	with, without := map[string][]*result{}, map[string][]*result{}
 	for _, res := range results {
-		by[res.change.name] = res
-	}
-	var out []costLine
-	for _, with := range results {
-		base, ok := strings.CutSuffix(with.change.name, " + policy")
-		var without []*result
-		for _, name := range []string{base, base + " again"} {
-			if res := by[name]; res != nil {
-				without = append(without, res)
+		name, _, _ := strings.Cut(res.change.name, " (") // a round's "(2)"
+		if base, ok := strings.CutSuffix(name, " + policy"); ok {
+			if len(with[base]) == 0 {
+				bases = append(bases, base)
 			}
-		}
-		if !ok || len(without) == 0 {
+			with[base] = append(with[base], res)
 			continue
 		}
-		api := func(res *result) float64 { return (res.after.api - res.before.api) / nodes }
-		ctrlReq := func(res *result) float64 { return (res.after.ctrlRequests - res.before.ctrlRequests) / nodes }
-		cpu := func(res *result) float64 { return (res.after.ctrl.cpu - res.before.ctrl.cpu).Seconds() }
-		mean := func(f func(*result) float64) float64 {
-			sum := 0.0
-			for _, res := range without {
-				sum += f(res)
-			}
-			return sum / float64(len(without))
+		base, _ := strings.CutSuffix(name, " again")
+		without[base] = append(without[base], res)
+	}
+	api := func(res *result) float64 { return (res.after.api - res.before.api) / nodes }
+	ctrlReq := func(res *result) float64 { return (res.after.ctrlRequests - res.before.ctrlRequests) / nodes }
+	cpu := func(res *result) float64 { return (res.after.ctrl.cpu - res.before.ctrl.cpu).Seconds() }
+	mean := func(rs []*result, f func(*result) float64) float64 {
+		sum := 0.0
+		for _, res := range rs {
+			sum += f(res)
 		}
-		ratio := cpu(with) / mean(cpu)
+		return sum / float64(len(rs))
+	}
+	each := func(rs []*result) string {
+		parts := make([]string, len(rs))
+		for i, res := range rs {
+			parts[i] = fmt.Sprintf("%.1f", cpu(res))
+		}
+		return strings.Join(parts, ", ") + " s"
+	}
+	var out []costLine
+	for _, base := range bases {
+		w, wo := with[base], without[base]
+		if len(wo) == 0 {
+			continue
+		}
+		ratio := mean(w, cpu) / mean(wo, cpu)
 		verdict := "met"
 		if ratio > 1.10 {
 			verdict = "NOT MET"
 		}
-		baseline := base
-		if len(without) == 2 {
-			baseline = fmt.Sprintf("mean of %s (%.1f s) and %s again (%.1f s)", base, cpu(without[0]), base, cpu(without[1]))
+		name := base + " + policy"
+		if len(w) > 1 {
+			name = fmt.Sprintf("%s + policy (mean of %d)", base, len(w))
 		}
+		baseline := fmt.Sprintf("%s without: mean of %d runs (%s) against %s with (%s)", base, len(wo), each(wo), name, each(w))
 		cells := []string{
-			fmt.Sprintf("%.1f → %.1f (%+.1f)", mean(api), api(with), api(with)-mean(api)),
-			fmt.Sprintf("%.2f → %.2f (%+.2f)", mean(ctrlReq), ctrlReq(with), ctrlReq(with)-mean(ctrlReq)),
-			fmt.Sprintf("%.1f s → %.1f s (%.2f×)", mean(cpu), cpu(with), ratio),
+			fmt.Sprintf("%.1f → %.1f (%+.1f)", mean(wo, api), mean(w, api), mean(w, api)-mean(wo, api)),
+			fmt.Sprintf("%.2f → %.2f (%+.2f)", mean(wo, ctrlReq), mean(w, ctrlReq), mean(w, ctrlReq)-mean(wo, ctrlReq)),
+			fmt.Sprintf("%.1f s → %.1f s (%.2f×)", mean(wo, cpu), mean(w, cpu), ratio),
 		}
 		out = append(out, costLine{
-			text: fmt.Sprintf("%-16s requests per node %s; controller's %s; ndp-controller CPU %s: %s (against %s)", with.change.name, cells[0], cells[1], cells[2], verdict, baseline),
-			md:   fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", with.change.name, baseline, cells[0], cells[1], cells[2], verdict),
+			text: fmt.Sprintf("%-16s requests per node %s; controller's %s; ndp-controller CPU %s: %s (%s)", name, cells[0], cells[1], cells[2], verdict, baseline),
+			md:   fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", name, baseline, cells[0], cells[1], cells[2], verdict),
 		})
 	}
 	return out

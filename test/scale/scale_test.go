@@ -5,11 +5,13 @@ package scale
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +59,8 @@ type config struct {
 	poll           time.Duration // the daemons' --plan-poll-interval
 	maxUnavailable intstr.IntOrString
 	changeTimeout  time.Duration
-	changes        []string // NDP_SCALE_CHANGES: none,restart,reboot
+	changes        []string // NDP_SCALE_CHANGES: none,restart,reboot; by default also policyRounds of the RolloutPolicy's changes
+	policyRounds   int      // NDP_SCALE_POLICY_ROUNDS: how many times the RolloutPolicy's cost is measured
 	dir            string   // host roots (NDP_SCALE_DIR, default under /dev/shm)
 	report         string   // NDP_SCALE_REPORT: a Markdown file for the figures
 	controllerBin  string   // NDP_CONTROLLER_BIN, default bin/ndp-controller
@@ -104,10 +107,11 @@ func loadConfig(t *testing.T, root string) config {
 		changeTimeout:  envDuration(t, "NDP_SCALE_CHANGE_TIMEOUT", 15*time.Minute),
 		pprof:          os.Getenv("NDP_SCALE_PPROF"),
 		pprofSeconds:   envDuration(t, "NDP_SCALE_PPROF_SECONDS", 30*time.Second),
-		changes:        strings.Split(envOr("NDP_SCALE_CHANGES", "none,restart,reboot,restart+policy,reboot+policy,restart-again,reboot-again"), ","),
+		policyRounds:   envInt(t, "NDP_SCALE_POLICY_ROUNDS", 2),
 		report:         os.Getenv("NDP_SCALE_REPORT"),
 		controllerBin:  envOr("NDP_CONTROLLER_BIN", filepath.Join(root, "bin", "ndp-controller")),
 	}
+	c.changes = strings.Split(envOr("NDP_SCALE_CHANGES", defaultChanges(c.policyRounds)), ",")
 	if c.nodes < c.pools || c.pools < 1 || c.workers < 1 {
 		t.Fatalf("NDP_SCALE_NODES=%d, NDP_SCALE_POOLS=%d, NDP_SCALE_WORKERS=%d: want nodes ≥ pools ≥ 1 and a worker", c.nodes, c.pools, c.workers)
 	}
@@ -276,21 +280,23 @@ func TestScale(t *testing.T) {
 
 	// The "+policy" changes repeat a change with a RolloutPolicy on every
 	// pool (its gates, window and pacing evaluated, none holding): its
-	// cost against the change without, in the same run.
+	// cost against the change without, in the same run, in rounds
+	// (policyChanges).
 	changes := map[string]change{
-		"none":           {name: "None", what: "pull secret /var/lib/kubelet/config.json added", apply: r.addPullSecret, verify: verifyPullSecret},
-		"restart":        r.chronyChange(1),
-		"reboot":         r.kernelArgumentChange(1),
-		"restart+policy": r.withRolloutPolicy(r.chronyChange(2)),
-		"reboot+policy":  r.withRolloutPolicy(r.kernelArgumentChange(2)),
-		"restart-again":  r.withoutRolloutPolicy(r.chronyChange(3)),
-		"reboot-again":   r.withoutRolloutPolicy(r.kernelArgumentChange(3)),
+		"none":    {name: "None", what: "pull secret /var/lib/kubelet/config.json added", apply: r.addPullSecret, verify: verifyPullSecret},
+		"restart": r.chronyChange(1),
+		"reboot":  r.kernelArgumentChange(1),
+	}
+	for round := 1; round <= max(cfg.policyRounds, 1); round++ {
+		for key, c := range r.policyChanges(round) {
+			changes[key] = c
+		}
 	}
 	r.origin = time.Now()
 	for _, key := range cfg.changes {
 		c, ok := changes[strings.TrimSpace(key)]
 		if !ok {
-			t.Fatalf("NDP_SCALE_CHANGES: unknown change %q (none, restart, reboot, restart+policy, reboot+policy, restart-again, reboot-again)", key)
+			t.Fatalf("NDP_SCALE_CHANGES: unknown change %q (one of %s)", key, strings.Join(slices.Sorted(maps.Keys(changes)), ", "))
 		}
 		r.results = append(r.results, r.runChange(c))
 	}
