@@ -321,10 +321,10 @@ func mermaidPlots(series []sample, origin, end time.Duration, budget int, cfg co
 type costLine struct{ text, md string }
 
 // policyCost compares, for each change X run under the policy, the mean
-// of its "X + policy" runs (one per round) with the mean of X's runs
-// without: X, and "X again" of each round (after the policy, on a fresh
-// controller): requests per node (the API server's, the controller's) and
-// the controller's CPU.
+// of its "X + policy" runs (one per round) with the mean of its "X again"
+// runs (without it), all on fresh controllers: requests per node (the API
+// server's, the controller's) and the controller's CPU. X itself ran on
+// the first controller after other changes: not a like-for-like baseline.
 func policyCost(results []*result, nodes float64) []costLine {
 	var bases []string
 	with, without := map[string][]*result{}, map[string][]*result{}
@@ -337,8 +337,9 @@ func policyCost(results []*result, nodes float64) []costLine {
 			with[base] = append(with[base], res)
 			continue
 		}
-		base, _ := strings.CutSuffix(name, " again")
-		without[base] = append(without[base], res)
+		if base, ok := strings.CutSuffix(name, " again"); ok {
+			without[base] = append(without[base], res)
+		}
 	}
 	api := func(res *result) float64 { return (res.after.api - res.before.api) / nodes }
 	ctrlReq := func(res *result) float64 { return (res.after.ctrlRequests - res.before.ctrlRequests) / nodes }

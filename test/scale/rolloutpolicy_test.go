@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,15 +31,22 @@ var (
 )
 
 // defaultChanges are the changes make scale runs: None, Restart and
-// Reboot, then rounds of the RolloutPolicy's (policyChanges).
+// Reboot, then rounds of the RolloutPolicy's (policyChanges), in the order
+// with, without, without, with, ... so that what drifts along the run
+// weighs on both sides.
 func defaultChanges(rounds int) string {
 	keys := []string{"none", "restart", "reboot"}
+	with, without := []string{"restart+policy", "reboot+policy"}, []string{"restart-again", "reboot-again"}
 	for round := 1; round <= rounds; round++ {
 		suffix := ""
 		if round > 1 {
 			suffix = fmt.Sprintf("#%d", round)
 		}
-		for _, k := range []string{"restart+policy", "reboot+policy", "restart-again", "reboot-again"} {
+		order := append(slices.Clone(with), without...)
+		if round%2 == 0 {
+			order = append(slices.Clone(without), with...)
+		}
+		for _, k := range order {
 			keys = append(keys, k+suffix)
 		}
 	}
@@ -46,11 +54,15 @@ func defaultChanges(rounds int) string {
 }
 
 // policyChanges are round's changes that measure the RolloutPolicy's
-// cost: Restart and Reboot with the policy ("+ policy"), then without it
-// on a fresh controller ("again"), each a new generation of its change.
-// One round's ratio moves by more than the 10 % target between runs on
-// 2 shared cores (the same change without the policy, before and after,
-// differs by up to 12 %), so policyCost compares the means of all rounds.
+// cost: Restart and Reboot with the policy ("+ policy") and without it
+// ("again"), each a new generation of its change, each on a fresh
+// ndp-controller. A process's CPU for the same change grows with the
+// changes it has seen (the first Restart, on the process that ran None,
+// cost more than the "again" ones in every run), and the pod cache a
+// policy starts outlives it: so no side runs on an older process than the
+// other. One round's ratio still moves by more than the 10 % target
+// between runs on 2 shared cores, so policyCost compares the means of
+// all rounds' runs.
 func (r *run) policyChanges(round int) map[string]change {
 	key, label := "", ""
 	if round > 1 {
@@ -70,21 +82,23 @@ func (r *run) policyChanges(round int) map[string]change {
 // loopback, no alert firing) and on blocking pods (on the node, none
 // match), pacing that waits for drained pods. Everything is evaluated at
 // every step of every pool; nothing holds. What it costs is the change's
-// figures against c's own, measured in the same run. The policy (when the
-// change before deleted it) and its Prometheus (once) are made before the
-// change is measured: starting a Prometheus is not the policy's cost.
+// figures against c's own, measured in the same run, each on a fresh
+// ndp-controller. The policy (unless it exists) and its Prometheus (once)
+// are made before the change is measured: starting a Prometheus is not
+// the policy's cost.
 func (r *run) withRolloutPolicy(c change) change {
 	c.name += " + policy"
-	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate, drained-pods pacing)"
-	c.prepare = func(ctx context.Context) { r.createRolloutPolicy(ctx) }
+	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate, drained-pods pacing), on a fresh ndp-controller"
+	c.prepare = func(ctx context.Context) {
+		r.restartController()
+		r.createRolloutPolicy(ctx)
+	}
 	return c
 }
 
-// withoutRolloutPolicy is c once more after the "+ policy" changes: the
-// policy deleted and ndp-controller restarted (its pod cache, started by
-// the policy, would outlive it). A "+ policy" change is compared with the
-// mean of c before and after it, so that what drifts along the run (the
-// API server's growing store) weighs on both sides.
+// withoutRolloutPolicy is c once more beside the "+ policy" changes: the
+// policy deleted, on a fresh ndp-controller (the pod cache the policy
+// started would outlive it).
 func (r *run) withoutRolloutPolicy(c change) change {
 	c.name += " again"
 	c.what += ", the RolloutPolicy deleted, on a fresh ndp-controller"
