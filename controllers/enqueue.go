@@ -39,6 +39,15 @@ func enqueueAllPools(c client.Client) handler.EventHandler {
 // (nodepool.Primary), so such an event wakes every pool.
 var poolMembershipChanged = builder.WithPredicates(predicate.GenerationChangedPredicate{})
 
+// poolChanged passes a pool's events but for status-only updates: the
+// controllers that decide from a pool's spec, labels (a RolloutPolicy's
+// poolSelector) and annotations, and from its nodes, not from its status.
+// The pool status controller writes the status at every node's step: each
+// write woke the plan, rollout and registries controllers, and the pool
+// status controller itself, for nothing (a single worker, saturated at
+// 1,000 nodes, spent part of its time on its own echoes).
+var poolChanged = builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+
 // enqueuePoolsOfNode maps a Node's update to the pools whose nodeSelector
 // selects it, before or after the update (a relabelled node leaves one pool
 // and joins another). A node created or deleted wakes every pool: the

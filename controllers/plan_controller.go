@@ -49,7 +49,7 @@ func (r *PlanReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("plan").
-		For(&mcfgv1.MachineConfigPool{}).
+		For(&mcfgv1.MachineConfigPool{}, poolChanged).
 		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).

@@ -131,7 +131,7 @@ func (r *PoolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("poolstatus").
-		For(&mcfgv1.MachineConfigPool{}).
+		For(&mcfgv1.MachineConfigPool{}, poolChanged).
 		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).

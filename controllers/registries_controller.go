@@ -59,7 +59,7 @@ func (r *RegistriesReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("registries").
-		For(&mcfgv1.MachineConfigPool{}).
+		For(&mcfgv1.MachineConfigPool{}, poolChanged).
 		Owns(&ndpmcv1.MachineConfig{}).
 		Watches(&configv1.ImageDigestMirrorSet{}, allPools).
 		Watches(&configv1.ImageTagMirrorSet{}, allPools).

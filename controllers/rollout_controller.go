@@ -144,7 +144,7 @@ func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rollout").
-		For(&mcfgv1.MachineConfigPool{}).
+		For(&mcfgv1.MachineConfigPool{}, poolChanged).
 		Watches(&mcfgv1.MachineConfigPool{}, allPools, poolMembershipChanged).
 		Watches(&corev1.Node{}, enqueuePoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
