@@ -46,7 +46,10 @@ var poolMembershipChanged = builder.WithPredicates(predicate.GenerationChangedPr
 // write woke the plan, rollout and registries controllers, and the pool
 // status controller itself, for nothing (a single worker, saturated at
 // 1,000 nodes, spent part of its time on its own echoes).
-var poolChanged = builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+var poolChanged = builder.WithPredicates(poolSpecChanged)
+
+// poolSpecChanged is poolChanged's predicate.
+var poolSpecChanged = predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 
 // enqueuePoolsOfNode maps a Node's update to the pools whose nodeSelector
 // selects it, before or after the update (a relabelled node leaves one pool

@@ -78,3 +78,29 @@ func TestEnqueuePoolsOfNode(t *testing.T) {
 		t.Errorf("a node deleted woke %q, want every pool (%q)", got, all)
 	}
 }
+
+// TestPoolChanged: a pool's status-only update wakes none of the
+// controllers that decide from its spec, labels and annotations.
+func TestPoolChanged(t *testing.T) {
+	base := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker", Generation: 3, Labels: map[string]string{"a": "1"}}}
+	for name, tc := range map[string]struct {
+		change func(p *mcfgv1.MachineConfigPool)
+		want   bool
+	}{
+		"status only":       {func(p *mcfgv1.MachineConfigPool) { p.Status.UpdatedMachineCount = 7 }, false},
+		"spec (generation)": {func(p *mcfgv1.MachineConfigPool) { p.Generation = 4; p.Spec.Paused = true }, true},
+		"a label (a RolloutPolicy's poolSelector)": {func(p *mcfgv1.MachineConfigPool) { p.Labels["b"] = "2" }, true},
+		"an annotation": {func(p *mcfgv1.MachineConfigPool) { p.Annotations = map[string]string{"x": "y"} }, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			updated := base.DeepCopy()
+			tc.change(updated)
+			if got := poolSpecChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: updated}); got != tc.want {
+				t.Errorf("poolSpecChanged = %t, want %t", got, tc.want)
+			}
+		})
+	}
+	if !poolSpecChanged.Create(event.CreateEvent{Object: base}) || !poolSpecChanged.Delete(event.DeleteEvent{Object: base}) {
+		t.Error("a pool created or deleted must pass")
+	}
+}
