@@ -69,8 +69,7 @@ func labelIndexKey(sel labels.Selector) (key string, exact, ok bool) {
 		return "", false, false
 	}
 	for _, r := range reqs {
-		switch op := r.Operator(); {
-		case op == selection.Equals || op == selection.DoubleEquals || (op == selection.In && r.Values().Len() == 1):
+		if op := r.Operator(); op == selection.Equals || op == selection.DoubleEquals || (op == selection.In && r.Values().Len() == 1) {
 			return r.Key() + "=" + r.Values().List()[0], len(reqs) == 1, true
 		}
 	}
