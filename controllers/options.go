@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,34 +61,5 @@ func CacheOptions() cache.Options {
 			Namespaces: map[string]cache.Config{MCDEventNamespace: {}, KubeletEventNamespace: {}},
 			Field:      fields.OneTermEqualSelector("involvedObject.kind", "Node"),
 		},
-		// Read only by rollout policies (blocking pods, pods drained from
-		// the last node), and only once one asks: every pod of the cluster,
-		// so the cache keeps what they read and drops the rest.
-		&corev1.Pod{}: {Transform: slimPod},
 	}}
-}
-
-// slimPod keeps of a pod what the rollout policies read: its identity,
-// labels, owners and times, its node, phase and Ready condition.
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Pod{
-		TypeMeta: p.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, OwnerReferences: p.OwnerReferences,
-			CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
-		},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return slim, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -37,8 +35,12 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// A RolloutPolicy's blocking-pods gate reads pods and, for its namespaceSelector, namespaces.
-// +kubebuilder:rbac:groups="",resources=pods;namespaces,verbs=get;list;watch
+// A RolloutPolicy's blocking-pods gate lists pods and, for its namespaceSelector, reads
+// namespaces; its drained-pods pacing reads the drained pods' owners and lists the pods of
+// those that may have pods on their way (rolloutgates: no watch of pods).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=namespaces;replicationcontrollers,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
 // The MCO's daemon, the one DaemonSet the cache holds (CacheOptions): its
@@ -82,13 +84,6 @@ type RolloutReconciler struct {
 	pacing poolPacing
 	// compiler keeps each policy's compiled form.
 	compiler rolloutcontrol.Compiler
-	// podIndex adds podControllerIndex to the cache at the first read of
-	// drained pods.
-	podIndex struct {
-		sync.Mutex
-		indexer client.FieldIndexer
-		added   bool
-	}
 	// held holds, by pool, the last hold reported by an Event (holdKey),
 	// and heldKinds the reason kinds of the ndp_rollout_held gauge.
 	held, heldKinds sync.Map
@@ -136,7 +131,6 @@ func init() { ctrlmetrics.Registry.MustRegister(rolloutDecisions) }
 // (their plans) change, or the MCO's ClusterOperator or daemon comes or
 // goes.
 func (r *RolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.podIndex.indexer = mgr.GetFieldIndexer()
 	allPools := enqueueAllPools(r.Client)
 	mco, err := mcoChanges(r.MCO, allPools)
 	if err != nil {
@@ -206,12 +200,12 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	var reads podReads
-	if drained != nil {
-		reads.drainedNotReady = func() ([]string, error) {
-			return r.pacing.drainedNotReady(pool.Name, drained, pol.Now, func() ([]*corev1.Pod, error) { return r.podsOf(ctx, drained) })
-		}
-	}
 	if r.Gates != nil {
+		if drained != nil {
+			reads.drainedNotReady = func() ([]string, error) {
+				return r.pacing.drainedNotReady(pool.Name, drained, pol.Now, func() ([]string, error) { return r.Gates.DrainedNotReady(ctx, drained) })
+			}
+		}
 		reads.blocking = func(p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult { return r.Gates.BlockingPods(ctx, p) }
 	}
 	d, err := decideRolloutPaced(&pool, nodes, mc, pol, reads)
@@ -386,82 +380,6 @@ func waitsForDrainedPods(policies []rolloutcontrol.PolicyInput) bool {
 		}
 	}
 	return false
-}
-
-// podControllerIndex indexes Pods by their controller's UID, and the
-// pods on their way (rolloutcontrol.PodComing) also under
-// comingKey(UID). It is added to the cache at the first read of drained
-// pods (podsOf).
-const podControllerIndex = "ndp.podController"
-
-func comingKey(uid types.UID) string { return "coming/" + string(uid) }
-
-// podsOf reads, from the cache, the pods of the drained pods' owners that
-// have a pod on its way, by their controller's UID: an owner with none is
-// not waited for (rolloutcontrol.DrainedNotReady), so a read costs the
-// pods on their way and the pods of the owners that have some, not every
-// pod of the namespaces (a pool of 1,000 nodes reads after each node done,
-// and its drained pods are mostly back by then). Only a policy that waits
-// for drained pods reads pods at all: the pod informer and its index start
-// at the first read.
-func (r *RolloutReconciler) podsOf(ctx context.Context, d *v1alpha1.DrainedPods) ([]*corev1.Pod, error) {
-	if err := r.indexPods(ctx); err != nil {
-		return nil, err
-	}
-	var pods []*corev1.Pod
-	for _, o := range d.Owners {
-		list := func(key string) (*corev1.PodList, error) {
-			var list corev1.PodList
-			if err := r.Client.List(ctx, &list, client.InNamespace(o.Namespace), client.MatchingFields{podControllerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, fmt.Errorf("listing the pods of %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
-			}
-			return &list, nil
-		}
-		coming, err := list(comingKey(o.UID))
-		if err != nil {
-			return nil, err
-		}
-		if len(coming.Items) == 0 {
-			continue
-		}
-		all, err := list(string(o.UID))
-		if err != nil {
-			return nil, err
-		}
-		for i := range all.Items {
-			pods = append(pods, &all.Items[i])
-		}
-	}
-	return pods, nil
-}
-
-// indexPods adds podControllerIndex to the cache once (again after a
-// failure). client-go indexes the pods already in a started informer.
-func (r *RolloutReconciler) indexPods(ctx context.Context) error {
-	r.podIndex.Lock()
-	defer r.podIndex.Unlock()
-	if r.podIndex.added {
-		return nil
-	}
-	if r.podIndex.indexer == nil {
-		return errors.New("no cache to index pods in")
-	}
-	if err := r.podIndex.indexer.IndexField(ctx, &corev1.Pod{}, podControllerIndex, podController); err != nil {
-		return fmt.Errorf("indexing pods by their controller: %w", err)
-	}
-	r.podIndex.added = true
-	return nil
-}
-
-func podController(o client.Object) []string {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil {
-		return nil
-	}
-	if p, ok := o.(*corev1.Pod); ok && rolloutcontrol.PodComing(p) {
-		return []string{string(ref.UID), comingKey(ref.UID)}
-	}
-	return []string{string(ref.UID)}
 }
 
 // reportHolds reports what holds the pool's starts: its RolloutHeld

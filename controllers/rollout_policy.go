@@ -28,11 +28,13 @@ import (
 // The rollout controller asks it for every policy with gates at every
 // step of the pool: Remote answers from its own cache (Prometheus,
 // Alertmanager) with when it will look again (zero: no time of its own);
-// BlockingPods reads the pods the blocking-pods gate matches now, and is
+// BlockingPods reads the pods the blocking-pods gate matches now, and
+// DrainedNotReady the owners of a drain's pods that are not back; both are
 // asked only when a node would start (decideRolloutPaced).
 type GateSource interface {
 	Remote(ctx context.Context, p *v1alpha1.RolloutPolicy) (rolloutcontrol.GateResults, time.Time)
 	BlockingPods(ctx context.Context, p *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
+	DrainedNotReady(ctx context.Context, d *v1alpha1.DrainedPods) ([]string, error)
 }
 
 // Metrics of the holds: how many nodes each kind of reason holds now, and
@@ -233,12 +235,12 @@ type pacingMemo struct {
 // this often.
 const drainedRecheck = 5 * time.Second
 
-// drainedNotReady is rolloutcontrol.DrainedNotReady of the pool's drained
-// record d (observe's), with pods read by read only when needed: once
-// the pods of a record are back, they are for good (the next node no
-// longer waits for that drain, whatever its pods do later); while they
-// are not, they are read again after drainedRecheck.
-func (p *poolPacing) drainedNotReady(pool string, d *v1alpha1.DrainedPods, now time.Time, read func() ([]*corev1.Pod, error)) ([]string, error) {
+// drainedNotReady is the owners of the pool's drained record d (observe's)
+// whose pods are not back, as read (GateSource.DrainedNotReady) only when
+// needed: once the pods of a record are back, they are for good (the next
+// node no longer waits for that drain, whatever its pods do later); while
+// they are not, they are read again after drainedRecheck.
+func (p *poolPacing) drainedNotReady(pool string, d *v1alpha1.DrainedPods, now time.Time, read func() ([]string, error)) ([]string, error) {
 	p.mu.Lock()
 	m := p.byPool[pool]
 	if m != nil && m.checked == d && (len(m.notReady) == 0 || now.Before(m.checkedAt.Add(drainedRecheck))) {
@@ -246,11 +248,10 @@ func (p *poolPacing) drainedNotReady(pool string, d *v1alpha1.DrainedPods, now t
 		return m.notReady, nil
 	}
 	p.mu.Unlock()
-	pods, err := read()
+	notReady, err := read()
 	if err != nil {
 		return nil, err
 	}
-	notReady := rolloutcontrol.DrainedNotReady(d, pods)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m := p.byPool[pool]; m != nil && m.drained == d {

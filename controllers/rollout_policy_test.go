@@ -464,6 +464,9 @@ func (f *forgetting) Remote(context.Context, *v1alpha1.RolloutPolicy) (rolloutco
 func (f *forgetting) BlockingPods(context.Context, *v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult {
 	return &rolloutcontrol.PodsResult{}
 }
+func (f *forgetting) DrainedNotReady(context.Context, *v1alpha1.DrainedPods) ([]string, error) {
+	return nil, nil
+}
 func (f *forgetting) Forget(name string) { f.forgot = append(f.forgot, name) }
 
 // A deleted policy's gate results are dropped (the evaluator's cache and
@@ -624,9 +627,9 @@ func TestDrainedNotReadyRereads(t *testing.T) {
 	d := record("b")
 	reads := 0
 	ready := false
-	read := func() ([]*corev1.Pod, error) {
+	read := func() ([]string, error) {
 		reads++
-		return []*corev1.Pod{cartPod(t0.Add(time.Second), ready)}, nil
+		return rolloutcontrol.DrainedNotReady(d, []*corev1.Pod{cartPod(t0.Add(time.Second), ready)}), nil
 	}
 	for _, step := range []struct {
 		after     time.Duration
@@ -663,32 +666,5 @@ func cartPod(created time.Time, ready bool) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "cart-x", CreationTimestamp: metav1.NewTime(created),
 			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "cart", UID: "rs-1", Controller: ptr.To(true)}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
-	}
-}
-
-// TestPodControllerIndex: every pod with a controller is indexed under the
-// controller's UID; a pod on its way also under comingKey, which podsOf
-// reads first (an owner without one is not waited for).
-func TestPodControllerIndex(t *testing.T) {
-	deleting := cartPod(policyNow, false)
-	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(policyNow))
-	failed := cartPod(policyNow, false)
-	failed.Status.Phase = corev1.PodFailed
-	orphan := cartPod(policyNow, false)
-	orphan.OwnerReferences[0].Controller = nil
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want []string
-	}{
-		{"Ready", cartPod(policyNow, true), []string{"rs-1"}},
-		{"on its way", cartPod(policyNow, false), []string{"rs-1", "coming/rs-1"}},
-		{"deleted, not Ready", deleting, []string{"rs-1"}},
-		{"failed", failed, []string{"rs-1"}},
-		{"no controller", orphan, nil},
-	} {
-		if diff := cmp.Diff(tc.want, podController(tc.pod)); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
 	}
 }

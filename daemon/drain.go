@@ -128,7 +128,7 @@ func drainedPods(pods []corev1.Pod, at time.Time) *v1alpha1.DrainedPods {
 			continue
 		}
 		index[uid] = len(d.Owners)
-		d.Owners = append(d.Owners, v1alpha1.DrainedOwner{Kind: ref.Kind, Namespace: pods[i].Namespace, Name: ref.Name, UID: ref.UID, Pods: 1})
+		d.Owners = append(d.Owners, v1alpha1.DrainedOwner{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: pods[i].Namespace, Name: ref.Name, UID: ref.UID, Pods: 1})
 	}
 	d.More = len(more)
 	return d

@@ -17,7 +17,7 @@ func TestDrainedPods(t *testing.T) {
 	yes := true
 	owned := func(ns, name, kind, owner string, uid types.UID) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: owner, UID: uid, Controller: &yes}}}}
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: owner, UID: uid, Controller: &yes}}}}
 	}
 	bare := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "debug"}}
 	at := time.Date(2026, 11, 28, 2, 0, 0, 500, time.FixedZone("CET", 3600))
@@ -28,8 +28,8 @@ func TestDrainedPods(t *testing.T) {
 		bare,
 	}, at)
 	want := &v1alpha1.DrainedPods{At: metav1.NewTime(time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC)), Unowned: 1, Owners: []v1alpha1.DrainedOwner{
-		{Kind: "ReplicaSet", Namespace: "web", Name: "cart-7d9", UID: "rs-1", Pods: 2},
-		{Kind: "StatefulSet", Namespace: "db", Name: "pg", UID: "sts-1", Pods: 1},
+		{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "web", Name: "cart-7d9", UID: "rs-1", Pods: 2},
+		{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "db", Name: "pg", UID: "sts-1", Pods: 1},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("drainedPods (-want +got):\n%s", diff)

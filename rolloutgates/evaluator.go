@@ -27,9 +27,9 @@ type Options struct {
 	// (DefaultInterval).
 	Interval time.Duration
 	// PodsInterval: a policy's blocking pods are read from the reader at
-	// most this often (DefaultPodsInterval): a read scans every pod the
-	// cache holds, and the rollout controller asks whenever a node would
-	// start, in every pool the policy selects.
+	// most this often (DefaultPodsInterval): a read is an API request (a
+	// LIST by the gate's selector), and the rollout controller asks
+	// whenever a node would start, in every pool the policy selects.
 	PodsInterval time.Duration
 	// Timeout bounds each call to Prometheus or Alertmanager
 	// (DefaultTimeout).
@@ -48,8 +48,9 @@ type Options struct {
 // Interval: 1 Prometheus alerts call if spec.gates.prometheus.alerts is
 // set, 1 query if spec.gates.prometheus.query is, 1 Alertmanager alerts
 // call if spec.gates.alertmanager is; 0 per pool, node or reconcile. The
-// blocking pods are read from the reader at most every PodsInterval (the
-// manager's cache: no request, but a scan of its pods). Safe for
+// blocking pods are read from the reader at most every PodsInterval: 1
+// LIST of pods by the gate's selector, and 1 GET per namespace of a
+// matching pod when the gate has a namespaceSelector. Safe for
 // concurrent use; concurrent callers of one policy wait for a single
 // evaluation (at most Timeout, once per Interval), callers of other
 // policies do not wait for it.
@@ -77,8 +78,9 @@ type entry struct {
 	podsNext time.Time
 }
 
-// NewEvaluator is an Evaluator reading pods and namespaces from r (the
-// manager's cache).
+// NewEvaluator is an Evaluator reading pods, their owners and namespaces
+// from r: the API server (the manager's APIReader), as the controller
+// does not watch pods.
 func NewEvaluator(r client.Reader, opts Options) *Evaluator {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
@@ -140,6 +142,13 @@ func (e *Evaluator) BlockingPods(ctx context.Context, p *v1alpha1.RolloutPolicy)
 		en.pods, en.podsNext = res, now.Add(e.opts.PodsInterval)
 	}
 	return res
+}
+
+// DrainedNotReady lists the owners of the drained pods d that are not
+// back, read now from the reader (DrainedNotReady; the controller keeps
+// the answer, poolPacing).
+func (e *Evaluator) DrainedNotReady(ctx context.Context, d *v1alpha1.DrainedPods) ([]string, error) {
+	return DrainedNotReady(ctx, e.r, d)
 }
 
 // entry is what is kept for the policy, afresh for a new UID or

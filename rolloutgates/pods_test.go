@@ -8,7 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -82,21 +81,5 @@ func TestBlockingPods(t *testing.T) {
 	testkit.Eventually(t, "the deleted pod no longer holds its node", func() (bool, string) {
 		v, words := verdict(t, e, policy("pods", v1alpha1.RolloutGates{BlockingPods: gate}))
 		return !v.Held("worker-1"), words
-	})
-
-	// From an informer cache, as the controller's manager gives it: the
-	// same answer, without a request.
-	informers, err := cache.New(cp.Config, cache.Options{Scheme: c.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() { _ = informers.Start(cctx) }()
-	mk(pod("web", "backup-3", "backup", "worker-4"))
-	cached := NewEvaluator(informers, Options{})
-	testkit.Eventually(t, "the cache's pods hold worker-4 alone", func() (bool, string) {
-		v, words := verdict(t, cached, policy("pods", v1alpha1.RolloutGates{BlockingPods: gate}))
-		return v.Held("worker-4") && len(v.NodeHold) == 1, words
 	})
 }

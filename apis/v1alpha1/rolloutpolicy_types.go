@@ -57,10 +57,14 @@ type DrainedPods struct {
 // DrainedOwner is one controller (ReplicaSet, StatefulSet, Job, ...) some
 // of whose pods a drain evicted.
 type DrainedOwner struct {
-	Kind      string    `json:"kind"`
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UID       types.UID `json:"uid"`
+	// apiVersion of the owner ("apps/v1"); empty in records of older
+	// daemons, read as the built-in kind of its name.
+	// +optional
+	APIVersion string    `json:"apiVersion,omitempty"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
 	// pods evicted.
 	Pods int `json:"pods"`
 }

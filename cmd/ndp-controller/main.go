@@ -200,7 +200,7 @@ func main() {
 		active, err = controllers.SetupAdvisorWithManager(mgr, engineOpts, controllers.Options{})
 	} else {
 		// The rollout policies' gates, asked at most every 30 s per policy.
-		gates := rolloutgates.NewEvaluator(mgr.GetClient(), rolloutgates.Options{})
+		gates := rolloutgates.NewEvaluator(mgr.GetAPIReader(), rolloutgates.Options{})
 		active, err = controllers.SetupWithManager(mgr, engineOpts, controllers.Options{MCO: guard, Gates: gates})
 	}
 	if err != nil {

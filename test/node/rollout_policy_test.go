@@ -256,9 +256,11 @@ func TestRolloutHoldsTheNodeOfABlockingPod(t *testing.T) {
 
 // Pacing that waits for drained pods: a change that drains; the first
 // node's drain evicts a pod of a ReplicaSet (listed on its Node,
-// ndp.dev/drained-pods); while the ReplicaSet has a pod on its way and
+// ndp.dev/drained-pods); while the ReplicaSet has a pod on its way (its
+// status says one of its pods is not Ready, and its pods say which) and
 // none created since the drain is Ready, the next node waits and the pool
-// says for which; a Ready replacement releases it.
+// says for which; a Ready replacement releases it, before the ReplicaSet's
+// status says so.
 func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 	ctx := context.Background()
 	r := newRollout(t, "roll-drained", 2, intstr.FromInt(1))
@@ -271,8 +273,8 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 		kubelet(t, h.name)
 		owner := replicaSet(t, ns, "web-"+h.name)
 		owners[h.name] = owner
-		runningPod(t, ns, "web-"+h.name+"-a", h.name, nil, owner)
-		pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-" + h.name + "-pending", OwnerReferences: []metav1.OwnerReference{*owner}},
+		runningPod(t, ns, "web-"+h.name+"-a", h.name, podLabels(owner.Name), owner)
+		pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-" + h.name + "-pending", Labels: podLabels(owner.Name), OwnerReferences: []metav1.OwnerReference{*owner}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
 		if err := k8s.Create(ctx, pending); err != nil {
 			t.Fatal(err)
@@ -333,28 +335,36 @@ func TestRolloutWaitsForDrainedPodsReady(t *testing.T) {
 	}
 
 	// The ReplicaSet's replacement, Ready on the node that is back.
-	runningPod(t, ns, "web-"+first.name+"-b", first.name, nil, owner)
+	runningPod(t, ns, "web-"+first.name+"-b", first.name, podLabels(owner.Name), owner)
 	r.waitDone(b, 3*time.Minute)
 	if p, who := u.peak(); p != 1 {
 		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (%s), want exactly 1", p, who)
 	}
 }
 
-// replicaSet creates a ReplicaSet (nothing runs it here: the test makes
-// its pods) and returns the owner reference its pods carry.
+// replicaSet creates a ReplicaSet of two pods, one Ready, with the status
+// its controller would write (nothing runs it here: the test makes its
+// pods, labelled podLabels(name)), and returns the owner reference its
+// pods carry.
 func replicaSet(t *testing.T, ns, name string) *metav1.OwnerReference {
 	t.Helper()
-	labels := map[string]string{"app": name}
-	zero := int32(0)
+	two := int32(2)
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.ReplicaSetSpec{
-		Replicas: &zero,
-		Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Replicas: &two,
+		Selector: &metav1.LabelSelector{MatchLabels: podLabels(name)},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels(name)},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}},
 	}}
 	if err := k8s.Create(context.Background(), rs); err != nil {
 		t.Fatal(err)
 	}
+	rs.Status = appsv1.ReplicaSetStatus{ObservedGeneration: rs.Generation, Replicas: 2, ReadyReplicas: 1}
+	if err := k8s.Status().Update(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
 	yes := true
 	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}
 }
+
+// podLabels are the labels of ReplicaSet name's pods.
+func podLabels(name string) map[string]string { return map[string]string{"app": name} }

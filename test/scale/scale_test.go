@@ -258,6 +258,13 @@ func TestScale(t *testing.T) {
 		syncErrors: map[string]int{},
 	}
 	r.workload = newWorkload(r.hcs)
+	wanted := map[string]int{}
+	for i := 0; i < r.cfg.nodes; i++ {
+		wanted[r.poolName(i%r.cfg.pools)] += r.cfg.pods
+	}
+	if err := r.workload.createReplicaSets(ctx, wanted); err != nil {
+		t.Fatal(err)
+	}
 	r.createNodes()
 
 	// One informer for every node: the daemons' wake-ups and the watch
