@@ -215,11 +215,12 @@ SCALE_NODES ?= 1000
 ## scale: a rollout at scale on a real API server: SCALE_NODES Node objects (default 1,000) in 5 pools, as many
 ## simulated nodes running the real daemon code in one process (simulated systemd, reboot and kubelet only),
 ## ndp-controller as a process of its own; a None, a Restart and a Reboot change under maxUnavailable 10%, then, in
-## NDP_SCALE_POLICY_ROUNDS rounds (default 2), the Restart and the Reboot under a RolloutPolicy on every pool and
-## again without it on a fresh ndp-controller (the policy's cost: the mean with it against the mean without). Prints
+## NDP_SCALE_POLICY_ROUNDS rounds (default 2), the Restart and the Reboot under a RolloutPolicy that gates every
+## pool, the Reboot under the same policy waiting for drained pods too, and both again without it, each on a fresh
+## ndp-controller (the policy's cost: the mean with it against the mean without). Prints
 ## time against the ideal, peak unavailable nodes per pool from a watch (the run fails over budget), API requests per
 ## node, and the controller's CPU and memory; the figures as Markdown (with charts) in bin/scale.md, the log in
-## bin/scale.log. About 20 minutes at 1,000 nodes on 2 cores; SCALE_NODES=100 takes about 4 minutes.
+## bin/scale.log. About 25 minutes at 1,000 nodes on 2 cores; SCALE_NODES=100 for a short run.
 ## NDP_SCALE_PPROF=DIR saves ndp-controller's CPU profile of each change.
 scale: build control-plane
 	{ KUBEBUILDER_ASSETS=$(BIN) NDP_CONTROLLER_BIN=$(BIN)/ndp-controller NDP_SCALE_NODES=$(SCALE_NODES) NDP_SCALE_REPORT=$(BIN)/scale.md \

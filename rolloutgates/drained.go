@@ -28,8 +28,9 @@ import (
 // has none on its way, and one deleted or replaced has none to bring back;
 // neither is waited for, and its pods are not read. Only the pods of the
 // other owners are listed — by the owner's selector, or, for another kind
-// of owner, every pod of its namespace — and judged one by one. Reads ask
-// for resourceVersion 0 (the API server's watch cache, not etcd).
+// of owner, every pod of its namespace — and judged one by one. Reads are
+// consistent (a list is served from the API server's watch cache once it
+// has caught up; resourceVersion 0 could answer with a pod's older state).
 // Requests: one GET per owner of those kinds, one LIST per owner that may
 // have pods on their way (one per namespace for other kinds).
 func DrainedNotReady(ctx context.Context, r client.Reader, d *v1alpha1.DrainedPods) ([]string, error) {
@@ -59,7 +60,7 @@ func DrainedNotReady(ctx context.Context, r client.Reader, d *v1alpha1.DrainedPo
 	seen := map[types.UID]bool{}
 	var pods []*corev1.Pod
 	for _, k := range keys {
-		opts := []client.ListOption{client.InNamespace(k.namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}}
+		opts := []client.ListOption{client.InNamespace(k.namespace)}
 		if sel := lists[k]; sel != nil {
 			opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 		}
@@ -112,7 +113,7 @@ func readOwner(ctx context.Context, r client.Reader, o v1alpha1.DrainedOwner) (o
 	default:
 		return ownerView{}, nil
 	}
-	err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, obj, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, obj)
 	if apierrors.IsNotFound(err) {
 		return ownerView{gone: true}, nil
 	}

@@ -16,8 +16,9 @@ import (
 // BlockingPods lists the pods the gate's selector matches (in every
 // namespace, with their node in Spec.NodeName), leaving out those that
 // finished, and, when the gate has a namespaceSelector, the labels of
-// their namespaces: one pod LIST by the selector, from the API server's
-// watch cache (resourceVersion 0), and a namespace GET per namespace met.
+// their namespaces: one pod LIST by the selector (consistent: served from
+// the API server's watch cache once it has caught up), and a namespace GET
+// per namespace met.
 // rolloutcontrol checks both selectors again.
 func BlockingPods(ctx context.Context, r client.Reader, g *v1alpha1.BlockingPodsGate) *rolloutcontrol.PodsResult {
 	sel, err := metav1.LabelSelectorAsSelector(&g.Selector)
@@ -25,7 +26,7 @@ func BlockingPods(ctx context.Context, r client.Reader, g *v1alpha1.BlockingPods
 		return &rolloutcontrol.PodsResult{Err: fmt.Errorf("spec.gates.blockingPods.selector: %w", err)}
 	}
 	var list corev1.PodList
-	if err := r.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return &rolloutcontrol.PodsResult{Err: fmt.Errorf("listing pods %s: %w", sel, err)}
 	}
 	res := &rolloutcontrol.PodsResult{}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,7 @@ var (
 // weighs on both sides.
 func defaultChanges(rounds int) string {
 	keys := []string{"none", "restart", "reboot"}
-	with, without := []string{"restart+policy", "reboot+policy"}, []string{"restart-again", "reboot-again"}
+	with, without := []string{"restart+policy", "reboot+policy", "reboot+pacing"}, []string{"restart-again", "reboot-again"}
 	for round := 1; round <= rounds; round++ {
 		suffix := ""
 		if round > 1 {
@@ -54,13 +55,14 @@ func defaultChanges(rounds int) string {
 }
 
 // policyChanges are round's changes that measure the RolloutPolicy's
-// cost: Restart and Reboot with the policy ("+ policy") and without it
+// cost: Restart and Reboot with the policy that gates every pool ("+
+// policy": its window and gates), Reboot with the same policy also
+// waiting for drained pods ("+ pacing"), and both without a policy
 // ("again"), each a new generation of its change, each on a fresh
 // ndp-controller. A process's CPU for the same change grows with the
 // changes it has seen (the first Restart, on the process that ran None,
-// cost more than the "again" ones in every run), and the pod cache a
-// policy starts outlives it: so no side runs on an older process than the
-// other. One round's ratio still moves by more than the 10 % target
+// cost more than the "again" ones in every run): so no side runs on an
+// older process than the other. One round's ratio still moves by more than the 10 % target
 // between runs on 2 shared cores, so policyCost compares the means of
 // all rounds' runs.
 func (r *run) policyChanges(round int) map[string]change {
@@ -70,8 +72,9 @@ func (r *run) policyChanges(round int) map[string]change {
 	}
 	named := func(c change) change { c.name += label; return c }
 	return map[string]change{
-		"restart+policy" + key: named(r.withRolloutPolicy(r.chronyChange(2 * round))),
-		"reboot+policy" + key:  named(r.withRolloutPolicy(r.kernelArgumentChange(2 * round))),
+		"restart+policy" + key: named(r.withRolloutPolicy(r.chronyChange(2*round), false)),
+		"reboot+policy" + key:  named(r.withRolloutPolicy(r.kernelArgumentChange(2*round), false)),
+		"reboot+pacing" + key:  named(r.withRolloutPolicy(r.kernelArgumentChange(100+round), true)),
 		"restart-again" + key:  named(r.withoutRolloutPolicy(r.chronyChange(2*round + 1))),
 		"reboot-again" + key:   named(r.withoutRolloutPolicy(r.kernelArgumentChange(2*round + 1))),
 	}
@@ -80,25 +83,28 @@ func (r *run) policyChanges(round int) map[string]change {
 // withRolloutPolicy is c with a RolloutPolicy on every pool: a window
 // open all day for every plan, gates on a real Prometheus (Debian's, on
 // loopback, no alert firing) and on blocking pods (on the node, none
-// match), pacing that waits for drained pods. Everything is evaluated at
-// every step of every pool; nothing holds. What it costs is the change's
-// figures against c's own, measured in the same run, each on a fresh
-// ndp-controller. The policy (unless it exists) and its Prometheus (once)
-// are made before the change is measured: starting a Prometheus is not
-// the policy's cost.
-func (r *run) withRolloutPolicy(c change) change {
+// match), and with pacing, waiting for drained pods too. Everything is
+// evaluated at every step of every pool; nothing holds. What it costs is
+// the change's figures against c's own, measured in the same run, each on
+// a fresh ndp-controller. The policy and its Prometheus (once) are made
+// before the change is measured: starting a Prometheus is not the
+// policy's cost.
+func (r *run) withRolloutPolicy(c change, pacing bool) change {
 	c.name += " + policy"
-	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate, drained-pods pacing), on a fresh ndp-controller"
+	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate), on a fresh ndp-controller"
+	if pacing {
+		c.name = strings.TrimSuffix(c.name, " + policy") + " + pacing"
+		c.what = strings.Replace(c.what, "blocking-pods gate)", "blocking-pods gate, drained-pods pacing)", 1)
+	}
 	c.prepare = func(ctx context.Context) {
 		r.restartController()
-		r.createRolloutPolicy(ctx)
+		r.applyRolloutPolicy(ctx, pacing)
 	}
 	return c
 }
 
 // withoutRolloutPolicy is c once more beside the "+ policy" changes: the
-// policy deleted, on a fresh ndp-controller (the pod cache the policy
-// started would outlive it).
+// policy deleted, on a fresh ndp-controller (as they run).
 func (r *run) withoutRolloutPolicy(c change) change {
 	c.name += " again"
 	c.what += ", the RolloutPolicy deleted, on a fresh ndp-controller"
@@ -112,9 +118,9 @@ func (r *run) withoutRolloutPolicy(c change) change {
 	return c
 }
 
-// createRolloutPolicy creates the policy, unless it exists, and waits
-// until the controller accepted it.
-func (r *run) createRolloutPolicy(ctx context.Context) {
+// applyRolloutPolicy creates the policy, or sets its spec, and waits until
+// the controller accepted it.
+func (r *run) applyRolloutPolicy(ctx context.Context, pacing bool) {
 	t := r.t
 	prometheusOnce.Do(func() {
 		bin := testkit.RequirePrometheusTool(t, "prometheus", "prometheus")
@@ -134,10 +140,24 @@ func (r *run) createRolloutPolicy(ctx context.Context) {
 			Prometheus:   &v1alpha1.PrometheusGate{URL: url, Alerts: &v1alpha1.AlertSelector{Names: []string{"NodeDown"}}},
 			BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "scale-blocker"}}, Scope: v1alpha1.BlockingPodsNode},
 		},
-		Pacing: &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true},
 	}}
-	if err := r.k8s.Create(ctx, p); client.IgnoreAlreadyExists(err) != nil {
+	if pacing {
+		p.Spec.Pacing = &v1alpha1.RolloutPacing{WaitForDrainedPodsReady: true}
+	}
+	var cur v1alpha1.RolloutPolicy
+	switch err := r.k8s.Get(ctx, client.ObjectKeyFromObject(p), &cur); {
+	case apierrors.IsNotFound(err):
+		err = r.k8s.Create(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+	case err != nil:
 		t.Fatal(err)
+	default:
+		cur.Spec = p.Spec
+		if err := r.k8s.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
 	}
 	testkit.Eventually(t, "the RolloutPolicy accepted", func() (bool, string) {
 		var got v1alpha1.RolloutPolicy
