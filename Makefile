@@ -220,7 +220,7 @@ SCALE_NODES ?= 1000
 ## ndp-controller (the policy's cost: the mean with it against the mean without). Prints
 ## time against the ideal, peak unavailable nodes per pool from a watch (the run fails over budget), API requests per
 ## node, and the controller's CPU and memory; the figures as Markdown (with charts) in bin/scale.md, the log in
-## bin/scale.log. About 25 minutes at 1,000 nodes on 2 cores; SCALE_NODES=100 for a short run.
+## bin/scale.log. About 30 minutes at 1,000 nodes on 2 cores; SCALE_NODES=100 for a short run.
 ## NDP_SCALE_PPROF=DIR saves ndp-controller's CPU profile of each change.
 scale: build control-plane
 	{ KUBEBUILDER_ASSETS=$(BIN) NDP_CONTROLLER_BIN=$(BIN)/ndp-controller NDP_SCALE_NODES=$(SCALE_NODES) NDP_SCALE_REPORT=$(BIN)/scale.md \
