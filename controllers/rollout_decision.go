@@ -168,10 +168,11 @@ func decideRollout(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, target 
 	return decideRolloutWith(pool, nodes, target, rolloutPolicies{})
 }
 
-// podReads are the pool's reads of pods for its policies: which owners of
-// the pods drained from its last node are not back (drainedNotReady, nil
-// when there is no such drain or no policy waits for it) and each
-// policy's blocking pods (blocking, nil without a GateSource).
+// podReads are the pool's reads of pods for its policies, both through
+// the GateSource (nil without one): which owners of the pods drained from
+// its last node are not back (drainedNotReady, nil when there is no such
+// drain or no policy waits for it) and each policy's blocking pods
+// (blocking).
 type podReads struct {
 	drainedNotReady func() ([]string, error)
 	blocking        func(*v1alpha1.RolloutPolicy) *rolloutcontrol.PodsResult
