@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,10 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // What an owner's object says of its pods: settled only when its status
@@ -145,16 +142,8 @@ func (c *countingReader) take() []string {
 // listed by the owner's selector (a Job's: its namespace) and judged one
 // by one; a deleted owner is not waited for.
 func TestDrainedNotReady(t *testing.T) {
-	ctrllog.SetLogger(logr.Discard())
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "..", NoCRDs: true})
-	c := cp.Client
+	c, mk := apiServer(t)
 	ctx := context.Background()
-	mk := func(o client.Object) {
-		t.Helper()
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
 	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}})
 	template := func(app string) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},

@@ -18,16 +18,8 @@ import (
 // The blocking-pod gate lists pods by selector from a real API server,
 // with their nodes and their namespaces' labels.
 func TestBlockingPods(t *testing.T) {
-	ctrllog.SetLogger(logr.Discard()) // envtest's client logs nothing worth reading here
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "..", NoCRDs: true})
-	c := cp.Client
+	c, mk := apiServer(t)
 	ctx := context.Background()
-	mk := func(o client.Object) {
-		t.Helper()
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
 	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"tier": "prod"}}})
 	mk(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "batch"}})
 	pod := func(ns, name, app, node string) *corev1.Pod {
@@ -82,4 +74,18 @@ func TestBlockingPods(t *testing.T) {
 		v, words := verdict(t, e, policy("pods", v1alpha1.RolloutGates{BlockingPods: gate}))
 		return !v.Held("worker-1"), words
 	})
+}
+
+// apiServer starts a real kube-apiserver (no CRDs) and returns its client
+// and a helper that creates an object or fails the test.
+func apiServer(t *testing.T) (client.Client, func(client.Object)) {
+	t.Helper()
+	ctrllog.SetLogger(logr.Discard()) // envtest's client logs nothing worth reading here
+	c := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "..", NoCRDs: true}).Client
+	return c, func(o client.Object) {
+		t.Helper()
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -62,9 +62,9 @@ func defaultChanges(rounds int) string {
 // ndp-controller. A process's CPU for the same change grows with the
 // changes it has seen (the first Restart, on the process that ran None,
 // cost more than the "again" ones in every run): so no side runs on an
-// older process than the other. One round's ratio still moves by more than the 10 % target
-// between runs on 2 shared cores, so policyCost compares the means of
-// all rounds' runs.
+// older process than the other. One round's ratio still moves by more
+// than the 10 % target between runs on 2 shared cores, so policyCost
+// compares the means of all rounds' runs.
 func (r *run) policyChanges(round int) map[string]change {
 	key, label := "", ""
 	if round > 1 {
@@ -90,12 +90,12 @@ func (r *run) policyChanges(round int) map[string]change {
 // before the change is measured: starting a Prometheus is not the
 // policy's cost.
 func (r *run) withRolloutPolicy(c change, pacing bool) change {
-	c.name += " + policy"
-	c.what += ", a RolloutPolicy on every pool (window, Prometheus alert gate, blocking-pods gate), on a fresh ndp-controller"
+	suffix, parts := " + policy", "window, Prometheus alert gate, blocking-pods gate"
 	if pacing {
-		c.name = strings.TrimSuffix(c.name, " + policy") + " + pacing"
-		c.what = strings.Replace(c.what, "blocking-pods gate)", "blocking-pods gate, drained-pods pacing)", 1)
+		suffix, parts = " + pacing", parts+", drained-pods pacing"
 	}
+	c.name += suffix
+	c.what += ", a RolloutPolicy on every pool (" + parts + "), on a fresh ndp-controller"
 	c.prepare = func(ctx context.Context) {
 		r.restartController()
 		r.applyRolloutPolicy(ctx, pacing)
@@ -147,8 +147,7 @@ func (r *run) applyRolloutPolicy(ctx context.Context, pacing bool) {
 	var cur v1alpha1.RolloutPolicy
 	switch err := r.k8s.Get(ctx, client.ObjectKeyFromObject(p), &cur); {
 	case apierrors.IsNotFound(err):
-		err = r.k8s.Create(ctx, p)
-		if err != nil {
+		if err := r.k8s.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	case err != nil:
