@@ -412,6 +412,25 @@ func fromPolicies(passwd bool, files, units []string, pol Policies, from, to *ma
 	return actions, rules
 }
 
+// FilePolicy is the policy entry the MCO's daemon decides a changed file
+// by (its longest matching path); ok is false when none matches and the
+// change reboots.
+func FilePolicy(p string, pol Policies) (e operatorv1.NodeDisruptionPolicyStatusFile, ok bool) {
+	return closestFilePolicy(p, pol.Files)
+}
+
+// UnitPolicy is the policy entry of a changed unit (its exact name).
+func UnitPolicy(name string, pol Policies) (operatorv1.NodeDisruptionPolicyStatusUnit, bool) {
+	i := slices.IndexFunc(pol.Units, func(e operatorv1.NodeDisruptionPolicyStatusUnit) bool { return string(e.Name) == name })
+	if i < 0 {
+		return operatorv1.NodeDisruptionPolicyStatusUnit{}, false
+	}
+	return pol.Units[i], true
+}
+
+// StatusActions are a policy entry's actions as decisions carry them.
+func StatusActions(in []operatorv1.NodeDisruptionPolicyStatusAction) []Action { return statusActions(in) }
+
 // closestFilePolicy is the MCO's file policy match: the policy path equals
 // the changed path, or the changed path lies under it as a directory; the
 // longest policy path wins, the first of equally long ones.

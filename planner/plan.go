@@ -35,11 +35,15 @@ type Plan struct {
 // Reason explains one change: the policy whose claim won it, and the
 // actions that claim asked for.
 type Reason struct {
-	Change  string          `json:"change"`
-	Policy  string          `json:"policy"`
-	Match   string          `json:"match,omitempty"`
-	Actions []policy.Action `json:"actions"`
-	Detail  string          `json:"detail,omitempty"`
+	Change string `json:"change"`
+	// ChangeID is the change's id in the change set ("file:/etc/chrony.conf",
+	// "unit:foo.service", "sshkey"), for callers that map reasons back to
+	// what changed (the MCO entries); not part of the stored plan.
+	ChangeID string          `json:"-"`
+	Policy   string          `json:"policy"`
+	Match    string          `json:"match,omitempty"`
+	Actions  []policy.Action `json:"actions"`
+	Detail   string          `json:"detail,omitempty"`
 }
 
 // NoPolicy is the policy of a reason for an unclaimed change.
@@ -118,9 +122,9 @@ func (p *Planner) PlanChanges(ctx context.Context, cs *changeset.ChangeSet, pool
 	}
 	var ordered []policy.Action
 	for _, w := range Resolve(cs, claims, priority) {
-		r := Reason{Change: w.Change.Describe(), Policy: NoPolicy, Actions: []policy.Action{{Type: policy.ActionReboot}}, Detail: "no policy claims this change"}
+		r := Reason{Change: w.Change.Describe(), ChangeID: w.Change.ID, Policy: NoPolicy, Actions: []policy.Action{{Type: policy.ActionReboot}}, Detail: "no policy claims this change"}
 		if w.Claim != nil {
-			r = Reason{Change: w.Change.Describe(), Policy: w.Claim.Policy, Match: w.Claim.Match, Actions: w.Claim.Actions, Detail: w.Claim.Reason}
+			r = Reason{Change: w.Change.Describe(), ChangeID: w.Change.ID, Policy: w.Claim.Policy, Match: w.Claim.Match, Actions: w.Claim.Actions, Detail: w.Claim.Reason}
 		}
 		plan.Reasons = append(plan.Reasons, r)
 		ordered = append(ordered, r.Actions...)

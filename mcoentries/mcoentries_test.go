@@ -1,0 +1,169 @@
+package mcoentries_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ndp-dev/ndp/internal/testkit/policytest"
+	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/loader"
+	"github.com/ndp-dev/ndp/planner/policy"
+)
+
+var (
+	restartChrony = policy.RestartAction("chronyd.service")
+	reloadCrio    = policy.ReloadAction("crio.service")
+)
+
+func files(fs ...operatorv1.NodeDisruptionPolicySpecFile) []operatorv1.NodeDisruptionPolicySpecFile {
+	return fs
+}
+
+func file(p string, as ...policy.Action) operatorv1.NodeDisruptionPolicySpecFile {
+	return operatorv1.NodeDisruptionPolicySpecFile{Path: p, Actions: as}
+}
+
+func TestStatic(t *testing.T) {
+	pooled := policytest.File("pooled", 100, "/etc/chrony.conf", policytest.Reboot)
+	pooled.PoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "infra"}}
+	tests := []struct {
+		name      string
+		pols      []policy.Policy
+		want      []operatorv1.NodeDisruptionPolicySpecFile
+		withheld  []string // subjects
+		wantUnits int
+	}{{
+		name: "one entry",
+		pols: []policy.Policy{policytest.File("chrony", 100, "/etc/chrony.conf", restartChrony)},
+		want: files(file("/etc/chrony.conf", restartChrony)),
+	}, {
+		name: "a final slash is the same path",
+		pols: []policy.Policy{policytest.File("app", 100, "/etc/app/", restartChrony)},
+		want: files(file("/etc/app", restartChrony)),
+	}, {
+		name: "equal priority: both apply",
+		pols: []policy.Policy{policytest.File("a", 100, "/etc/x", restartChrony), policytest.File("b", 100, "/etc/x", reloadCrio)},
+		want: files(file("/etc/x", restartChrony, reloadCrio)),
+	}, {
+		name: "higher priority wins",
+		pols: []policy.Policy{policytest.File("a", 100, "/etc/x", restartChrony), policytest.File("b", 200, "/etc/x", reloadCrio)},
+		want: files(file("/etc/x", reloadCrio)),
+	}, {
+		name: "a directory over the MCO's defaults keeps them where ndp's defaults agree, and overrides the MCO-only ones",
+		pols: []policy.Policy{policytest.File("etc", 100, "/etc", restartChrony)},
+		// ndp's default policy has no entry for the MCO's iri-registry
+		// paths: beneath /etc ndp decides them by the user entry; and it has
+		// one the MCO lacks.
+		want: files(
+			file("/etc", restartChrony),
+			file("/etc/iri-registry", restartChrony),
+			file("/etc/mco/internal-registry-pull-secret.json", policytest.None),
+			file("/etc/pki/ca-trust/source/anchors/iri-root-ca.crt", restartChrony),
+		),
+	}, {
+		name:     "for some pools only: withheld",
+		pols:     []policy.Policy{policytest.File("chrony", 100, "/etc/chrony.conf", restartChrony), pooled},
+		withheld: []string{"file /etc/chrony.conf"},
+	}, {
+		name: "a Rego policy that names the path: withheld",
+		pols: []policy.Policy{policytest.File("chrony", 100, "/etc/chrony.conf", restartChrony),
+			policytest.Rego("chronyrego", 100, "package ndp.policy.chronyrego\n\nimport data.ndp.lib\n\nclaims contains {\"change\": c.id, \"match\": c.path, \"actions\": lib.reboot} if {\n\tsome c in lib.file_changes\n\tc.path == \"/etc/chrony.conf\"\n\tcontains(c.new.data, \"server\")\n}\n")},
+		withheld: []string{"file /etc/chrony.conf"},
+	}, {
+		name: "a Rego policy that claims every file by contents, naming no path: the probe sees it",
+		pols: []policy.Policy{policytest.File("chrony", 100, "/etc/chrony.conf", restartChrony),
+			policytest.Rego("any", 100, "package ndp.policy.any\n\nimport data.ndp.lib\n\nclaims contains {\"change\": c.id, \"match\": c.path, \"actions\": lib.reboot} if {\n\tsome c in lib.file_changes\n\tc.op == \"changed\"\n}\n")},
+		withheld: []string{"file /etc/chrony.conf"},
+	}, {
+		name: "registries.conf: the MCO's own rule",
+		pols: []policy.Policy{policytest.File("reg", 100, "/etc/containers/registries.conf", reloadCrio)},
+		withheld: []string{"file /etc/containers/registries.conf"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := policytest.Planner(t, tt.pols...)
+			res, err := mcoentries.Static(context.Background(), mcoentries.StaticInput{Planner: pl, Policies: append([]policy.Policy{policy.DefaultPolicy()}, tt.pols...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, res.Entries.Files); diff != "" {
+				t.Errorf("files (-want +got):\n%s\nunexpressed: %v", diff, res.Unexpressed)
+			}
+			var got []string
+			for _, u := range res.Unexpressed {
+				got = append(got, u.Subject)
+			}
+			if diff := cmp.Diff(tt.withheld, got); diff != "" {
+				t.Errorf("withheld (-want +got):\n%s\n%v", diff, res.Unexpressed)
+			}
+		})
+	}
+}
+
+func loadPlan(t *testing.T, pl *planner.Planner, dir string) (*machineconfig.Config, *machineconfig.Config, *planner.Plan) {
+	t.Helper()
+	read := func(n string) *machineconfig.Config {
+		data, err := os.ReadFile(dir + "/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := machineconfig.Parse(n, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	from, to := read("old.yaml"), read("new.yaml")
+	p, err := pl.Plan(context.Background(), planner.Request{From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return from, to, p
+}
+
+func TestForUpdate(t *testing.T) {
+	kubeletLive, _, err := loader.Load("../examples/policies/kubelet-live.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chrony, _, err := loader.Load("../examples/policies/chrony.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		pols    []policy.Policy
+		dir     string
+		entries []string
+		before  string
+		after   string
+	}{
+		{"chrony restart", chrony, "chrony", []string{"file:/etc/chrony.conf"}, "drain and reboot", "Restart chronyd.service"},
+		{"maxPods: restart the kubelet", kubeletLive, "kubelet-maxpods", []string{"file:/etc/kubernetes/kubelet.conf"}, "drain and reboot", "Restart kubelet.service"},
+		{"cpuManagerPolicy: ndp reboots too, nothing to write", kubeletLive, "kubelet-cpumanager", nil, "drain and reboot", "drain and reboot"},
+		{"os image: the MCO's fixed rule, as ndp", nil, "os-image-bump", nil, "drain and reboot", "drain and reboot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := policytest.Planner(t, tt.pols...)
+			from, to, plan := loadPlan(t, pl, "../examples/machineconfigs/"+tt.dir)
+			res, err := mcoentries.ForUpdate(mcoentries.Update{From: from, To: to, Plan: plan}, mcoentries.Entries{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.entries, mcoentries.Subjects(res.Entries)); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+			if res.Before != tt.before || res.After != tt.after || !res.Equal {
+				t.Errorf("before %q after %q equal %v, want %q %q true; %v", res.Before, res.After, res.Equal, tt.before, tt.after, res.Unexpressed)
+			}
+		})
+	}
+}
