@@ -3,6 +3,7 @@ package mcoentries_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,8 +83,8 @@ func TestStatic(t *testing.T) {
 			policytest.Rego("any", 100, "package ndp.policy.any\n\nimport data.ndp.lib\n\nclaims contains {\"change\": c.id, \"match\": c.path, \"actions\": lib.reboot} if {\n\tsome c in lib.file_changes\n\tc.op == \"changed\"\n}\n")},
 		withheld: []string{"file /etc/chrony.conf"},
 	}, {
-		name: "registries.conf: the MCO's own rule",
-		pols: []policy.Policy{policytest.File("reg", 100, "/etc/containers/registries.conf", reloadCrio)},
+		name:     "registries.conf: the MCO's own rule",
+		pols:     []policy.Policy{policytest.File("reg", 100, "/etc/containers/registries.conf", reloadCrio)},
 		withheld: []string{"file /etc/containers/registries.conf"},
 	}}
 	for _, tt := range tests {
@@ -163,6 +164,49 @@ func TestForUpdate(t *testing.T) {
 			}
 			if res.Before != tt.before || res.After != tt.after || !res.Equal {
 				t.Errorf("before %q after %q equal %v, want %q %q true; %v", res.Before, res.After, res.Equal, tt.before, tt.after, res.Unexpressed)
+			}
+		})
+	}
+}
+
+func TestForPending(t *testing.T) {
+	kubeletLive, _, err := loader.Load("../examples/policies/kubelet-live.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := policytest.Planner(t, kubeletLive...)
+	from, to, plan := loadPlan(t, pl, "../examples/machineconfigs/kubelet-maxpods")
+	cfrom, cto, cplan := loadPlan(t, pl, "../examples/machineconfigs/kubelet-cpumanager")
+	generated := map[string]string{"file:/etc/kubernetes/kubelet.conf": "99-worker-generated-kubelet"}
+	guarded := func(src string) bool { return !strings.HasPrefix(src, "01-") }
+	move := func(pool string, f, t *machineconfig.Config, p *planner.Plan, src map[string]string) mcoentries.Move {
+		return mcoentries.Move{Pool: pool, Update: mcoentries.Update{From: f, To: t, Plan: p}, Sources: src}
+	}
+	tests := []struct {
+		name  string
+		moves []mcoentries.Move
+		want  []string
+		notes int
+	}{
+		{"one move", []mcoentries.Move{move("worker", from, to, plan, generated)}, []string{"file:/etc/kubernetes/kubelet.conf"}, 0},
+		{"two pools, the same change", []mcoentries.Move{move("worker", from, to, plan, generated), move("infra", from, to, plan, generated)}, []string{"file:/etc/kubernetes/kubelet.conf"}, 0},
+		// infra's nodes move to a cpuManagerPolicy: ndp reboots them, which
+		// a kubelet.conf entry restarting the kubelet would not.
+		{"another pool needs a reboot of the same path", []mcoentries.Move{move("worker", from, to, plan, generated), move("infra", cfrom, cto, cplan, generated)}, nil, 1},
+		{"a template's file: no guard holds it", []mcoentries.Move{move("worker", from, to, plan, map[string]string{"file:/etc/kubernetes/kubelet.conf": "01-worker-kubelet"})}, nil, 1},
+		{"source unknown", []mcoentries.Move{move("worker", from, to, plan, nil)}, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, notes, err := mcoentries.ForPending(tt.moves, mcoentries.Entries{}, guarded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, mcoentries.Subjects(got)); diff != "" {
+				t.Errorf("entries (-want +got):\n%s\nnotes: %v", diff, notes)
+			}
+			if len(notes) != tt.notes {
+				t.Errorf("notes: %v, want %d", notes, tt.notes)
 			}
 		})
 	}

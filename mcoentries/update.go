@@ -9,6 +9,7 @@ import (
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
@@ -183,4 +184,210 @@ func refusalMismatch(d *mcorules.Decision, p *planner.Plan) string {
 		return "the MCO refuses it (" + d.Refused[0] + ") where ndp plans it"
 	}
 	return "ndp refuses it (" + p.Unreconcilable[0].String() + ") where the MCO applies it"
+}
+
+// Move is one pending update of a pool's nodes, with what the guard needs
+// to know of it.
+type Move struct {
+	Pool string
+	Update
+	// Sources names, for each change id of the target ("file:/etc/x",
+	// "unit:y.service", "sshkey"), the MachineConfig that gives it: a
+	// per-update entry is written only for a change whose source the
+	// admission guard covers (GuardedSource). nil: not known, no entry.
+	Sources map[string]string
+}
+
+// ForPending is the per-update entries of every pending move at once: the
+// entries ForUpdate finds for each, kept only where they are safe
+// together. A move's entries are kept only if, with them, the MCO does
+// exactly ndp's plan for it (Equal), every change they cover comes from a
+// source the admission guard protects (guarded: a MachineConfig an
+// administrator writes, or one the MCO generates from a KubeletConfig or
+// ContainerRuntimeConfig; never a template or image-mirror rendering, which
+// the guard cannot refuse), no other move needs other actions for the same
+// path, and, with all of them standing, every move still gets exactly
+// ndp's plan. What is dropped is said why.
+func ForPending(moves []Move, base Entries, guarded func(source string) bool) (Entries, []Unexpressed, error) {
+	type moveEntries struct {
+		Move
+		entries Entries
+	}
+	var ok []moveEntries
+	var notes []Unexpressed
+	note := func(m Move, why string) {
+		notes = append(notes, Unexpressed{Subject: fmt.Sprintf("pool %s: %s -> %s", m.Pool, nameOf(m.From), nameOf(m.To)), Reason: why})
+	}
+	for _, m := range moves {
+		r, err := ForUpdate(m.Update, base)
+		if err != nil {
+			return Entries{}, nil, err
+		}
+		if Empty(r.Entries) {
+			continue
+		}
+		if !r.Equal {
+			for _, u := range r.Unexpressed {
+				note(m, u.String())
+			}
+			continue
+		}
+		if s := unguarded(r.Entries, m.Sources, guarded); s != "" {
+			note(m, s)
+			continue
+		}
+		ok = append(ok, moveEntries{Move: m, entries: r.Entries})
+	}
+	// Moves that disagree on a subject, or whose changes an entry of
+	// another move would decide otherwise, lose their entries; repeat
+	// until none does.
+	banned := map[string]bool{}
+	for {
+		var keep []moveEntries
+		for _, m := range ok {
+			if s := firstIn(Subjects(m.entries), banned); s != "" {
+				note(m.Move, fmt.Sprintf("another pending update needs %s decided otherwise", subjectText(s)))
+				continue
+			}
+			keep = append(keep, m)
+		}
+		ok = keep
+		union, seen, more := Entries{}, map[string]string{}, false
+		for _, m := range ok {
+			for _, s := range subjectActions(m.entries) {
+				if a, dup := seen[s[0]]; dup && a != s[1] {
+					banned[s[0]], more = true, true
+				}
+				seen[s[0]] = s[1]
+			}
+			union = Merge(union, m.entries)
+		}
+		if more {
+			continue
+		}
+		// Every move, with every entry standing (those without entries of
+		// their own too), must still get exactly ndp's plan.
+		for _, m := range moves {
+			r, err := ForUpdate(m.Update, Merge(base, union))
+			if err != nil {
+				return Entries{}, nil, err
+			}
+			if Empty(r.Entries) && r.Equal {
+				continue
+			}
+			touched, err := changedSubjects(m.Update, base)
+			if err != nil {
+				return Entries{}, nil, err
+			}
+			for _, o := range ok {
+				if sameMove(o.Move, m) {
+					continue
+				}
+				for _, s := range Subjects(o.entries) {
+					if touches(s, touched) {
+						banned[s], more = true, true
+					}
+				}
+			}
+		}
+		if !more {
+			return Sorted(union), notes, nil
+		}
+	}
+}
+
+// touches: the entry for subject decides one of the changes (a file entry
+// also decides the files beneath its path).
+func touches(subject string, changed map[string]bool) bool {
+	if changed[subject] {
+		return true
+	}
+	p, ok := strings.CutPrefix(subject, "file:")
+	if !ok {
+		return false
+	}
+	for c := range changed {
+		if f, ok := strings.CutPrefix(c, "file:"); ok && changeset.Covers(p, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// changedSubjects are the files, units and passwd the MCO sees change in u.
+func changedSubjects(u Update, base Entries) (map[string]bool, error) {
+	d, err := mcorules.Decide(mcorules.Input{From: u.From, To: u.To, Policies: mcorules.MergePolicies(base), SingleNode: u.SingleNode, Overrides: u.Overrides})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, f := range d.ChangedFiles {
+		out["file:"+f] = true
+	}
+	for _, n := range d.ChangedUnits {
+		out["unit:"+n] = true
+	}
+	if d.SSHChanged {
+		out["sshkey"] = true
+	}
+	return out, nil
+}
+
+func nameOf(c *machineconfig.Config) string {
+	if c == nil {
+		return "(none)"
+	}
+	return c.Name
+}
+
+func sameMove(a, b Move) bool {
+	return a.Pool == b.Pool && nameOf(a.From) == nameOf(b.From) && nameOf(a.To) == nameOf(b.To)
+}
+
+// subjectActions lists (subject, actions) pairs of e.
+func subjectActions(e Entries) [][2]string {
+	var out [][2]string
+	for _, f := range e.Files {
+		out = append(out, [2]string{"file:" + f.Path, keys(f.Actions)})
+	}
+	for _, u := range e.Units {
+		out = append(out, [2]string{"unit:" + string(u.Name), keys(u.Actions)})
+	}
+	if len(e.SSHKey.Actions) > 0 {
+		out = append(out, [2]string{"sshkey", keys(e.SSHKey.Actions)})
+	}
+	return out
+}
+
+// keys is an action list as text, in order.
+func keys(as []operatorv1.NodeDisruptionPolicySpecAction) string {
+	var ks []string
+	for _, a := range as {
+		ks = append(ks, key(a))
+	}
+	return strings.Join(ks, ", ")
+}
+
+func firstIn(subjects []string, set map[string]bool) string {
+	for _, s := range subjects {
+		if set[s] {
+			return s
+		}
+	}
+	return ""
+}
+
+// unguarded names the first entry whose change the admission guard does
+// not cover: its source is unknown, or not one the guard protects.
+func unguarded(e Entries, sources map[string]string, guarded func(string) bool) string {
+	for _, s := range Subjects(e) {
+		src, ok := sources[s]
+		switch {
+		case !ok:
+			return fmt.Sprintf("%s: its source MachineConfig is not known (a removed file, or a rendering ndp did not predict), so no guard can protect a per-update entry for it", subjectText(s))
+		case !guarded(src):
+			return fmt.Sprintf("%s comes from MachineConfig %s, which the MCO renders from the cluster's configuration: no admission guard can hold it, so no per-update entry is written for it", subjectText(s), src)
+		}
+	}
+	return ""
 }
