@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
+
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
@@ -58,13 +60,29 @@ func NewAdvisorClient(cfg *rest.Config, opts client.Options) (client.Client, err
 	return AdvisorClient(c), nil
 }
 
+// NewAdvisorClientWithMCOEntries is NewAdvisorClient that may also apply
+// ndp's entries to MachineConfiguration cluster (--mco-entries): a
+// server-side apply of that one object, never an update, a plain patch or
+// a delete, and of no other MachineConfiguration.
+func NewAdvisorClientWithMCOEntries(cfg *rest.Config, opts client.Options) (client.Client, error) {
+	c, err := client.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &advisorClient{Client: c, mcoEntries: true}, nil
+}
+
 // AdvisorClient wraps c: every create, update, patch, apply, delete and
 // subresource write (status included) of an object outside ndp.dev, Events
 // and Leases fails with an *AdvisorWriteError and sends nothing. Reads
 // pass.
 func AdvisorClient(c client.Client) client.Client { return &advisorClient{Client: c} }
 
-type advisorClient struct{ client.Client }
+type advisorClient struct {
+	client.Client
+	// mcoEntries lets applies of MachineConfiguration cluster through.
+	mcoEntries bool
+}
 
 // check refuses a write of obj unless the advisor may write its kind (an
 // object whose kind is not known is refused).
@@ -122,6 +140,9 @@ func (c *advisorClient) checkApply(verb string, obj runtime.ApplyConfiguration) 
 		return &AdvisorWriteError{Verb: verb, Kind: fmt.Sprintf("%T", obj), Name: name}
 	}
 	if advisorWritable(gvk.GroupKind()) {
+		return nil
+	}
+	if c.mcoEntries && gvk.Group == operatorv1.GroupName && gvk.Kind == "MachineConfiguration" && name == MachineConfigurationName {
 		return nil
 	}
 	return &AdvisorWriteError{Verb: verb, Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Name: name}

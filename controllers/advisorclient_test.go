@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -152,6 +153,50 @@ func TestAdvisorClientWritesOnlyNdpObjectsEventsAndLeases(t *testing.T) {
 	} {
 		if err := step.do(); err != nil {
 			t.Errorf("%s: %v", step.name, err)
+		}
+	}
+}
+
+// With --mco-entries the advisor may apply MachineConfiguration cluster,
+// and nothing more: not another MachineConfiguration, not by update, plain
+// patch or delete, and not without the switch.
+func TestAdvisorClientMCOEntries(t *testing.T) {
+	mcu := func(name string) runtime.ApplyConfiguration {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("operator.openshift.io/v1")
+		u.SetKind("MachineConfiguration")
+		u.SetName(name)
+		return client.ApplyConfigurationFromUnstructured(u)
+	}
+	on := &advisorClient{mcoEntries: true}
+	off := &advisorClient{}
+	if err := on.checkApply("apply", mcu("cluster")); err != nil {
+		t.Errorf("apply of MachineConfiguration cluster refused with the switch: %v", err)
+	}
+	for name, err := range map[string]error{
+		"without the switch":           off.checkApply("apply", mcu("cluster")),
+		"another MachineConfiguration": on.checkApply("apply", mcu("other")),
+	} {
+		var refusal *AdvisorWriteError
+		if !errors.As(err, &refusal) {
+			t.Errorf("%s: err = %v, want an *AdvisorWriteError", name, err)
+		}
+	}
+	sch := scheme.New()
+	sch.AddKnownTypes(operatorv1.GroupVersion, &operatorv1.MachineConfiguration{}, &operatorv1.MachineConfigurationList{})
+	metav1.AddToGroupVersion(sch, operatorv1.GroupVersion)
+	mcfg := &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	on.Client = fake.NewClientBuilder().WithScheme(sch).WithObjects(mcfg.DeepCopy()).Build()
+	ctx := context.Background()
+	merge := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"ndp.dev/x":"y"}}}`))
+	for name, err := range map[string]error{
+		"update":      on.Update(ctx, mcfg.DeepCopy()),
+		"merge patch": on.Patch(ctx, mcfg.DeepCopy(), merge),
+		"delete":      on.Delete(ctx, mcfg.DeepCopy()),
+	} {
+		var refusal *AdvisorWriteError
+		if !errors.As(err, &refusal) {
+			t.Errorf("%s of MachineConfiguration cluster: err = %v, want an *AdvisorWriteError", name, err)
 		}
 	}
 }

@@ -84,7 +84,7 @@ const maxPredicted = 64
 // SetupWithManager reconciles all pools when what a forecast is computed
 // from changes.
 func (r *ForecastReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.configs = render.NewConfigCache(1024)
+	r.init()
 	allPools := enqueueAllPools(r.Client)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("forecast").
@@ -100,6 +100,10 @@ func (r *ForecastReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.Active.Changes(), allPools)).
 		Complete(r)
 }
+
+// init makes the caches the calculation needs (also for a reconciler that
+// only computes, as MCOEntriesReconciler's).
+func (r *ForecastReconciler) init() { r.configs = render.NewConfigCache(1024) }
 
 // enqueuePoolsOfHistory maps a NodeHistory to the pools its advisor's
 // updates name: their forecasts' status.observed is computed from it.

@@ -27,6 +27,10 @@ type Options struct {
 	// by the manager. ndp-controller passes the guard its mode was decided
 	// with.
 	MCO *mcoguard.Guard
+	// MCOEntries, as advisor, is what ndp keeps in the MCO's node
+	// disruption policy (MCOEntriesOff when empty, MCOEntriesStatic or
+	// MCOEntriesPerUpdate): MCOEntriesReconciler.
+	MCOEntries string
 	// Gates evaluates RolloutPolicies' gates (package rolloutgates); nil:
 	// a policy's gates are never evaluated, so they hold its pools (or,
 	// with failOpen, warn).

@@ -70,11 +70,24 @@ func SetupWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options)
 func SetupAdvisorWithManager(mgr ctrl.Manager, engineOpts engine.Options, opts Options) (*policyset.ActivePolicies, error) {
 	active := policyset.NewActivePolicies(engineOpts)
 	forecast := &ForecastReconciler{Client: mgr.GetClient(), Active: active}
-	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
+	reconcilers := map[string]interface{ SetupWithManager(ctrl.Manager) error }{
 		"policy":   &PolicyReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-policy-controller"), Active: active, RetryRejected: opts.RetryRejected},
 		"forecast": forecast,
 		"observe":  &ObserveReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-advisor"), Sources: forecast.PredictedSources},
-	} {
+	}
+	switch opts.MCOEntries {
+	case "", MCOEntriesOff:
+	case MCOEntriesStatic, MCOEntriesPerUpdate:
+		// Its own forecast calculator: the forecast controller's caches
+		// are its own worker's.
+		calc := &ForecastReconciler{Client: mgr.GetClient(), Active: active}
+		calc.init()
+		reconcilers["mcoentries"] = &MCOEntriesReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Active: active, Forecasts: calc,
+			PerUpdate: opts.MCOEntries == MCOEntriesPerUpdate, Recorder: mgr.GetEventRecorder("ndp-mco-entries")}
+	default:
+		return nil, fmt.Errorf("--mco-entries must be %s, %s or %s, not %q", MCOEntriesOff, MCOEntriesStatic, MCOEntriesPerUpdate, opts.MCOEntries)
+	}
+	for name, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", name, err)
 		}

@@ -124,7 +124,57 @@ type NodeDisruptionPolicyStatus struct {
 	// again instead of losing the last good revision.
 	// +optional
 	ActiveSpec *NodeDisruptionPolicySpec `json:"activeSpec,omitempty"`
+
+	// mco says what ndp keeps of this policy in the Machine Config
+	// Operator's own node disruption policy (MachineConfiguration cluster
+	// spec.nodeDisruptionPolicy), where ndp-controller runs with
+	// --mco-entries; absent otherwise.
+	// +optional
+	MCO *PolicyMCOStatus `json:"mco,omitempty"`
 }
+
+// PolicyMCOStatus says which of a policy's decisions the MCO is given.
+type PolicyMCOStatus struct {
+	// state is Written (each of its declarative entries is in the MCO's
+	// list), Partial (some are; notExpressed and conflicts say why not the
+	// others), NotWritten (none is) or None (the policy has no declarative
+	// entry: Rego alone is never expressible statically).
+	// +kubebuilder:validation:Enum=Written;Partial;NotWritten;None
+	State string `json:"state"`
+
+	// entries ndp keeps for this policy: "file /etc/chrony.conf: Restart
+	// chronyd.service".
+	// +optional
+	// +listType=atomic
+	Entries []string `json:"entries,omitempty"`
+
+	// notExpressed lists what of the policy the MCO's API cannot be told,
+	// and why (its Rego reads the contents, it is for some pools only, the
+	// API's limits).
+	// +optional
+	// +listType=atomic
+	NotExpressed []string `json:"notExpressed,omitempty"`
+
+	// conflicts lists entries that an administrator's own entry for the
+	// same path or unit holds otherwise: ndp never overwrites those.
+	// +optional
+	// +listType=atomic
+	Conflicts []string `json:"conflicts,omitempty"`
+
+	// updateEntries lists the per-update entries standing for pending
+	// updates whose changes this policy decided.
+	// +optional
+	// +listType=atomic
+	UpdateEntries []string `json:"updateEntries,omitempty"`
+}
+
+// PolicyMCOStatus states.
+const (
+	MCOEntriesWritten    = "Written"
+	MCOEntriesPartial    = "Partial"
+	MCOEntriesNotWritten = "NotWritten"
+	MCOEntriesNone       = "None"
+)
 
 // Condition types of a NodeDisruptionPolicy.
 const (

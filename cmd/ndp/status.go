@@ -253,6 +253,9 @@ func collectStatus(ctx context.Context, c client.Reader, names []string, warn fu
 			report.Pools = append(report.Pools, none)
 		}
 	}
+	if report.MCOEntries, err = collectMCOEntries(ctx, c, warn); err != nil {
+		return nil, err
+	}
 	return report, nil
 }
 

@@ -18,6 +18,9 @@ import (
 // with its nodes. Its field names are a stable interface.
 type StatusReport struct {
 	Pools []PoolReport `json:"pools"`
+	// MCOEntries is what ndp keeps in the MCO's own node disruption
+	// policy, when it keeps anything (ndp-controller --mco-entries).
+	MCOEntries *MCOEntriesReport `json:"mcoEntries,omitempty"`
 }
 
 // NoPool is the pseudo-pool of nodes that no MachineConfigPool manages:
@@ -428,7 +431,10 @@ func writeStatusText(w io.Writer, r *StatusReport) error {
 			return err
 		}
 	}
-	return nil
+	var b strings.Builder
+	writeMCOEntriesText(&b, r.MCOEntries)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // shortConfig shows "rendered-<pool>-<hash>" as the hash's first 8
