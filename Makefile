@@ -71,7 +71,8 @@ image:
 image-push: image
 	$(GO) run ./hack/image push --layout $(BIN)/ndp-image --to $(IMAGE):$(VERSION)
 
-## install-manifests: dist/install.yaml (and dist/install-openshift.yaml) with IMAGE pinned by the digest of make image
+## install-manifests: dist/install.yaml (and dist/install-openshift.yaml, dist/install-openshift-mco-entries.yaml) with IMAGE
+## pinned by the digest of make image
 install-manifests: image control-plane
 	hack/install-manifests.sh $(IMAGE) $$(cat $(BIN)/ndp-image.digest) $(BIN)/kubectl
 

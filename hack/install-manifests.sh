@@ -3,7 +3,9 @@
 # dist/install.yaml (the kustomize base, manifests/: the executor, for
 # Kubernetes without the Machine Config Operator) and
 # dist/install-openshift.yaml (overlays/openshift: the advisor beside the
-# MCO), with kubectl's built-in kustomize.
+# MCO) and dist/install-openshift-mco-entries.yaml (overlays/openshift-mco-entries:
+# the advisor whose policies also drive the MCO's own node disruption
+# policy), with kubectl's built-in kustomize.
 #
 # Usage: [DIST=DIR] hack/install-manifests.sh IMAGE DIGEST [KUBECTL]
 #   IMAGE   registry/repository the image is pushed to (ghcr.io/ndp-dev/ndp)
@@ -23,10 +25,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 dist="${DIST:-$ROOT/dist}"
 mkdir -p "$dist"
-for variant in base openshift; do
+for variant in base openshift openshift-mco-entries; do
 	case "$variant" in
 	base) src="$ROOT/manifests" out="$dist/install.yaml" ;;
 	openshift) src="$ROOT/overlays/openshift" out="$dist/install-openshift.yaml" ;;
+	openshift-mco-entries) src="$ROOT/overlays/openshift-mco-entries" out="$dist/install-openshift-mco-entries.yaml" ;;
 	esac
 	mkdir -p "$work/$variant"
 	# An overlay of one's own, outside the repository: kustomize's image

@@ -44,7 +44,16 @@ func TestInstallManifestsDryRun(t *testing.T) {
 			"service.beta.openshift.io/serving-cert-secret-name: ndp-webhook-cert", `service.beta.openshift.io/inject-cabundle: "true"`},
 		// The advisor (TestOpenShiftInstallIsTheAdvisor checks it further).
 		// No RolloutPolicy: the MCO paces the rollout there.
-		notText: []string{"rolloutpolicies.ndp.dev", "kind: DaemonSet", "name: ndp-daemon", "system:serviceaccount:ndp-system:ndp-daemon", "PrometheusRule", "machineconfigs.machineconfiguration.openshift.io\n", "kind: ValidatingAdmissionPolicy"},
+		notText: []string{"rolloutpolicies.ndp.dev", "kind: DaemonSet", "name: ndp-daemon", "system:serviceaccount:ndp-system:ndp-daemon", "PrometheusRule", "machineconfigs.machineconfiguration.openshift.io\n", "kind: ValidatingAdmissionPolicy", "- --mco-entries"},
+	}, {
+		// The advisor with its policies driving the MCO: the API server
+		// compiles the guard's CEL on this dry-run.
+		dir: "../../overlays/openshift-mco-entries",
+		want: []string{"deployment.apps/ndp-controller", "validatingadmissionpolicy.admissionregistration.k8s.io/ndp-mco-update-entries",
+			"validatingadmissionpolicybinding.admissionregistration.k8s.io/ndp-mco-update-entries", "clusterrole.rbac.authorization.k8s.io/ndp-controller-mco-entries",
+			"clusterrolebinding.rbac.authorization.k8s.io/ndp-controller-mco-entries"},
+		wantText: []string{"- --mode=advisor", "- --mco-entries=all", "resourceNames:\n  - cluster\n  resources:\n  - machineconfigurations\n  verbs:\n  - patch"},
+		notText:  []string{"kind: DaemonSet", "rolloutpolicies.ndp.dev"},
 	}} {
 		t.Run(strings.TrimPrefix(tc.dir, "../../"), func(t *testing.T) {
 			rendered, err := kubectl(t, "kustomize", tc.dir)
