@@ -429,7 +429,9 @@ func UnitPolicy(name string, pol Policies) (operatorv1.NodeDisruptionPolicyStatu
 }
 
 // StatusActions are a policy entry's actions as decisions carry them.
-func StatusActions(in []operatorv1.NodeDisruptionPolicyStatusAction) []Action { return statusActions(in) }
+func StatusActions(in []operatorv1.NodeDisruptionPolicyStatusAction) []Action {
+	return statusActions(in)
+}
 
 // closestFilePolicy is the MCO's file policy match: the policy path equals
 // the changed path, or the changed path lies under it as a directory; the

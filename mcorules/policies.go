@@ -1,9 +1,28 @@
 package mcorules
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ndp-dev/ndp/manifests/crds"
 )
 
 // Paths and units of the MCO's default policies (pkg/daemon/constants).
@@ -192,73 +211,190 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
-func fieldError(field, format string, args ...any) error {
-	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
-}
+// fieldBody is a *field.Error without its field, which FieldError names:
+// errors.As still finds the *field.Error (its Type, its BadValue).
+type fieldBody struct{ err *field.Error }
 
-// Validate checks what the API server's schema would of a
-// MachineConfiguration's spec.nodeDisruptionPolicy before the operator
-// merges it, so that a file read offline fails with the field named
-// (a *FieldError) instead of giving a decision the MCO could never make:
-// action types, the service of a Reload or Restart, Reboot and None
-// standing alone, no repeated path or unit.
+func (b fieldBody) Error() string { return b.err.ErrorBody() }
+func (b fieldBody) Unwrap() error { return b.err }
+
+// Validate checks a MachineConfiguration's spec.nodeDisruptionPolicy as the
+// API server would before the operator merges it, so that a file read
+// offline fails with the field named instead of giving a decision the MCO
+// could never make. It returns the first of ValidateAll's errors as a
+// *FieldError (wrapping the *field.Error), or nil.
 func Validate(spec operatorv1.NodeDisruptionPolicyConfig) error {
-	check := func(field string, actions []operatorv1.NodeDisruptionPolicySpecAction) error {
-		if len(actions) == 0 {
-			return fieldError(field, "no actions")
-		}
-		for i, a := range actions {
-			f := fmt.Sprintf("%s[%d]", field, i)
-			switch a.Type {
-			case operatorv1.ReloadSpecAction:
-				if a.Reload == nil || a.Reload.ServiceName == "" {
-					return fieldError(f+".reload.serviceName", "required for type Reload")
-				}
-			case operatorv1.RestartSpecAction:
-				if a.Restart == nil || a.Restart.ServiceName == "" {
-					return fieldError(f+".restart.serviceName", "required for type Restart")
-				}
-			case operatorv1.RebootSpecAction, operatorv1.NoneSpecAction:
-				if len(actions) > 1 {
-					return fieldError(f+".type", "%s must be the only action", a.Type)
-				}
-			case operatorv1.DrainSpecAction, operatorv1.DaemonReloadSpecAction:
-			default:
-				return fieldError(f+".type", "%q is not Reboot, Drain, Reload, Restart, DaemonReload or None", a.Type)
-			}
-		}
+	errs := ValidateAll(spec)
+	if len(errs) == 0 {
 		return nil
 	}
-	seen := map[string]bool{}
-	for i, f := range spec.Files {
-		field := fmt.Sprintf("spec.nodeDisruptionPolicy.files[%d]", i)
-		switch {
-		case f.Path == "":
-			return fieldError(field+".path", "required")
-		case seen[f.Path]:
-			return fieldError(field+".path", "%s given twice", f.Path)
-		}
-		seen[f.Path] = true
-		if err := check(field+".actions", f.Actions); err != nil {
-			return err
-		}
+	return &FieldError{Field: errs[0].Field, Err: fieldBody{errs[0]}}
+}
+
+// ValidateAll is every error the API server would give for a
+// MachineConfiguration cluster with this spec.nodeDisruptionPolicy,
+// checked with the CRD it serves (the Default feature set's, embedded from
+// openshift/api): the OpenAPI schema (types, enums, limits, required
+// fields), the uniqueness of the files' paths and the units' names
+// (x-kubernetes-list-type map: "Duplicate value") and the CRD's CEL rules
+// (service names, Reboot and None standing alone, reload and restart given
+// with their type only), in that order, by field within each. As the API
+// server does, the CEL rules are not run when the schema already refused a
+// type, an enum, a required field or a limit; an error on
+// spec.nodeDisruptionPolicy then says so. Fields are JSON paths, e.g.
+// spec.nodeDisruptionPolicy.files[0].actions[1].restart.serviceName.
+//
+// What the API server accepts is accepted: an empty path, an empty actions
+// list (no action for that change). A spec with no SSH key actions is taken
+// as one without sshkey (the typed spec cannot tell the two apart).
+func ValidateAll(spec operatorv1.NodeDisruptionPolicyConfig) field.ErrorList {
+	v, err := mcoValidator()
+	if err != nil {
+		// The embedded CRD is checked by the tests: this is a broken build.
+		return field.ErrorList{field.InternalError(field.NewPath("spec", "nodeDisruptionPolicy"), err)}
 	}
-	seen = map[string]bool{}
-	for i, u := range spec.Units {
-		field := fmt.Sprintf("spec.nodeDisruptionPolicy.units[%d]", i)
-		switch {
-		case u.Name == "":
-			return fieldError(field+".name", "required")
-		case seen[string(u.Name)]:
-			return fieldError(field+".name", "%s given twice", u.Name)
-		}
-		seen[string(u.Name)] = true
-		if err := check(field+".actions", u.Actions); err != nil {
-			return err
-		}
+	obj, err := machineConfigurationObject(spec)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("spec", "nodeDisruptionPolicy"), err)}
 	}
-	if len(spec.SSHKey.Actions) > 0 {
-		return check("spec.nodeDisruptionPolicy.sshkey.actions", spec.SSHKey.Actions)
+	return v.validate(obj)
+}
+
+// mcoCRDFile is the CRD the API server serves MachineConfiguration with on
+// a cluster of the Default feature set, the one the MCO's docs describe.
+const mcoCRDFile = "0000_80_machine-config_01_machineconfigurations-Default.crd.yaml"
+
+// crdValidator is what the API server builds from a CRD to validate its
+// objects on create (apiextensions-apiserver's customResourceStrategy).
+type crdValidator struct {
+	structural *structuralschema.Structural
+	schema     apiservervalidation.SchemaValidator
+	cel        *cel.Validator // nil without CEL rules
+}
+
+// mcoValidator compiles the CRD once: decoding it and compiling its CEL
+// rules takes milliseconds, and the webhook and the CLI validate often.
+var mcoValidator = sync.OnceValues(func() (*crdValidator, error) {
+	data, err := crds.File(mcoCRDFile)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return newCRDValidator(data, operatorv1.GroupVersion.WithKind("MachineConfiguration"))
+})
+
+// newCRDValidator builds the validator of a CRD's version gvk.Version as
+// the API server does: the v1 schema converted to the internal type, the
+// structural schema, the OpenAPI validator and the CEL validator with the
+// API server's per-call cost limit.
+func newCRDValidator(data []byte, gvk schema.GroupVersionKind) (*crdValidator, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		return nil, fmt.Errorf("CRD: %w", err)
+	}
+	if crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind {
+		return nil, fmt.Errorf("CRD %s is for %s %s, not %s", crd.Name, crd.Spec.Group, crd.Spec.Names.Kind, gvk.GroupKind())
+	}
+	i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == gvk.Version })
+	if i < 0 || crd.Spec.Versions[i].Schema == nil {
+		return nil, fmt.Errorf("CRD %s has no schema for version %s", crd.Name, gvk.Version)
+	}
+	var internal apiextensions.CustomResourceValidation
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(crd.Spec.Versions[i].Schema, &internal, nil); err != nil {
+		return nil, fmt.Errorf("CRD %s: %w", crd.Name, err)
+	}
+	s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, fmt.Errorf("CRD %s: not a structural schema: %w", crd.Name, err)
+	}
+	sv, _, err := apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, fmt.Errorf("CRD %s: %w", crd.Name, err)
+	}
+	return &crdValidator{structural: s, schema: sv, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}, nil
+}
+
+// validate is the API server's create-time validation of obj, after the
+// decoding steps that change what is validated (nulls of non-nullable
+// fields dropped, defaults applied); each step's errors sorted by field,
+// as some of its steps walk maps.
+func (v *crdValidator) validate(obj map[string]any) field.ErrorList {
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+	structuraldefaulting.Default(obj, v.structural)
+	errs := sortedByField(apiservervalidation.ValidateCustomResource(nil, obj, v.schema))
+	blocked := slices.ContainsFunc(errs, func(e *field.Error) bool {
+		switch e.Type { // the API server's hasBlockingErr
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+		return false
+	})
+	errs = append(errs, sortedByField(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj))...)
+	switch {
+	case v.cel == nil:
+	case blocked:
+		// The CEL cost estimates rely on the limits the schema checks.
+		errs = append(errs, field.Invalid(field.NewPath("spec", "nodeDisruptionPolicy"), nil,
+			"some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	default:
+		celErrs, _ := v.cel.Validate(context.Background(), nil, v.structural, obj, nil, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, sortedByField(celErrs)...)
+	}
+	return errs
+}
+
+// machineConfigurationObject is MachineConfiguration cluster with spec,
+// as a client sends it (the typed spec's JSON), for the CRD's root.
+func machineConfigurationObject(spec operatorv1.NodeDisruptionPolicyConfig) (map[string]any, error) {
+	ndp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(spec.SSHKey.Actions) == 0 {
+		// sshkey is no pointer: a file without it decodes to this, and the
+		// API server refuses sshkey: {} (actions are required).
+		delete(ndp, "sshkey")
+	}
+	return map[string]any{
+		"apiVersion": operatorv1.GroupVersion.String(),
+		"kind":       "MachineConfiguration",
+		"metadata":   map[string]any{"name": "cluster"},
+		"spec":       map[string]any{"nodeDisruptionPolicy": ndp},
+	}, nil
+}
+
+// sortedByField sorts errs by field, indices by number (files[2] before
+// files[10]), keeping the order of errors on one field.
+func sortedByField(errs field.ErrorList) field.ErrorList {
+	slices.SortStableFunc(errs, func(a, b *field.Error) int { return compareFields(a.Field, b.Field) })
+	return errs
+}
+
+// compareFields orders field paths with runs of digits compared as numbers.
+func compareFields(a, b string) int {
+	for a != "" && b != "" {
+		if i, j := digits(a), digits(b); i > 0 && j > 0 {
+			na, nb := strings.TrimLeft(a[:i], "0"), strings.TrimLeft(b[:j], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[i:], b[j:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digits(s string) int {
+	i := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
 }

@@ -3,7 +3,6 @@ package mcorules
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -106,26 +105,6 @@ func TestPoliciesOf(t *testing.T) {
 		p, src := PoliciesOf(tc.mc)
 		if src.From != tc.from || src.Stale != tc.stale || indexFile(p.Files, tc.policy) < 0 {
 			t.Errorf("%s: %+v %v", tc.name, src, p.Files)
-		}
-	}
-}
-
-func TestValidate(t *testing.T) {
-	ok := operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/a", Actions: []operatorv1.NodeDisruptionPolicySpecAction{specRestart("a.service")}}}}
-	if err := Validate(ok); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		spec  operatorv1.NodeDisruptionPolicyConfig
-		field string
-	}{
-		{operatorv1.NodeDisruptionPolicyConfig{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/a", Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RestartSpecAction}}}}}, "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName"},
-		{operatorv1.NodeDisruptionPolicyConfig{Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "a.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{specOnly(operatorv1.RebootSpecAction), specOnly(operatorv1.DrainSpecAction)}}}}, "spec.nodeDisruptionPolicy.units[0].actions[0].type"},
-		{operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: "Special"}}}}, "spec.nodeDisruptionPolicy.sshkey.actions[0].type"},
-		{operatorv1.NodeDisruptionPolicyConfig{Files: append(ok.Files, ok.Files...)}, "spec.nodeDisruptionPolicy.files[1].path"},
-	} {
-		if err := Validate(tc.spec); err == nil || !strings.HasPrefix(err.Error(), tc.field+":") {
-			t.Errorf("got %v, want an error naming %s", err, tc.field)
 		}
 	}
 }

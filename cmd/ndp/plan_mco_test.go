@@ -213,12 +213,17 @@ func TestPlanMCOBadMachineConfiguration(t *testing.T) {
 	from, to := mcoConfigs(t, dir, nil)
 	noService := writeFile(t, dir, "noservice.yaml", strings.Replace(mcoChronyPolicy, "        restart:\n          serviceName: chronyd.service\n", "", 1))
 	typo := writeFile(t, dir, "typo.yaml", strings.Replace(mcoChronyPolicy, "    files:", "    filez:", 1))
+	notUnit := writeFile(t, dir, "notaunit.yaml", strings.Replace(mcoChronyPolicy, "serviceName: chronyd.service", `serviceName: "not a unit"`, 1))
+	dup := writeFile(t, dir, "dup.yaml", mcoChronyPolicy+mcoChronyPolicy[strings.Index(mcoChronyPolicy, "    - path:"):])
 	kind := writeFile(t, dir, "kind.yaml", strings.Replace(mcoChronyPolicy, "kind: MachineConfiguration", "kind: MachineConfig", 1))
 	for _, tc := range []struct {
 		name, path string
 		want       []string
 	}{
-		{"Restart without a service", noService, []string{"noservice.yaml", `MachineConfiguration "cluster"`, "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName", "line 10", "required for type Restart"}},
+		// The CRD's rules, as the API server words them.
+		{"Restart without a service", noService, []string{"noservice.yaml", `MachineConfiguration "cluster"`, "spec.nodeDisruptionPolicy.files[0].actions[0]: line 10: ", "restart is required when type is Restart"}},
+		{"service name not a unit", notUnit, []string{"notaunit.yaml", `MachineConfiguration "cluster"`, "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName: line 12: ", `Invalid value: "not a unit": Invalid ${SERVICETYPE} in service name`}},
+		{"path given twice", dup, []string{"dup.yaml", `MachineConfiguration "cluster"`, "spec.nodeDisruptionPolicy.files[1]: line 13: ", `Duplicate value: {"path":"/etc/chrony.conf"}`}},
 		{"unknown field", typo, []string{"typo.yaml", `MachineConfiguration "cluster"`, "spec.nodeDisruptionPolicy.filez", "line 7", "unknown field"}},
 		{"not a MachineConfiguration", kind, []string{"kind.yaml", "kind", "expected operator.openshift.io/v1 MachineConfiguration"}},
 		{"missing file", filepath.Join(dir, "nope.yaml"), []string{"nope.yaml", "no such file"}},

@@ -112,7 +112,7 @@ func TestSiblingsImportNoneOfOneAnother(t *testing.T) {
 // levelOne are the packages of the import rule's first level: mcorules,
 // the MCO's decision, stands on them alone, so the CLI, the webhook and the
 // forecast controller can all call it and it can never reach ndp's planner.
-var levelOne = []string{"apis", "policies", "machineconfig", "registries", "nodeconfig", "mcoguard", "mcorules"}
+var levelOne = []string{"apis", "policies", "manifests/crds", "machineconfig", "registries", "nodeconfig", "mcoguard", "mcorules"}
 
 func TestMCORulesStaysAtLevelOne(t *testing.T) {
 	all := deps(t, "./mcorules/...")
