@@ -89,7 +89,7 @@ each node is in its plan, and ndp why NODE tells why a node was drained or reboo
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand(), newStatusCommand())
-	root.AddCommand(newImportCommand(), newWhyCommand(), newHoldCommand(), newReleaseCommand())
+	root.AddCommand(newImportCommand(), newExportCommand(), newWhyCommand(), newHoldCommand(), newReleaseCommand())
 	root.AddCommand(newReleaseMCOEntriesCommand())
 	return root
 }

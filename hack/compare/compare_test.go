@@ -15,10 +15,21 @@ import (
 // The corpus, from this package's directory.
 var corpusManifest = filepath.Join("..", "..", DefaultManifest)
 
+// mcoDecide is the MCO's reference tool (DefaultMCODecide). Missing, the
+// test fails: the "MCO with ndp's entries" column is the MCO's own code.
+func mcoDecide(t *testing.T) string {
+	t.Helper()
+	p := DefaultMCODecide()
+	if st, err := os.Stat(p); p == "" || err != nil || st.IsDir() {
+		t.Fatalf("mco-decide not found (../shared/mco-ref/mco-decide; $NDP_MCO_DECIDE or $NDP_MCO_REF name it): the \"MCO with ndp's entries\" column runs it")
+	}
+	return p
+}
+
 // TestCorpus plans every change of the corpus with the real planner and the
 // shipped policies: each plan must be the one the manifest records.
 func TestCorpus(t *testing.T) {
-	r, err := Run(context.Background(), corpusManifest, DefaultCosts)
+	r, err := Run(context.Background(), corpusManifest, DefaultCosts, mcoDecide(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +85,13 @@ func TestCorpusDirectories(t *testing.T) {
 // totals are the sums of the rows.
 func TestTotals(t *testing.T) {
 	costs := Costs{Nodes: 40, Drain: 5, Reboot: 12, Restart: 1, Reload: 0.25, DaemonReload: 0.05}
-	r, err := Run(context.Background(), corpusManifest, costs)
+	r, err := Run(context.Background(), corpusManifest, costs, mcoDecide(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ndp, defaults, mco, rebootAny, saved, savedMCO float64
 	var gen Totals
+	var entries EntriesTotals
 	for _, row := range r.Rows {
 		if want := 40 * costs.PerNode(*row.MCO); !near(row.MCONodeMin, want) {
 			t.Errorf("%s: MCO today %v node-minutes, want %v", row.Entry.Dir, row.MCONodeMin, want)
@@ -112,6 +124,15 @@ func TestTotals(t *testing.T) {
 		defaults += row.Defaults
 		rebootAny += row.RebootOnAny
 		saved += row.Saved
+
+		w := row.WithEntries
+		if want := 40 * costs.PerNode(*w.Plan); !near(w.NodeMin, want) {
+			t.Errorf("%s: MCO with ndp's entries %v node-minutes, want %v", row.Entry.Dir, w.NodeMin, want)
+		}
+		if !near(w.SavedVsMCO, row.MCONodeMin-w.NodeMin) || !near(w.OverNDP, w.NodeMin-row.NDP) {
+			t.Errorf("%s: with ndp's entries saved %v, over ndp %v; want %v, %v", row.Entry.Dir, w.SavedVsMCO, w.OverNDP, row.MCONodeMin-w.NodeMin, w.NodeMin-row.NDP)
+		}
+		entries.add(w)
 	}
 	for _, c := range []struct {
 		name      string
@@ -119,7 +140,10 @@ func TestTotals(t *testing.T) {
 	}{{"ndp", r.NDP, ndp}, {"defaults alone", r.Defaults, defaults}, {"reboot on any change", r.RebootOnAny, rebootAny}, {"saved", r.Saved, saved},
 		{"MCO today", r.MCONodeMin, mco}, {"saved vs MCO today", r.SavedVsMCO, savedMCO},
 		{"KubeletConfig/ContainerRuntimeConfig ndp", r.Generated.NDP, gen.NDP}, {"KubeletConfig/ContainerRuntimeConfig MCO today", r.Generated.MCONodeMin, gen.MCONodeMin},
-		{"KubeletConfig/ContainerRuntimeConfig saved", r.Generated.Saved, gen.Saved}, {"KubeletConfig/ContainerRuntimeConfig saved vs MCO", r.Generated.SavedVsMCO, gen.SavedVsMCO}} {
+		{"KubeletConfig/ContainerRuntimeConfig saved", r.Generated.Saved, gen.Saved}, {"KubeletConfig/ContainerRuntimeConfig saved vs MCO", r.Generated.SavedVsMCO, gen.SavedVsMCO},
+		{"MCO with ndp's entries", r.Entries.NodeMin, entries.NodeMin}, {"with ndp's entries saved vs MCO today", r.Entries.SavedVsMCO, entries.SavedVsMCO},
+		{"with ndp's entries over ndp", r.Entries.OverNDP, entries.OverNDP}, {"with ndp's entries as ndp plans", float64(r.Entries.SameAsNDP), float64(entries.SameAsNDP)},
+		{"KubeletConfig/ContainerRuntimeConfig with ndp's entries", r.Generated.Entries.NodeMin, gen.Entries.NodeMin}} {
 		if !near(c.got, c.want) {
 			t.Errorf("total %s = %v, the rows sum to %v", c.name, c.got, c.want)
 		}
@@ -280,7 +304,7 @@ func TestMCODriftIsReported(t *testing.T) {
 // kubelet, the MCO reboots), and the MCO's registries check is modelled
 // (11: ndp drains, the MCO does not).
 func TestMCOAnchorUsesNoNDPPolicy(t *testing.T) {
-	r, err := Run(context.Background(), corpusManifest, DefaultCosts)
+	r, err := Run(context.Background(), corpusManifest, DefaultCosts, mcoDecide(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,6 +346,8 @@ func TestOutput(t *testing.T) {
 		"MCO today plan",
 		"| all changes ",
 		"| KubeletConfig and ContainerRuntimeConfig ",
+		"MCO with ndp's entries plan",
+		"| changes                                  |  n |   ndp | MCO today | MCO with ndp's entries | as ndp plans | saved vs MCO today | over ndp |",
 		"```mermaid\nxychart-beta\n",
 	} {
 		if !strings.Contains(s, want) {
@@ -329,8 +355,8 @@ func TestOutput(t *testing.T) {
 		}
 	}
 	for _, e := range m.Changes {
-		if !strings.Contains(s, "| "+e.Dir+" ") {
-			t.Errorf("no row for %s", e.Dir)
+		if n := strings.Count(s, "| "+e.Dir+" "); n != 2 {
+			t.Errorf("%d rows for %s, want 2 (the table, MCO with ndp's entries)", n, e.Dir)
 		}
 	}
 	for _, series := range []string{"    bar [", "    line [", "    line [/2"} {
@@ -376,5 +402,79 @@ func TestLoadManifestRejects(t *testing.T) {
 				t.Errorf("accepted:\n%s", body)
 			}
 		})
+	}
+}
+
+// TestMCOWithEntries: the column is the MCO's own decision with ndp's
+// entries. A static entry (04: chrony) and a per-update one (05: kubelet
+// maxPods, which no static entry can say) each make the MCO do ndp's
+// plan; with the defaults alone (01) ndp writes nothing.
+func TestMCOWithEntries(t *testing.T) {
+	r, err := Run(context.Background(), corpusManifest, DefaultCosts, mcoDecide(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		static, perUpdate []string
+		plan              string
+	}{
+		"01-pull-secret":      {nil, nil, "[None] drain=false reboot=false"},
+		"04-chrony-servers":   {[]string{"file:/etc/chrony.conf"}, nil, "[Restart chronyd.service] drain=false reboot=false"},
+		"05-kubelet-max-pods": {nil, []string{"file:/etc/kubernetes/kubelet.conf"}, "[Restart kubelet.service] drain=false reboot=false"},
+	}
+	found := 0
+	for _, row := range r.Rows {
+		w, ok := want[row.Entry.Dir]
+		if !ok {
+			continue
+		}
+		found++
+		got := row.WithEntries
+		if !slices.Equal(got.Static, w.static) || !slices.Equal(got.PerUpdate, w.perUpdate) || describe(*got.Plan) != w.plan || !got.SameAsNDP || got.OverNDP != 0 {
+			t.Errorf("%s: entries %v + %v, the MCO %s (as ndp: %t, over ndp %v); want %v + %v, %s", row.Entry.Dir, got.Static, got.PerUpdate, describe(*got.Plan), got.SameAsNDP, got.OverNDP, w.static, w.perUpdate, w.plan)
+		}
+	}
+	if found != len(want) {
+		t.Errorf("found %d of the %d changes checked", found, len(want))
+	}
+}
+
+// TestMCOWithEntriesDrift: where the MCO's own decision with ndp's entries
+// is not the one mcoentries predicts, the command says so and exits 1
+// (here a stand-in mco-decide that always reboots); without mco-decide it
+// cannot run the column and exits 2.
+func TestMCOWithEntriesDrift(t *testing.T) {
+	body := `changes:
+- dir: 04-chrony-servers
+  description: chrony
+  policies: [chrony.yaml]
+  expect: {actions: [Restart chronyd.service], drain: false, reboot: false}
+  expectDefaultsOnly: {actions: [Reboot], drain: true, reboot: true}
+  expectMCO: {actions: [Restart chronyd.service], drain: false, reboot: false}
+`
+	manifest := miniCorpus(t, body, "04-chrony-servers")
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(corpusManifest), "..", "policies", "chrony.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(manifest), "chrony.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reboots := filepath.Join(t.TempDir(), "mco-decide")
+	if err := os.WriteFile(reboots, []byte("#!/bin/sh\necho '{\"reconcilable\":true,\"error\":\"\",\"actions\":[{\"type\":\"Reboot\"}],\"drain\":true,\"reboot\":true}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-manifest", manifest, "-mco-decide", reboots}, &out, &errOut); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr:\n%s", code, errOut.String())
+	}
+	if want := "04-chrony-servers: with ndp's entries the MCO (mco-decide) does drain and reboot, mcoentries predicts Restart chronyd.service"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr does not name the drift %q:\n%s", want, errOut.String())
+	}
+
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"-manifest", manifest, "-mco-decide", filepath.Join(t.TempDir(), "none")}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "mco-decide not found") {
+		t.Errorf("without mco-decide: exit %d, want 2; stderr:\n%s", code, errOut.String())
 	}
 }

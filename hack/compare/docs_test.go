@@ -16,7 +16,7 @@ import (
 // made by the same code path here (Run and WriteTable on the corpus, the
 // default costs), so a changed plan or cost shows in the page's diff.
 func TestPerformancePageShowsTheTable(t *testing.T) {
-	r, err := Run(context.Background(), corpusManifest, DefaultCosts)
+	r, err := Run(context.Background(), corpusManifest, DefaultCosts, mcoDecide(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,29 +16,46 @@
 //   - "reboot on any change": the MCO before node disruption policies, every
 //     change drains and reboots the node.
 //
-// It exits 1 when a plan differs from the one the manifest records, naming
-// the change, and 2 when the corpus cannot be read or planned.
+// and a third column, "MCO with ndp's entries": the MCO's own decision, by
+// its code (../shared/mco-ref/mco-decide, run as a process), given the
+// MachineConfiguration `ndp export machineconfiguration --from --to
+// --machineconfiguration` prints for the change (mcoentries.Export: ndp's
+// static and per-update entries over the administrator's entries of "MCO
+// today"): what the MCO does once ndp keeps its entries there.
+//
+// It exits 1 when a plan differs from the one the manifest records, or the
+// MCO's decision with ndp's entries from the one mcoentries predicts,
+// naming the change, and 2 when the corpus cannot be read or planned.
 //
 //	go run ./hack/compare [-manifest examples/corpus/corpus.yaml] [-nodes 100]
 //	    [-drain 3] [-reboot 7] [-restart 0.5] [-reload 0.1] [-daemon-reload 0] [-chart]
+//	    [-mco-decide ../shared/mco-ref/mco-decide]
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mcoentries"
 	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
@@ -176,6 +193,22 @@ type Row struct {
 	// saves against reboot on any change (Saved) and MCO today (SavedVsMCO,
 	// negative where ndp costs more).
 	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
+	// WithEntries is the "MCO with ndp's entries" column.
+	WithEntries EntriesColumn
+}
+
+// EntriesColumn is the MCO's decision (mco-decide) with the
+// MachineConfiguration ndp would write for the change.
+type EntriesColumn struct {
+	// Plan is mco-decide's decision as an Outcome; SameAsNDP: its action
+	// set, drain and reboot are ndp's plan's.
+	Plan      *Outcome
+	SameAsNDP bool
+	// Static and PerUpdate are ndp's entries ("file:/etc/chrony.conf").
+	Static, PerUpdate []string
+	// Node-minutes: with ndp's entries, what that saves against MCO today,
+	// and what it costs beyond ndp's own plan (0 where the MCO does it).
+	NodeMin, SavedVsMCO, OverNDP float64
 }
 
 // Report is the whole corpus, planned.
@@ -183,8 +216,11 @@ type Report struct {
 	Manifest string
 	Costs    Costs
 	Rows     []Row
+	// MCODecide is the MCO's reference tool the entries column ran.
+	MCODecide string
 	// Totals over the rows.
 	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
+	Entries                                                   EntriesTotals
 	// Generated are the totals over the KubeletConfig and
 	// ContainerRuntimeConfig rows only.
 	Generated Totals
@@ -196,6 +232,23 @@ type Report struct {
 type Totals struct {
 	Rows                                                      int
 	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
+	Entries                                                   EntriesTotals
+}
+
+// EntriesTotals sum the "MCO with ndp's entries" column; SameAsNDP counts
+// the rows where the MCO then does ndp's plan.
+type EntriesTotals struct {
+	NodeMin, SavedVsMCO, OverNDP float64
+	SameAsNDP                    int
+}
+
+func (t *EntriesTotals) add(c EntriesColumn) {
+	t.NodeMin += c.NodeMin
+	t.SavedVsMCO += c.SavedVsMCO
+	t.OverNDP += c.OverNDP
+	if c.SameAsNDP {
+		t.SameAsNDP++
+	}
 }
 
 func (t *Totals) add(row Row) {
@@ -206,6 +259,7 @@ func (t *Totals) add(row Row) {
 	t.RebootOnAny += row.RebootOnAny
 	t.Saved += row.Saved
 	t.SavedVsMCO += row.SavedVsMCO
+	t.Entries.add(row.WithEntries)
 }
 
 // LoadManifest reads and checks the manifest: every entry names a
@@ -250,18 +304,26 @@ func LoadManifest(path string) (*Manifest, error) {
 	return &m, nil
 }
 
-// Run plans every change of the manifest at path with the costs given.
-// Drift is reported in the result, not as an error.
-func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
+// Run plans every change of the manifest at path with the costs given,
+// and has the MCO's reference tool at mcoDecide decide it with ndp's
+// entries. Drift is reported in the result, not as an error.
+func Run(ctx context.Context, path string, costs Costs, mcoDecide string) (*Report, error) {
 	m, err := LoadManifest(path)
 	if err != nil {
 		return nil, err
 	}
+	if st, err := os.Stat(mcoDecide); mcoDecide == "" || err != nil || st.IsDir() {
+		return nil, fmt.Errorf("mco-decide not found (%q): the \"MCO with ndp's entries\" column runs the MCO's own code, ../shared/mco-ref/mco-decide; give it with -mco-decide, $NDP_MCO_DECIDE or $NDP_MCO_REF", mcoDecide)
+	}
 	base := filepath.Dir(path)
-	planners := map[string]*planner.Planner{} // by policy paths
-	planWith := func(policies []string, req planner.Request) (*planner.Plan, error) {
+	type compiled struct {
+		pl   *planner.Planner
+		pols []policy.Policy
+	}
+	planners := map[string]compiled{} // by policy paths
+	compile := func(policies []string) (compiled, error) {
 		key := strings.Join(policies, "\x00")
-		p, ok := planners[key]
+		c, ok := planners[key]
 		if !ok {
 			paths := make([]string, len(policies))
 			for i, pp := range policies {
@@ -269,24 +331,43 @@ func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
 			}
 			pols, err := loadPolicies(paths)
 			if err != nil {
-				return nil, err
+				return c, err
 			}
-			if p, err = planner.New(ctx, pols, engine.Options{}); err != nil {
-				return nil, err
+			pl, err := planner.New(ctx, pols, engine.Options{})
+			if err != nil {
+				return c, err
 			}
-			planners[key] = p
+			c = compiled{pl: pl, pols: pols}
+			planners[key] = c
 		}
-		return p.Plan(ctx, req)
+		return c, nil
+	}
+	planWith := func(policies []string, req planner.Request) (*planner.Plan, error) {
+		c, err := compile(policies)
+		if err != nil {
+			return nil, err
+		}
+		return c.pl.Plan(ctx, req)
 	}
 	mcoPolicies, err := mcoAnchorPolicies(base, m.MCO)
 	if err != nil {
 		return nil, err
 	}
+	admin, err := readMachineConfiguration(filepath.Join(base, m.MCO.MachineConfiguration))
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "ndp-compare-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
 	mcoPlanner, err := planner.New(ctx, mcoPolicies, engine.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("%s: the \"MCO today\" policies: %w", path, err)
 	}
-	r := &Report{Manifest: path, Costs: costs}
+	r := &Report{Manifest: path, Costs: costs, MCODecide: mcoDecide}
+	var exports []*mcoentries.ExportResult // by row
 	pool := float64(costs.Nodes)
 	for _, e := range m.Changes {
 		dir := filepath.Join(base, e.Dir)
@@ -337,15 +418,59 @@ func Run(ctx context.Context, path string, costs Costs) (*Report, error) {
 		if !mo.equal(*e.ExpectMCO) {
 			r.Drift = append(r.Drift, fmt.Sprintf("%s: MCO today plans %s, the manifest expects %s", e.Dir, describe(mo), describe(*e.ExpectMCO)))
 		}
+
+		c, err := compile(e.Policies)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Dir, err)
+		}
+		ex, err := mcoentries.Export(ctx, mcoentries.ExportInput{Planner: c.pl, Policies: c.pols, Admin: admin,
+			Update: &mcoentries.Update{From: from, To: to, Plan: plan}})
+		if err != nil {
+			return nil, fmt.Errorf("%s: ndp's entries: %w", e.Dir, err)
+		}
+		exports = append(exports, ex)
 		r.Rows = append(r.Rows, row)
+	}
+
+	// The MCO's decisions, a process each, some at once.
+	decisions := make([]*mcorules.Decision, len(r.Rows))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(2 * runtime.NumCPU())
+	for i, row := range r.Rows {
+		dir := filepath.Join(base, row.Entry.Dir)
+		g.Go(func() error {
+			d, err := decideWith(gctx, mcoDecide, exports[i], filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml"), filepath.Join(tmp, row.Entry.Dir+".json"))
+			if err != nil {
+				return fmt.Errorf("%s: MCO with ndp's entries: %w", row.Entry.Dir, err)
+			}
+			decisions[i] = d
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i := range r.Rows {
+		row, ex, d := &r.Rows[i], exports[i], decisions[i]
+		if does := mcoentries.DecisionEffect(d); does != ex.Update.After {
+			r.Drift = append(r.Drift, fmt.Sprintf("%s: with ndp's entries the MCO (mco-decide) does %s, mcoentries predicts %s", row.Entry.Dir, does, ex.Update.After))
+		}
+		wo := decisionOutcome(d)
+		row.WithEntries = EntriesColumn{Plan: &wo, SameAsNDP: sameSet(wo, *row.Plan),
+			Static: mcoentries.Subjects(ex.StaticEntries), PerUpdate: mcoentries.Subjects(ex.Update.Entries),
+			NodeMin: pool * costs.PerNode(wo)}
+		row.WithEntries.SavedVsMCO = row.MCONodeMin - row.WithEntries.NodeMin
+		row.WithEntries.OverNDP = row.WithEntries.NodeMin - row.NDP
+
 		r.NDP += row.NDP
 		r.Defaults += row.Defaults
 		r.MCONodeMin += row.MCONodeMin
 		r.RebootOnAny += row.RebootOnAny
 		r.Saved += row.Saved
 		r.SavedVsMCO += row.SavedVsMCO
-		if e.Generated() {
-			r.Generated.add(row)
+		r.Entries.add(row.WithEntries)
+		if row.Entry.Generated() {
+			r.Generated.add(*row)
 		}
 	}
 	return r, nil
@@ -388,6 +513,99 @@ func mcoAnchorPolicies(base string, a MCOAnchor) ([]policy.Policy, error) {
 		pols = append(pols, policy.FromAPI(path, res.Policy, 0, 0))
 	}
 	return policy.WithDefaultPolicy(pols), nil
+}
+
+// readMachineConfiguration reads the administrator's MachineConfiguration
+// of the "MCO today" column, as `ndp export --machineconfiguration` does.
+func readMachineConfiguration(path string) (*operatorv1.MachineConfiguration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	src, _, err := mcoimport.Read(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return src.Object, nil
+}
+
+// decideWith writes the export to file and runs mco-decide on the pair
+// with it: the MCO's own code decides, not mcorules.
+func decideWith(ctx context.Context, tool string, ex *mcoentries.ExportResult, from, to, file string) (*mcorules.Decision, error) {
+	obj, err := ex.Object()
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return nil, err
+	}
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, tool, "--from", from, "--to", to, "--machineconfiguration", file)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", tool, err, strings.TrimSpace(stderr.String()))
+	}
+	var res struct {
+		Reconcilable bool              `json:"reconcilable"`
+		Error        string            `json:"error"`
+		Actions      []mcorules.Action `json:"actions"`
+		Drain        bool              `json:"drain"`
+		Reboot       bool              `json:"reboot"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", tool, err)
+	}
+	switch {
+	case !res.Reconcilable:
+		// Not in the corpus, whose changes ndp plans: a row cannot cost it.
+		return nil, errors.New("the MCO refuses the update")
+	case res.Error != "":
+		return nil, fmt.Errorf("the MCO's daemon fails the update: %s", res.Error)
+	}
+	return &mcorules.Decision{Actions: res.Actions, Drain: res.Drain, Reboot: res.Reboot}, nil
+}
+
+// decisionOutcome is the MCO's decision as an Outcome in ndp's terms:
+// Special is the CRI-O reload it runs, Drain the flag, None only when
+// alone, each action once (the MCO keeps duplicates), in order.
+func decisionOutcome(d *mcorules.Decision) Outcome {
+	o := Outcome{Actions: []string{}, Drain: d.Drain, Reboot: d.Reboot}
+	if d.Reboot {
+		o.Actions = []string{string(policy.ActionReboot)}
+		return o
+	}
+	for _, a := range d.Actions {
+		s := a.String()
+		switch a.Type {
+		case operatorv1.DrainStatusAction, operatorv1.NoneStatusAction:
+			continue
+		case operatorv1.SpecialStatusAction:
+			s = "Reload crio.service"
+		}
+		if !slices.Contains(o.Actions, s) {
+			o.Actions = append(o.Actions, s)
+		}
+	}
+	if len(o.Actions) == 0 {
+		o.Actions = []string{string(policy.ActionNone)}
+	}
+	return o
+}
+
+// sameSet: the same action set, drain and reboot (the MCO orders
+// different files' actions at random).
+func sameSet(a, b Outcome) bool {
+	set := func(o Outcome) []string {
+		s := slices.DeleteFunc(slices.Clone(o.Actions), func(x string) bool { return x == "None" || x == "Drain" })
+		slices.Sort(s)
+		return slices.Compact(s)
+	}
+	return slices.Equal(set(a), set(b)) && a.Drain == b.Drain && a.Reboot == b.Reboot
 }
 
 func describe(o Outcome) string {
@@ -448,6 +666,8 @@ func WriteTable(w io.Writer, r *Report) error {
 		num(r.MCONodeMin), num(r.RebootOnAny), fmt.Sprintf("%s (%s)", num(r.SavedVsMCO), pct(r.SavedVsMCO, r.MCONodeMin)), fmt.Sprintf("%s (%s)", num(r.Saved), pct(r.Saved, r.RebootOnAny))})
 	writeAligned(&b, header, rows, map[int]bool{0: true, 5: true, 7: true, 8: true, 9: true, 10: true})
 
+	writeEntriesSection(&b, r)
+
 	fmt.Fprintf(&b, "\nSummary, node-minutes for a pool of %d nodes (saved: what ndp saves against each anchor):\n\n", c.Nodes)
 	all := Totals{Rows: len(r.Rows), NDP: r.NDP, Defaults: r.Defaults, MCONodeMin: r.MCONodeMin, RebootOnAny: r.RebootOnAny, Saved: r.Saved, SavedVsMCO: r.SavedVsMCO}
 	var sum [][]string
@@ -482,6 +702,68 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeEntriesSection prints the "MCO with ndp's entries" column, per
+// change and summed, in the table's style. It stands between the table and
+// the summary, which docs/performance.md shows as they are.
+func writeEntriesSection(b *strings.Builder, r *Report) {
+	b.WriteString("\nMCO with ndp's entries: the MCO's own decision (mco-decide, its daemon's code) given the MachineConfiguration\n" +
+		"`ndp export machineconfiguration --from OLD --to NEW` prints for the change: ndp's static and per-update entries\n" +
+		"over the administrator's of MCO today (mco-machineconfiguration.yaml).\n\n")
+	header := []string{"#", "change", "ndp's entries", "MCO with ndp's entries plan", "node-min", "as ndp plans", "saved vs MCO today", "over ndp"}
+	var rows [][]string
+	for i, row := range r.Rows {
+		w := row.WithEntries
+		rows = append(rows, []string{strconv.Itoa(i + 1), row.Entry.Dir, entriesText(w), w.Plan.String(), num(w.NodeMin), yesNo(w.SameAsNDP), num(w.SavedVsMCO), num(w.OverNDP)})
+	}
+	t := r.Entries
+	rows = append(rows, []string{"", "total", "", fmt.Sprintf("%d of %d as ndp plans", t.SameAsNDP, len(r.Rows)), num(t.NodeMin), "",
+		fmt.Sprintf("%s (%s)", num(t.SavedVsMCO), pct(t.SavedVsMCO, r.MCONodeMin)), num(t.OverNDP)})
+	writeAligned(b, header, rows, map[int]bool{0: true, 4: true, 6: true, 7: true})
+
+	fmt.Fprintf(b, "\nNode-minutes with ndp's entries, a pool of %d nodes (saved: against MCO today; over ndp: beyond ndp's own plans):\n\n", r.Costs.Nodes)
+	all := Totals{Rows: len(r.Rows), NDP: r.NDP, MCONodeMin: r.MCONodeMin, Entries: r.Entries}
+	var sum [][]string
+	for _, t := range []struct {
+		name string
+		t    Totals
+	}{{"all changes", all}, {"KubeletConfig and ContainerRuntimeConfig", r.Generated}} {
+		if t.t.Rows == 0 {
+			continue
+		}
+		sum = append(sum, []string{t.name, strconv.Itoa(t.t.Rows), num(t.t.NDP), num(t.t.MCONodeMin), num(t.t.Entries.NodeMin),
+			fmt.Sprintf("%d of %d", t.t.Entries.SameAsNDP, t.t.Rows),
+			fmt.Sprintf("%s (%s)", num(t.t.Entries.SavedVsMCO), pct(t.t.Entries.SavedVsMCO, t.t.MCONodeMin)),
+			fmt.Sprintf("%s (%s)", num(t.t.Entries.OverNDP), pct(t.t.Entries.OverNDP, t.t.NDP))})
+	}
+	writeAligned(b, []string{"changes", "n", "ndp", "MCO today", "MCO with ndp's entries", "as ndp plans", "saved vs MCO today", "over ndp"}, sum,
+		map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true})
+}
+
+// entriesText names ndp's entries of a row, static then per update.
+func entriesText(w EntriesColumn) string {
+	var parts []string
+	if len(w.Static) > 0 {
+		parts = append(parts, "static: "+strings.Join(trimSubjects(w.Static), ", "))
+	}
+	if len(w.PerUpdate) > 0 {
+		parts = append(parts, "per update: "+strings.Join(trimSubjects(w.PerUpdate), ", "))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// trimSubjects drops the "file:" of file subjects: paths speak for
+// themselves.
+func trimSubjects(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.TrimPrefix(s, "file:")
+	}
+	return out
 }
 
 // pct is part as a percentage of whole, one decimal.
@@ -598,6 +880,38 @@ func WriteChart(w io.Writer, r *Report) error {
 	return err
 }
 
+// DefaultMCODecide is where the MCO's reference tool is: $NDP_MCO_DECIDE,
+// else mco-decide in $NDP_MCO_REF, else in shared/mco-ref beside the
+// repository (the nearest directory up with go.mod), as the tests find it
+// (internal/testkit.MCORef); "" when there is none.
+func DefaultMCODecide() string {
+	if p := os.Getenv("NDP_MCO_DECIDE"); p != "" {
+		return p
+	}
+	if d := os.Getenv("NDP_MCO_REF"); d != "" {
+		return filepath.Join(d, "mco-decide")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+	p := filepath.Join(filepath.Dir(dir), "shared", "mco-ref", "mco-decide")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run is the command: its exit code is 0 when every plan is the one the
@@ -615,6 +929,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&costs.Reload, "reload", costs.Reload, "minutes a service reload costs a node")
 	fs.Float64Var(&costs.DaemonReload, "daemon-reload", costs.DaemonReload, "minutes a systemd daemon-reload costs a node")
 	chart := fs.Bool("chart", false, "also print the Mermaid chart of docs/performance.md")
+	mcoDecide := fs.String("mco-decide", DefaultMCODecide(), "the MCO's reference tool mco-decide, for the \"MCO with ndp's entries\" column")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -629,7 +944,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "compare: -nodes must be at least 1 and no cost may be negative")
 		return 2
 	}
-	r, err := Run(context.Background(), *manifest, costs)
+	r, err := Run(context.Background(), *manifest, costs, *mcoDecide)
 	if err != nil {
 		fmt.Fprintf(stderr, "compare: %v\n", err)
 		return 2
