@@ -565,9 +565,12 @@ func filter(lines []string, sub string) []string {
 	return out
 }
 
-// mismatchText says what a mismatched check is: "reboot: foretold no,
-// observed yes (Node status.nodeInfo.bootID a1 → b2)".
-func mismatchText(c v1alpha1.UpdateCheck) string {
+// mismatchText says what a mismatched check of u is: "reboot: foretold no,
+// observed yes (Node status.nodeInfo.bootID a1 → b2)", and, when what was
+// foretold came from ndp's entries in the MCO's policy list, which:
+// "…: foretold by ndp's entry file /etc/chrony.conf in MachineConfiguration
+// cluster" (the evidence is cut first, never the entry).
+func mismatchText(u *v1alpha1.NodeUpdate, c v1alpha1.UpdateCheck) string {
 	yn := func(b bool) string {
 		if b {
 			return "yes"
@@ -578,7 +581,93 @@ func mismatchText(c v1alpha1.UpdateCheck) string {
 	if len(c.Evidence) > 0 {
 		s += " (" + strings.Join(c.Evidence, "; ") + ")"
 	}
-	return truncate(s, 1024)
+	suffix := ""
+	if es := entriesBehind(u, c); len(es) == 1 {
+		suffix = ": foretold by ndp's entry " + es[0] + " in MachineConfiguration cluster"
+	} else if len(es) > 1 {
+		suffix = ": foretold by ndp's entries " + strings.Join(es, ", ") + " in MachineConfiguration cluster"
+	}
+	if len(suffix) > 512 {
+		suffix = truncate(suffix, 512)
+	}
+	return truncate(s, 1024-len(suffix)) + suffix
+}
+
+// mcoRuleSubject is the entry of the MCO's policy list a forecast's rule
+// names: "file policy /etc/chrony.conf" → "file:/etc/chrony.conf", "unit
+// policy x.service" → "unit:x.service", "ssh key policy" → "sshkey"; ""
+// for its other rules (no policy, a fixed rule).
+func mcoRuleSubject(rule string) string {
+	switch {
+	case rule == "ssh key policy":
+		return "sshkey"
+	case strings.HasPrefix(rule, "file policy "):
+		return "file:" + strings.TrimPrefix(rule, "file policy ")
+	case strings.HasPrefix(rule, "unit policy "):
+		return "unit:" + strings.TrimPrefix(rule, "unit policy ")
+	}
+	return ""
+}
+
+// entryWords is "file /etc/chrony.conf" for "file:/etc/chrony.conf".
+func entryWords(subject string) string {
+	k, v, ok := strings.Cut(subject, ":")
+	if !ok {
+		return subject
+	}
+	return k + " " + v
+}
+
+// entriesUsed lists, in the rules' order, the entries of the MCO's policy
+// list the rules were decided by that are ndp's (mine: the subjects ndp's
+// field manager owns), as "file /etc/chrony.conf"; at most MaxItems.
+func entriesUsed(rules []v1alpha1.MCORule, mine map[string]bool) []string {
+	var out []string
+	for _, r := range rules {
+		s := mcoRuleSubject(r.Rule)
+		if s == "" || !mine[s] {
+			continue
+		}
+		if w := entryWords(s); !slices.Contains(out, w) && len(out) < 50 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// entriesBehind names ndp's entries a mismatched check rests on: for a
+// step foretold and not seen, the entries whose actions foretold it; for
+// one seen and not foretold, every entry of ndp's the MCO was foretold to
+// use (each said the step was not needed).
+func entriesBehind(u *v1alpha1.NodeUpdate, c v1alpha1.UpdateCheck) []string {
+	if len(u.MCOEntries) == 0 || c.What == "refused" {
+		return nil
+	}
+	if !c.Foretold {
+		return u.MCOEntries
+	}
+	var out []string
+	for _, ch := range u.Changes {
+		w := entryWords(mcoRuleSubject(ch.DecidedBy))
+		if !slices.Contains(u.MCOEntries, w) || slices.Contains(out, w) {
+			continue
+		}
+		if slices.ContainsFunc(ch.Actions, func(a v1alpha1.ForecastAction) bool { return foretells(a, c.What) }) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// foretells says whether action a foretells the step a check names.
+func foretells(a v1alpha1.ForecastAction, what string) bool {
+	switch what {
+	case "drain":
+		return a.Type == "Drain" || a.Type == "Reboot"
+	case "reboot":
+		return a.Type == "Reboot"
+	}
+	return actionWhat(observedAction(a)) == what
 }
 
 // observeInput is what one node's observation is computed from.
@@ -599,6 +688,13 @@ type observeInput struct {
 	// ("file:/etc/x") of a rendered config ndp predicted, nil when it is
 	// not known.
 	Sources func(rendered string) map[string]string
+	// Entries reads which entries of MachineConfiguration cluster's
+	// spec.nodeDisruptionPolicy are ndp's now: the subjects its field
+	// manager owns ("file:/etc/chrony.conf", "unit:x.service", "sshkey",
+	// mcoentries.OwnershipOf), none without a MachineConfiguration. It is
+	// called when an update's forecast is read (once per update), nil: not
+	// known.
+	Entries func() (map[string]bool, error)
 	Now     metav1.Time
 }
 
@@ -678,6 +774,13 @@ func observe(in observeInput) observeResult {
 	if u.Plan == nil && in.Forecast != nil {
 		if f := in.Forecast(u.Forecast); f != nil && f.Status.MCO != nil {
 			fillFromForecast(u, f, in.Sources)
+			if in.Entries != nil {
+				mine, err := in.Entries()
+				if err != nil {
+					fold(u, evidence{Line: "which of ndp's entries in MachineConfiguration cluster the MCO was foretold to use is not known: " + err.Error()})
+				}
+				u.MCOEntries = entriesUsed(f.Status.MCO.Rules, mine)
+			}
 			res.Changed = true
 		}
 	}
@@ -795,7 +898,7 @@ func forecastObservations(hs []v1alpha1.NodeHistory) map[string]*v1alpha1.Foreca
 				o.Mismatched++
 				for _, c := range u.Checks {
 					if c.Result == v1alpha1.CheckMismatch && len(nv.Mismatches) < 10 {
-						nv.Mismatches = append(nv.Mismatches, mismatchText(c))
+						nv.Mismatches = append(nv.Mismatches, mismatchText(u, c))
 					}
 				}
 			case v1alpha1.VerdictPartlyObserved:

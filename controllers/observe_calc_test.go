@@ -1,17 +1,23 @@
 package controllers
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/mcoentries"
 )
 
 var (
@@ -391,5 +397,158 @@ func TestForecastObservations(t *testing.T) {
 	setObserved(&st, nil)
 	if meta.FindStatusCondition(st.Conditions, v1alpha1.ForecastConditionAgreed) != nil || st.Observed != nil {
 		t.Errorf("nothing observed, yet: %+v", st)
+	}
+}
+
+// The update records which of the forecast's rules were ndp's entries in
+// MachineConfiguration cluster, read once, when the forecast is.
+func TestObserveRecordsNDPEntries(t *testing.T) {
+	restart := []v1alpha1.ForecastAction{{Type: "Restart", Service: "chronyd.service"}}
+	forecast := &v1alpha1.UpdateForecast{ObjectMeta: metav1.ObjectMeta{Name: ForecastName("worker", obsFrom, obsTo)},
+		Status: v1alpha1.UpdateForecastStatus{MCO: &v1alpha1.MCOForecast{Summary: "Restart chronyd.service, Reload crio.service", Actions: restart,
+			Rules: []v1alpha1.MCORule{
+				{Change: "file /etc/chrony.conf", Rule: "file policy /etc/chrony.conf", Actions: restart},
+				{Change: "file /etc/chrony.d/x.conf", Rule: "file policy /etc/chrony.conf", Actions: restart},
+				{Change: "file /etc/containers/registries.conf", Rule: "file policy /etc/containers/registries.conf", Actions: []v1alpha1.ForecastAction{{Type: "Special"}}},
+				{Change: "unit app.service", Rule: "unit policy app.service", Actions: []v1alpha1.ForecastAction{{Type: "None"}}},
+				{Change: "passwd: SSH keys changed", Rule: "ssh key policy", Actions: []v1alpha1.ForecastAction{{Type: "None"}}},
+				{Change: "file /etc/other", Rule: "no node disruption policy", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}},
+			}}}}
+	for _, tc := range []struct {
+		name      string
+		entries   func() (map[string]bool, error)
+		want      []string
+		evidence  string
+		wantCalls int
+	}{
+		{"ndp's entries matched", func() (map[string]bool, error) {
+			return map[string]bool{"file:/etc/chrony.conf": true, "sshkey": true, "file:/etc/unrelated": true}, nil
+		}, []string{"file /etc/chrony.conf", "sshkey"}, "", 1},
+		{"a unit", func() (map[string]bool, error) { return map[string]bool{"unit:app.service": true}, nil }, []string{"unit app.service"}, "", 1},
+		{"none of ndp's entries used", func() (map[string]bool, error) {
+			return map[string]bool{"file:/etc/kubernetes/kubelet.conf": true}, nil
+		}, nil, "", 1},
+		{"no MachineConfiguration", func() (map[string]bool, error) { return nil, nil }, nil, "", 1},
+		{"not readable", func() (map[string]bool, error) { return nil, errors.New("connection refused") }, nil,
+			"which of ndp's entries in MachineConfiguration cluster the MCO was foretold to use is not known: connection refused", 1},
+		{"not asked", nil, nil, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			in := observeInput{Pool: "worker", Now: obsAt(0),
+				Node:     observedNode{Name: "w1", Current: obsFrom, Desired: obsTo, State: "Done", BootID: "boot-1"},
+				Forecast: func(string) *v1alpha1.UpdateForecast { return forecast },
+			}
+			if tc.entries != nil {
+				in.Entries = func() (map[string]bool, error) { calls++; return tc.entries() }
+			}
+			res := observe(in)
+			if len(res.Updates) != 1 || res.Updates[0].Plan == nil {
+				t.Fatalf("no update opened with its forecast: %+v", res.Updates)
+			}
+			u := res.Updates[0]
+			if !slices.Equal(u.MCOEntries, tc.want) {
+				t.Errorf("mcoEntries %q, want %q", u.MCOEntries, tc.want)
+			}
+			if tc.evidence != "" && !slices.Contains(u.Evidence, tc.evidence) {
+				t.Errorf("evidence %q, want it to hold %q", u.Evidence, tc.evidence)
+			}
+			// Set once: observing again neither reads nor changes it.
+			in.History, in.Now = res.Updates, obsAt(1)
+			again := observe(in)
+			if again.Changed || !slices.Equal(again.Updates[0].MCOEntries, tc.want) {
+				t.Errorf("observed again: changed %t, mcoEntries %q", again.Changed, again.Updates[0].MCOEntries)
+			}
+			if calls != tc.wantCalls {
+				t.Errorf("MachineConfiguration read %d times, want %d", calls, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// A mismatch whose foretold step came from ndp's entry names it.
+func TestMismatchNamesTheEntry(t *testing.T) {
+	restart := []v1alpha1.ForecastAction{{Type: "Restart", Service: "chronyd.service"}}
+	drainRestart := []v1alpha1.ForecastAction{{Type: "Drain"}, {Type: "Restart", Service: "chronyd.service"}}
+	changes := func(rule string, as []v1alpha1.ForecastAction) []v1alpha1.UpdateChange {
+		return []v1alpha1.UpdateChange{
+			{Change: "file /etc/chrony.conf", DecidedBy: rule, Actions: as},
+			{Change: "file /etc/containers/registries.conf", DecidedBy: "file policy /etc/containers/registries.conf", Actions: []v1alpha1.ForecastAction{{Type: "Special"}}},
+		}
+	}
+	rebooted := v1alpha1.UpdateCheck{What: "reboot", Foretold: false, Observed: v1alpha1.ObservedYes, Result: v1alpha1.CheckMismatch, Evidence: []string{"boot id a → b"}}
+	notDrained := v1alpha1.UpdateCheck{What: "drain", Foretold: true, Observed: v1alpha1.ObservedNo, Result: v1alpha1.CheckMismatch, Evidence: []string{"no cordon or drain seen while the update ran"}}
+	reloaded := v1alpha1.UpdateCheck{What: "reload crio.service", Foretold: false, Observed: v1alpha1.ObservedYes, Result: v1alpha1.CheckMismatch}
+	long := rebooted
+	long.Evidence = []string{strings.Repeat("x", 1100)}
+	for _, tc := range []struct {
+		name    string
+		entries []string
+		changes []v1alpha1.UpdateChange
+		check   v1alpha1.UpdateCheck
+		want    string
+	}{
+		{"a reboot where ndp's entry said restart", []string{"file /etc/chrony.conf"}, changes("file policy /etc/chrony.conf", restart), rebooted,
+			"reboot: foretold no, observed yes (boot id a → b): foretold by ndp's entry file /etc/chrony.conf in MachineConfiguration cluster"},
+		{"two of ndp's entries", []string{"file /etc/chrony.conf", "sshkey"}, changes("file policy /etc/chrony.conf", restart), reloaded,
+			"reload crio.service: foretold no, observed yes: foretold by ndp's entries file /etc/chrony.conf, sshkey in MachineConfiguration cluster"},
+		{"a drain foretold by ndp's entry, not seen", []string{"file /etc/chrony.conf"}, changes("file policy /etc/chrony.conf", drainRestart), notDrained,
+			"drain: foretold yes, observed no (no cordon or drain seen while the update ran): foretold by ndp's entry file /etc/chrony.conf in MachineConfiguration cluster"},
+		{"a drain foretold by another entry", []string{"file /etc/chrony.conf"}, changes("file policy /etc/chrony.conf", restart), notDrained,
+			"drain: foretold yes, observed no (no cordon or drain seen while the update ran)"},
+		{"no entry of ndp's used", nil, changes("file policy /etc/chrony.conf", restart), rebooted,
+			"reboot: foretold no, observed yes (boot id a → b)"},
+		{"the evidence is cut, not the entry", []string{"file /etc/chrony.conf"}, changes("file policy /etc/chrony.conf", restart), long,
+			": foretold by ndp's entry file /etc/chrony.conf in MachineConfiguration cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := openU()
+			u.MCOEntries, u.Changes = tc.entries, tc.changes
+			got := mismatchText(u, tc.check)
+			if strings.HasPrefix(tc.name, "the evidence is cut") {
+				if !strings.HasSuffix(got, tc.want) || len(got) > 1024 {
+					t.Errorf("%d bytes, %q", len(got), got[max(0, len(got)-120):])
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The observer tells ndp's entries from the administrator's by the live
+// object's managedFields, as the entries controller applies them; without
+// a MachineConfiguration there are none.
+func TestObserverReadsNDPEntries(t *testing.T) {
+	c := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: ".."}).Client
+	ctx := context.Background()
+	r := &ObserveReconciler{Client: c, APIReader: c}
+	if mine, err := r.ndpEntries(ctx); err != nil || len(mine) != 0 {
+		t.Fatalf("no MachineConfiguration: %v, %v", mine, err)
+	}
+	none := []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}
+	mc := &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: mcoentries.MachineConfigurationName}, Spec: operatorv1.MachineConfigurationSpec{
+		StaticPodOperatorSpec: operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+		NodeDisruptionPolicy: operatorv1.NodeDisruptionPolicyConfig{
+			Files:  []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/admin.conf", Actions: none}},
+			SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: none},
+		},
+	}}
+	if err := c.Create(ctx, mc, client.FieldOwner("admin")); err != nil {
+		t.Fatal(err)
+	}
+	u, err := mcoentries.ApplyObject(mcoentries.Entries{Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf",
+		Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RestartSpecAction, Restart: &operatorv1.RestartService{ServiceName: "chronyd.service"}}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(mcoentries.FieldManager)); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := r.ndpEntries(ctx)
+	if err != nil || len(mine) != 1 || !mine["file:/etc/chrony.conf"] {
+		t.Errorf("ndp's entries: %v, %v", mine, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/mcoentries"
 	"github.com/ndp-dev/ndp/nodepool"
 )
 
@@ -34,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=ndp.dev,resources=nodehistories,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=ndp.dev,resources=nodehistories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.openshift.io,resources=machineconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -69,6 +72,10 @@ type ObserveReconciler struct {
 	// Sources gives ndp's prediction's source MachineConfigs of a rendered
 	// config (ForecastReconciler.PredictedSources); nil: unknown.
 	Sources func(rendered string) map[string]string
+	// APIReader reads MachineConfiguration cluster with its managedFields
+	// (the cache strips them), once per update, to record which of the
+	// forecast's rules were ndp's entries; the manager's when nil.
+	APIReader client.Reader
 
 	// mcn: the API server serves MachineConfigNodes (v1).
 	mcn bool
@@ -77,6 +84,9 @@ type ObserveReconciler struct {
 // SetupWithManager watches Nodes, their MachineConfigNodes, the Events
 // about them and the forecasts.
 func (r *ObserveReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Event{}, eventNodeIndex, func(o client.Object) []string {
 		if ev, ok := o.(*corev1.Event); ok && ev.InvolvedObject.Kind == "Node" {
 			return []string{ev.InvolvedObject.Name}
@@ -204,6 +214,8 @@ func (r *ObserveReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return &f
 	}
 
+	in.Entries = func() (map[string]bool, error) { return r.ndpEntries(ctx) }
+
 	res := observe(in)
 	if !res.Changed {
 		return reconcile.Result{RequeueAfter: res.Requeue}, nil
@@ -220,6 +232,27 @@ func (r *ObserveReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		logger.Info("observed an MCO update to its end", "node", node.Name, "from", u.From, "to", u.To, "verdict", u.Verdict)
 	}
 	return reconcile.Result{RequeueAfter: res.Requeue}, nil
+}
+
+// ndpEntries reads which entries of MachineConfiguration cluster's node
+// disruption policy ndp's field manager owns now; none when there is no
+// MachineConfiguration (or the API server serves none).
+func (r *ObserveReconciler) ndpEntries(ctx context.Context) (map[string]bool, error) {
+	if r.APIReader == nil {
+		return nil, nil
+	}
+	var mc operatorv1.MachineConfiguration
+	switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: mcoentries.MachineConfigurationName}, &mc); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading MachineConfiguration %s: %w", mcoentries.MachineConfigurationName, err)
+	}
+	own, err := mcoentries.OwnershipOf(&mc)
+	if err != nil {
+		return nil, err
+	}
+	return own.Mine, nil
 }
 
 // poolOf is the node's pool: the MCO's primary-pool rule.
@@ -270,7 +303,7 @@ func (r *ObserveReconciler) report(ctx context.Context, node *corev1.Node, u *v1
 	for _, c := range u.Checks {
 		if c.Result == v1alpha1.CheckMismatch {
 			forecastMismatches.WithLabelValues(pool, c.What).Inc()
-			parts = append(parts, mismatchText(c))
+			parts = append(parts, mismatchText(u, c))
 		}
 	}
 	msg := truncate(fmt.Sprintf("node %s, update %s → %s (forecast %s): %s", node.Name, u.From, u.To, u.Forecast, strings.Join(parts, "; ")), 1024)

@@ -11,6 +11,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -76,21 +77,39 @@ type mcoState struct {
 // Infrastructure cluster (a single-replica control plane is never drained)
 // and ControllerConfig machine-config-controller (the render base).
 func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
-	st := &mcoState{}
 	var mc operatorv1.MachineConfiguration
+	var current *operatorv1.MachineConfiguration
 	switch err := p.Client.Get(ctx, client.ObjectKey{Name: ClusterName}, &mc); {
 	case err == nil:
-		st.current = &mc
+		current = &mc
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading MachineConfiguration %s: %w", ClusterName, err)
 	}
-	st.policies, st.source = mcorules.PoliciesOf(st.current)
-	st.overrides = mcorules.OverridesOf(st.current)
+	st, err := p.mcoDecisionState(ctx, current)
+	if err != nil {
+		return nil, err
+	}
+	var cc mcfgv1.ControllerConfig
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: ControllerConfigName}, &cc); err != nil {
+		return nil, fmt.Errorf("reading ControllerConfig %s, the base of the MCO's render: %w", ControllerConfigName, err)
+	}
+	st.base = render.MCOBaseOf(&cc)
+	return st, nil
+}
+
+// mcoDecisionState is what the MCO's daemon decides with besides the
+// configs: mc's policies (nil: none) and overrides, and whether the
+// control plane is a single replica, from Infrastructure cluster (never
+// drained); no render base.
+func (p *Previewer) mcoDecisionState(ctx context.Context, mc *operatorv1.MachineConfiguration) (*mcoState, error) {
+	st := &mcoState{current: mc}
+	st.policies, st.source = mcorules.PoliciesOf(mc)
+	st.overrides = mcorules.OverridesOf(mc)
 	var infra configv1.Infrastructure
 	switch err := p.Client.Get(ctx, client.ObjectKey{Name: ClusterName}, &infra); {
 	case err == nil:
 		st.single = infra.Status.ControlPlaneTopology == configv1.SingleReplicaTopologyMode
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		// The MCO reads the topology from Infrastructure; without one,
 		// a single node is the best evidence.
 		single, err := p.singleNode(ctx)
@@ -101,11 +120,6 @@ func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
 	default:
 		return nil, fmt.Errorf("reading Infrastructure %s: %w", ClusterName, err)
 	}
-	var cc mcfgv1.ControllerConfig
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: ControllerConfigName}, &cc); err != nil {
-		return nil, fmt.Errorf("reading ControllerConfig %s, the base of the MCO's render: %w", ControllerConfigName, err)
-	}
-	st.base = render.MCOBaseOf(&cc)
 	return st, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 
+	"github.com/ndp-dev/ndp/mcoentries"
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -52,27 +53,11 @@ func shorten(s string, max int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// fitWarnings shortens each warning to MaxWarningBytes and keeps, in order,
-// as many as fit in MaxWarningsBytes, replacing the rest with one note
-// that counts them.
+// fitMCOWarnings shortens each warning to MaxWarningBytes and keeps, in
+// order, as many as fit in MaxWarningsBytes, replacing the rest with one
+// note that counts them.
 func fitMCOWarnings(ws []string) []string {
-	out := make([]string, 0, len(ws))
-	total := 0
-	for i, w := range ws {
-		w = shorten(oneLine(w, len(w)+1), MaxWarningBytes) // oneLine cuts nothing here
-		rest := len(ws) - i - 1
-		need := len(w)
-		if rest > 0 {
-			// Room for the note, should a later warning not fit.
-			need += len(fmt.Sprintf(moreNote, rest))
-		}
-		if total+need > MaxWarningsBytes {
-			return append(out, fmt.Sprintf(moreNote, len(ws)-i))
-		}
-		out = append(out, w)
-		total += len(w)
-	}
-	return out
+	return fitWarningsWithin(ws, MaxWarningsBytes, moreNote)
 }
 
 // disruption ranks what an update does to a node: 0 nothing, 1 actions
@@ -456,25 +441,7 @@ func changeSubject(change string) (kind, subject string) {
 // entry is the MachineConfiguration spec.nodeDisruptionPolicy the
 // suggestion asks for, in YAML flow style.
 func (sg suggestion) entry() string {
-	var parts []string
-	if len(sg.files) > 0 {
-		var fs []string
-		for _, f := range sg.files {
-			fs = append(fs, fmt.Sprintf("{path: %s, actions: %s}", f.Path, flowActions(f.Actions)))
-		}
-		parts = append(parts, "files: ["+strings.Join(fs, ", ")+"]")
-	}
-	if len(sg.units) > 0 {
-		var us []string
-		for _, u := range sg.units {
-			us = append(us, fmt.Sprintf("{name: %s, actions: %s}", u.Name, flowActions(u.Actions)))
-		}
-		parts = append(parts, "units: ["+strings.Join(us, ", ")+"]")
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "spec.nodeDisruptionPolicy." + strings.Join(parts, ", ")
+	return entriesFlow(mcoentries.Entries{Files: sg.files, Units: sg.units})
 }
 
 func flowActions(as []policy.Action) string {

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
+	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policies"
 	"github.com/ndp-dev/ndp/policyset"
 )
@@ -30,11 +33,34 @@ import (
 // which plans waiting in MachineConfig status would change, and how (the
 // what-if preview, Previewer.WhatIf). The what-if only informs: whatever
 // happens to it, it never turns an allowed request into a denial.
+//
+// As the advisor with --mco-entries, on every create, update or delete
+// (dry-run or not) it also warns what ndp would then write in
+// MachineConfiguration cluster's spec.nodeDisruptionPolicy, what of the
+// policy the MCO cannot be given and why, and what the MCO would then do
+// with each pool's pending update (docs/openshift.md#ndps-policies-in-the-mco).
+// That too only informs.
 type PolicyValidation struct {
 	Checker *policyset.PolicyChecker
 	Decoder admission.Decoder
 	// Previewer, when set, makes the what-if preview of dry-runs.
 	Previewer *Previewer
+	// MCOEntries is ndp-controller's --mco-entries as the advisor (off,
+	// static or all): unless off (or empty), the entries preview runs. It
+	// needs Previewer.
+	MCOEntries string
+	// APIReader reads MachineConfiguration cluster with its managedFields
+	// (the manager's cache strips them), to tell ndp's entries from the
+	// administrator's.
+	APIReader client.Reader
+	// PreviewDeadline bounds the entries preview (DefaultPreviewDeadline
+	// when zero), within ValidationDeadline.
+	PreviewDeadline time.Duration
+}
+
+// entriesPreview says whether the entries preview runs.
+func (h *PolicyValidation) entriesPreview() bool {
+	return h.Previewer != nil && mcoEntriesOn(h.MCOEntries)
 }
 
 // Handle implements admission.Handler.
@@ -45,10 +71,14 @@ func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) ad
 	if req.Operation == admissionv1.Delete {
 		// A deletion is never refused (the webhook configuration calls
 		// this handler for dry-run deletes only, failing open).
-		if !whatIf {
-			return admission.Allowed("")
+		var ws []string
+		if whatIf {
+			ws = h.whatIfDelete(ctx, req.Name)
 		}
-		return admission.Allowed("").WithWarnings(h.whatIfDelete(ctx, req.Name)...)
+		if h.entriesPreview() {
+			ws = withEntries(ws, h.entriesDelete(ctx, req.Name))
+		}
+		return admission.Allowed("").WithWarnings(ws...)
 	}
 	var ndp v1alpha1.NodeDisruptionPolicy
 	if err := h.Decoder.Decode(req, &ndp); err != nil {
@@ -62,6 +92,9 @@ func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) ad
 			resp := admission.Allowed("spec unchanged")
 			if whatIf {
 				resp = resp.WithWarnings(NoPendingPlanChanges + ": the spec is unchanged")
+				if h.entriesPreview() {
+					resp = resp.WithWarnings(MCOEntriesNoChange + ": the spec is unchanged")
+				}
 			}
 			return resp
 		}
@@ -75,10 +108,50 @@ func (h *PolicyValidation) Handle(ctx context.Context, req admission.Request) ad
 		return admission.Denied(fmt.Sprintf("%s (%s)", msg, reason))
 	}
 	resp := admission.Allowed(fmt.Sprintf("revision %s, %d rules", pol.Revision(), pol.RuleCount()))
+	var ws []string
 	if whatIf {
-		resp = resp.WithWarnings(h.whatIfPut(ctx, ndp.Name, set)...)
+		ws = h.whatIfPut(ctx, ndp.Name, set)
+	}
+	if h.entriesPreview() {
+		ws = withEntries(ws, h.entriesPut(ctx, pol, set))
+	}
+	if len(ws) > 0 {
+		resp = resp.WithWarnings(ws...)
 	}
 	return resp
+}
+
+// withEntries adds the entries preview's warnings after the what-if's,
+// within what the API server passes on whole.
+func withEntries(whatIf, entries []string) []string {
+	return append(whatIf, fitWarningsWithin(entries, MaxWarningsBytes-warningBytes(whatIf), moreEntriesNote)...)
+}
+
+// entriesPut previews ndp's entries with pol added or replaced; set is the
+// policy set with it (PolicyChecker.CheckSet).
+func (h *PolicyValidation) entriesPut(ctx context.Context, pol policy.Policy, set *planner.Planner) []string {
+	if pol.Name == policies.DefaultPolicyName {
+		return nil // the controller restores it: whatIfPut says so
+	}
+	return h.mcoEntriesWarnings(ctx, mcoEntriesInput{edited: pol.Name, policy: &pol, candidate: func(context.Context) (policySet, error) {
+		return policySet{planner: set, policies: append(h.Checker.Active.Others(pol.Name), pol)}, nil
+	}})
+}
+
+// entriesDelete previews ndp's entries without the named policy: what ndp
+// removes.
+func (h *PolicyValidation) entriesDelete(ctx context.Context, name string) []string {
+	if name == policies.DefaultPolicyName {
+		return nil // the controller restores it: whatIfDelete says so
+	}
+	active := h.Checker.Active
+	if _, ok := active.Get(name); !ok {
+		return []string{fmt.Sprintf("%s: NodeDisruptionPolicy %s is not in the active set (never accepted)", MCOEntriesNoChange, name)}
+	}
+	return h.mcoEntriesWarnings(ctx, mcoEntriesInput{edited: name, candidate: func(ctx context.Context) (policySet, error) {
+		set, err := active.Without(ctx, name)
+		return policySet{planner: set, policies: active.Others(name)}, err
+	}})
 }
 
 // whatIfPut previews the set with the policy added or replaced.

@@ -74,6 +74,12 @@ type Options struct {
 	// it where less disruptive, and deny nothing; image.config and
 	// MachineConfiguration cluster are previewed too.
 	Advisor bool
+	// MCOEntries is ndp-controller's --mco-entries: "off" (or empty),
+	// "static" or "all". As the advisor, unless off, the policy webhook
+	// also warns what ndp would write in MachineConfiguration cluster's
+	// node disruption policy after a policy edit, and what the MCO would
+	// then do with each pool's pending update.
+	MCOEntries string
 }
 
 // SetupWithManager registers the handlers on the manager's webhook server.
@@ -103,11 +109,17 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts O
 		srv.Register(ImageConfigPath, preview(&ImageConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
 		srv.Register(MachineConfigurationPath, preview(&MachineConfigurationPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
 	}
-	srv.Register(PolicyPath, &admission.Webhook{Handler: &PolicyValidation{
+	validation := &PolicyValidation{
 		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
 		Decoder:   decoder,
 		Previewer: previewer,
-	}})
+	}
+	if opts.Advisor && mcoEntriesOn(opts.MCOEntries) {
+		validation.MCOEntries = opts.MCOEntries
+		validation.APIReader = mgr.GetAPIReader()
+		validation.PreviewDeadline = opts.PreviewDeadline
+	}
+	srv.Register(PolicyPath, &admission.Webhook{Handler: validation})
 	// Every replica serves, so every replica watches (not leader-elected).
 	if err := mgr.Add(inputsWatch{previewer, mgr.GetCache()}); err != nil {
 		return nil, err

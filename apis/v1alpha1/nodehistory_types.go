@@ -245,6 +245,18 @@ type NodeUpdate struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Forecast string `json:"forecast,omitempty"`
+	// mcoEntries are ndp's entries in the MCO's policy list the MCO was
+	// foretold to use (advisor): those of the forecast's rules whose entry
+	// in MachineConfiguration cluster's spec.nodeDisruptionPolicy ndp owns
+	// (field manager ndp, ndp-controller --mco-entries), as "file
+	// /etc/chrony.conf", "unit foo.service" or "sshkey". Set once, when the
+	// update's forecast is read, from MachineConfiguration cluster as it
+	// stood then (when the update started, unless its forecast came later).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MaxLength=4096
+	MCOEntries []string `json:"mcoEntries,omitempty"`
 	// checks: each foretold aspect against what was observed (advisor).
 	// +optional
 	// +listType=atomic

@@ -624,6 +624,11 @@ func (in *NodeUpdate) DeepCopyInto(out *NodeUpdate) {
 		}
 	}
 	out.BootIDs = in.BootIDs
+	if in.MCOEntries != nil {
+		in, out := &in.MCOEntries, &out.MCOEntries
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Checks != nil {
 		in, out := &in.Checks, &out.Checks
 		*out = make([]UpdateCheck, len(*in))

@@ -219,7 +219,7 @@ func main() {
 		}
 	}
 	if webhookPort > 0 {
-		if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: mode == modeAdvisor, PreviewDeadline: previewDeadline}); err != nil {
+		if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: mode == modeAdvisor, PreviewDeadline: previewDeadline, MCOEntries: mcoEntries}); err != nil {
 			setup.Error(err, "setting up the webhooks")
 			os.Exit(1)
 		}
