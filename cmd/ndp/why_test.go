@@ -145,7 +145,9 @@ Boot: boot-1 -> boot-2 (rebooted)
 }
 
 func TestWhyTextAdvisorMismatch(t *testing.T) {
-	got := whyText(t, whyView{Node: "w1", History: history("w1", advisorUpdate()), Evidence: true})
+	u := advisorUpdate()
+	u.MCOEntries = []string{"file /etc/chrony.conf"}
+	got := whyText(t, whyView{Node: "w1", History: history("w1", u), Evidence: true})
 	want := `Node w1: 1 update recorded (ndp keeps the last 10 updates of each node; the history is deleted with the node).
 
 Update 1 of 1 (newest): rendered-worker-aaaa -> rendered-worker-bbbb
@@ -154,6 +156,7 @@ Update 1 of 1 (newest): rendered-worker-aaaa -> rendered-worker-bbbb
   Started:  2025-11-26 09:00:00 UTC
   Finished: 2025-11-26 09:05:00 UTC (took 5m0s)
   Result:   Done
+  ndp's entries the MCO was foretold to use (MachineConfiguration cluster): file /etc/chrony.conf
 Changed (3):
   file /etc/chrony.conf: contents changed (MachineConfig 50-worker-chrony)
     decided by: file policy /etc/chrony.conf -> Restart chronyd.service

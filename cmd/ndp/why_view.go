@@ -185,6 +185,9 @@ func writeUpdateText(b *strings.Builder, n, total int, u *v1alpha1.NodeUpdate, a
 		result += ": " + u.Message
 	}
 	fmt.Fprintf(b, "  Result:   %s\n", result)
+	if len(u.MCOEntries) > 0 {
+		fmt.Fprintf(b, "  ndp's entries the MCO was foretold to use (MachineConfiguration cluster): %s\n", strings.Join(u.MCOEntries, ", "))
+	}
 
 	writeChanges(b, u)
 
