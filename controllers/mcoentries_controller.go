@@ -68,6 +68,8 @@ type MCOEntriesReconciler struct {
 
 	mu    sync.Mutex
 	noted map[string]bool
+	// waiting is the deleted policy last seen still in the active set.
+	waiting string
 }
 
 // mcoEntriesKey is the one request: everything is decided at once.
@@ -132,6 +134,19 @@ func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	pols := r.Active.Others("")
+	// The policy controller takes a deleted policy out of the set after
+	// this controller saw it go, and tells it nothing then (it has no
+	// status left to write): look again shortly, rather than keep the
+	// deleted policy's entries until some other event.
+	gone, err := deletedButActive(ctx, r.Client, pols)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var done reconcile.Result
+	if gone != "" {
+		done.RequeueAfter = time.Second
+	}
+	r.noteWaiting(ctx, gone)
 	st, err := mcoentries.Static(ctx, mcoentries.StaticInput{Planner: pl, Policies: pols, Base: admin})
 	if err != nil {
 		return reconcile.Result{}, err
@@ -142,8 +157,9 @@ func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	var perUpdate mcoentries.Entries
 	var notes []mcoentries.Unexpressed
 	var targets map[string]string
+	var deciders map[string][]string
 	if r.PerUpdate {
-		if perUpdate, notes, targets, err = r.pending(ctx, pl, mcoentries.Merge(admin, static)); err != nil {
+		if perUpdate, notes, targets, deciders, err = r.pending(ctx, pl, mcoentries.Merge(admin, static)); err != nil {
 			return reconcile.Result{}, err
 		}
 		var c []mcoentries.Conflict
@@ -183,10 +199,46 @@ func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.report(ctx, pols, st, static, perUpdate, conflicts, append(limited, notes...)); err != nil {
+	if err := r.report(ctx, pols, st, static, perUpdate, deciders, conflicts, append(limited, notes...)); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, nil
+	return done, nil
+}
+
+// noteWaiting logs, once each time, that a deleted policy is still in the
+// active set ("": none is).
+func (r *MCOEntriesReconciler) noteWaiting(ctx context.Context, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting != name {
+		r.waiting = name
+		if name == "" {
+			return
+		}
+		log.FromContext(ctx).Info("a deleted NodeDisruptionPolicy is still in the active set: looking again until it leaves", "policy", name)
+	}
+}
+
+// deletedButActive names a policy of the active set whose
+// NodeDisruptionPolicy is deleted (gone from c, the cache, or being
+// deleted), "" when there is none.
+func deletedButActive(ctx context.Context, c client.Reader, pols []policy.Policy) (string, error) {
+	var list v1alpha1.NodeDisruptionPolicyList
+	if err := c.List(ctx, &list); err != nil {
+		return "", fmt.Errorf("listing NodeDisruptionPolicies: %w", err)
+	}
+	live := map[string]bool{}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			live[p.Name] = true
+		}
+	}
+	for _, p := range pols {
+		if p.Name != "" && !live[p.Name] {
+			return p.Name, nil
+		}
+	}
+	return "", nil
 }
 
 // apply writes ndp's part of MachineConfiguration cluster: what it does not
@@ -203,11 +255,13 @@ func (r *MCOEntriesReconciler) apply(ctx context.Context, e mcoentries.Entries, 
 }
 
 // pending computes the per-update entries of every pool's pending moves,
-// and the target each pool was found moving to.
-func (r *MCOEntriesReconciler) pending(ctx context.Context, pl *planner.Planner, base mcoentries.Entries) (mcoentries.Entries, []mcoentries.Unexpressed, map[string]string, error) {
+// the target each pool was found moving to, and, for each subject
+// ("file:/etc/x", "unit:y.service", "sshkey"), the policies whose claims
+// decided its change in some move's plan.
+func (r *MCOEntriesReconciler) pending(ctx context.Context, pl *planner.Planner, base mcoentries.Entries) (mcoentries.Entries, []mcoentries.Unexpressed, map[string]string, map[string][]string, error) {
 	var pools mcfgv1.MachineConfigPoolList
 	if err := r.Client.List(ctx, &pools); err != nil {
-		return mcoentries.Entries{}, nil, nil, fmt.Errorf("listing MachineConfigPools: %w", err)
+		return mcoentries.Entries{}, nil, nil, nil, fmt.Errorf("listing MachineConfigPools: %w", err)
 	}
 	targets := map[string]string{}
 	var moves []mcoentries.Move
@@ -219,7 +273,7 @@ func (r *MCOEntriesReconciler) pending(ctx context.Context, pl *planner.Planner,
 			continue
 		}
 		if err != nil {
-			return mcoentries.Entries{}, nil, nil, err
+			return mcoentries.Entries{}, nil, nil, nil, err
 		}
 		targets[pool.Name] = in.Target
 		to := in.Configs[in.Target]
@@ -243,20 +297,39 @@ func (r *MCOEntriesReconciler) pending(ctx context.Context, pl *planner.Planner,
 			req := planner.Request{From: from, To: to, Pool: pool.Name, PoolLabels: pool.Labels, SingleNode: in.SingleNode}
 			plan, err := pl.Plan(ctx, req)
 			if err != nil {
-				return mcoentries.Entries{}, nil, nil, fmt.Errorf("planning %s -> %s for pool %s: %w", from.Name, to.Name, pool.Name, err)
+				return mcoentries.Entries{}, nil, nil, nil, fmt.Errorf("planning %s -> %s for pool %s: %w", from.Name, to.Name, pool.Name, err)
 			}
 			moves = append(moves, mcoentries.Move{Pool: pool.Name, Update: mcoentries.Update{From: from, To: to, Plan: plan, SingleNode: in.SingleNode, Overrides: in.Overrides}, Sources: to.Sources})
 		}
 	}
 	if len(moves) == 0 {
-		return mcoentries.Entries{}, nil, targets, nil
+		return mcoentries.Entries{}, nil, targets, nil, nil
 	}
 	guardedSource, err := r.guardedSources(ctx)
 	if err != nil {
-		return mcoentries.Entries{}, nil, nil, err
+		return mcoentries.Entries{}, nil, nil, nil, err
 	}
 	e, notes, err := mcoentries.ForPending(moves, base, guardedSource)
-	return e, notes, targets, err
+	return e, notes, targets, decidersOf(moves), err
+}
+
+// decidersOf names, for each subject of the moves' changes, the policies
+// whose claims won it in their plans (the password hash's go with the
+// SSH keys: the MCO's sshkey entry covers both).
+func decidersOf(moves []mcoentries.Move) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range moves {
+		for _, reason := range m.Plan.Reasons {
+			subject := reason.ChangeID
+			if subject == "password" {
+				subject = "sshkey"
+			}
+			if reason.Policy != planner.NoPolicy && !slices.Contains(out[subject], reason.Policy) {
+				out[subject] = append(out[subject], reason.Policy)
+			}
+		}
+	}
+	return out
 }
 
 // guardedSources tells which MachineConfigs the admission guard covers:
@@ -344,8 +417,9 @@ func (r *MCOEntriesReconciler) moved(ctx context.Context, targets map[string]str
 	return "", nil
 }
 
-// report writes each active policy's status.mco.
-func (r *MCOEntriesReconciler) report(ctx context.Context, pols []policy.Policy, st *mcoentries.StaticResult, static, perUpdate mcoentries.Entries, conflicts []mcoentries.Conflict, notes []mcoentries.Unexpressed) error {
+// report writes each active policy's status.mco: its per-update entries
+// are those of the changes it decided (deciders).
+func (r *MCOEntriesReconciler) report(ctx context.Context, pols []policy.Policy, st *mcoentries.StaticResult, static, perUpdate mcoentries.Entries, deciders map[string][]string, conflicts []mcoentries.Conflict, notes []mcoentries.Unexpressed) error {
 	written := map[string]bool{}
 	for _, s := range mcoentries.Subjects(static) {
 		written[s] = true
@@ -358,7 +432,13 @@ func (r *MCOEntriesReconciler) report(ctx context.Context, pols []policy.Policy,
 		if p.Name == "" {
 			continue
 		}
-		s := policyMCOStatus(p, st, static, written, conflictOf, perUpdate)
+		var notMine []string
+		for _, subject := range mcoentries.Subjects(perUpdate) {
+			if !slices.Contains(deciders[subject], p.Name) {
+				notMine = append(notMine, subject)
+			}
+		}
+		s := policyMCOStatus(p, st, static, written, conflictOf, mcoentries.Without(perUpdate, notMine))
 		var ndp v1alpha1.NodeDisruptionPolicy
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Name}, &ndp); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -421,7 +501,8 @@ func equalMCOStatus(a, b v1alpha1.PolicyMCOStatus) bool {
 }
 
 // policyMCOStatus is what one policy's status.mco says: a pure function of
-// the static result, what was written and the conflicts.
+// the static result, what was written, the conflicts and the per-update
+// entries of the changes the policy decided.
 func policyMCOStatus(p policy.Policy, st *mcoentries.StaticResult, static mcoentries.Entries, written map[string]bool, conflicts map[string]mcoentries.Conflict, perUpdate mcoentries.Entries) v1alpha1.PolicyMCOStatus {
 	var s v1alpha1.PolicyMCOStatus
 	for _, f := range static.Files {
@@ -450,6 +531,12 @@ func policyMCOStatus(p policy.Policy, st *mcoentries.StaticResult, static mcoent
 	sort.Strings(s.Conflicts)
 	for _, f := range perUpdate.Files {
 		s.UpdateEntries = append(s.UpdateEntries, fmt.Sprintf("file %s: %s", f.Path, planner.FormatActions(f.Actions)))
+	}
+	for _, u := range perUpdate.Units {
+		s.UpdateEntries = append(s.UpdateEntries, fmt.Sprintf("unit %s: %s", u.Name, planner.FormatActions(u.Actions)))
+	}
+	if len(perUpdate.SSHKey.Actions) > 0 {
+		s.UpdateEntries = append(s.UpdateEntries, "sshkey: "+planner.FormatActions(perUpdate.SSHKey.Actions))
 	}
 	declared := len(p.Files) + len(p.Units)
 	if p.SSHKey != nil && len(p.SSHKey.Actions) > 0 {

@@ -2,13 +2,18 @@ package mcoentries_test
 
 import (
 	"context"
+	"maps"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-cmp/cmp"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -61,11 +66,12 @@ func TestStatic(t *testing.T) {
 		pols: []policy.Policy{policytest.File("etc", 100, "/etc", restartChrony)},
 		// ndp's default policy has no entry for the MCO's iri-registry
 		// paths: beneath /etc ndp decides them by the user entry; and it has
-		// one the MCO lacks.
+		// one the MCO lacks (None), which must not lower the MCO's own
+		// decision (no entry: Reboot) that /etc's entry would replace.
 		want: files(
 			file("/etc", restartChrony),
 			file("/etc/iri-registry", restartChrony),
-			file("/etc/mco/internal-registry-pull-secret.json", policytest.None),
+			file("/etc/mco/internal-registry-pull-secret.json", policytest.Reboot),
 			file("/etc/pki/ca-trust/source/anchors/iri-root-ca.crt", restartChrony),
 		),
 	}, {
@@ -209,5 +215,79 @@ func TestForPending(t *testing.T) {
 				t.Errorf("notes: %v, want %d", notes, tt.notes)
 			}
 		})
+	}
+}
+
+// filesConfig is a config of these files and nothing else.
+func filesConfig(name string, files map[string]string) *machineconfig.Config {
+	var ign igntypes.Config
+	ign.Ignition.Version = igntypes.MaxVersion.String()
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		ign.Storage.Files = append(ign.Storage.Files, igntypes.File{
+			Node:          igntypes.Node{Path: p, Overwrite: ptr.To(true)},
+			FileEmbedded1: igntypes.FileEmbedded1{Mode: ptr.To(0o644), Contents: igntypes.Resource{Source: ptr.To("data:," + url.PathEscape(files[p]))}},
+		})
+	}
+	return &machineconfig.Config{Name: name, Ignition: ign}
+}
+
+// A per-update entry for a changed path also decides, in the MCO, the
+// changed files beneath it: those need entries of their own, or the MCO
+// does less than ndp's plan (found by mcorules/export_agreement_test.go,
+// case 1783: kubelet.conf and kubelet.conf/a/b.conf).
+func TestForUpdateEntryOverAnotherChange(t *testing.T) {
+	exact := policytest.Rego("exact", 100, "package ndp.policy.exact\n\nimport data.ndp.lib\n\n"+
+		"claims contains {\"change\": c.id, \"match\": c.path, \"actions\": [lib.restart(\"chronyd.service\")]} if {\n\tsome c in lib.file_changes\n\tc.path == \"/etc/app\"\n}\n")
+	pl := policytest.Planner(t, exact)
+	from := filesConfig("old", map[string]string{"/etc/app": "a\n", "/etc/app/x.conf": "a\n"})
+	to := filesConfig("new", map[string]string{"/etc/app": "b\n", "/etc/app/x.conf": "b\n"})
+	plan, err := pl.Plan(context.Background(), planner.Request{From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Reboot {
+		t.Fatalf("ndp's plan %v: want a reboot, /etc/app/x.conf is claimed by no policy", plan.Actions)
+	}
+	res, err := mcoentries.ForUpdate(mcoentries.Update{From: from, To: to, Plan: plan}, mcoentries.Entries{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := files(file("/etc/app", restartChrony), file("/etc/app/x.conf", policytest.Reboot))
+	if diff := cmp.Diff(want, mcoentries.Sorted(res.Entries).Files); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if !res.Equal || res.After != "drain and reboot" {
+		t.Errorf("after %q equal %v, want drain and reboot, true; %v", res.After, res.Equal, res.Unexpressed)
+	}
+}
+
+// The MCO runs its registries.conf check (Special: reload CRI-O, drain
+// when unsafe) only when nothing else drains or reboots: whether it drains
+// must be asked of it alone, not read from a decision that reboots for
+// another file (found by mcorules/export_agreement_test.go, case 4896).
+func TestForUpdateRegistriesDrainBesideAReboot(t *testing.T) {
+	pl := policytest.Planner(t, policytest.File("app", 100, "/etc/app", restartChrony))
+	const reg = "unqualified-search-registries = [\"registry.access.redhat.com\"]\n"
+	from := filesConfig("old", map[string]string{"/etc/app": "a\n", "/etc/containers/registries.conf": reg})
+	// A key registries.conf does not know: ndp cannot tell it safe and
+	// drains; the MCO's decoder ignores it (safe, no drain).
+	to := filesConfig("new", map[string]string{"/etc/app": "b\n", "/etc/containers/registries.conf": reg + "key = 1\n"})
+	plan, err := pl.Plan(context.Background(), planner.Request{From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mcoentries.PlanEffect(plan.Actions, plan.Drain, plan.Reboot); got != "drain, Reload crio.service, Restart chronyd.service" {
+		t.Fatalf("ndp's plan: %s, want drain, Reload crio.service, Restart chronyd.service", got)
+	}
+	res, err := mcoentries.ForUpdate(mcoentries.Update{From: from, To: to, Plan: plan}, mcoentries.Entries{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := files(file("/etc/app", restartChrony), file("/etc/containers/registries.conf", reloadCrio, policytest.Drain))
+	if diff := cmp.Diff(want, mcoentries.Sorted(res.Entries).Files); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if !res.Equal {
+		t.Errorf("after %q, not ndp's plan: %v", res.After, res.Unexpressed)
 	}
 }

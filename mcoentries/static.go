@@ -166,6 +166,14 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 		if e, ok := mcorules.FilePolicy(d, mco); ok {
 			have = mcoEffect(mcorules.StatusActions(e.Actions), false)
 		}
+		if why == "" && !slices.ContainsFunc(deciders, isUserPolicy) {
+			// ndp's defaults decide it: they never lower the MCO's own
+			// decision (its defaults and the administrator's entries, without
+			// ndp's), which the entry above would otherwise replace.
+			if own := ownActions(d, in.Base); !atLeast(effectOf(acts), effectOf(own)) {
+				acts = own
+			}
+		}
 		if why == "" && effectOf(acts) == have {
 			continue
 		}
@@ -237,6 +245,34 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 	}
 	res.Entries = Sorted(res.Entries)
 	return res, nil
+}
+
+// isUserPolicy: a policy of the cluster's, not ndp's built-in defaults
+// nor the "no policy" of an unclaimed change.
+func isUserPolicy(name string) bool {
+	return name != policies.DefaultPolicyName && name != planner.NoPolicy
+}
+
+// ownActions are the MCO's own actions for a file (its defaults merged with
+// the administrator's entries, without ndp's), as a spec list: Reboot when
+// no entry matches. Special (registries.conf) never reaches here.
+func ownActions(p string, base Entries) []operatorv1.NodeDisruptionPolicySpecAction {
+	e, ok := mcorules.FilePolicy(p, mcorules.MergePolicies(base))
+	if !ok {
+		return []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.RebootSpecAction}}
+	}
+	var out []operatorv1.NodeDisruptionPolicySpecAction
+	for _, a := range e.Actions {
+		sa := operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.NodeDisruptionPolicySpecActionType(a.Type)}
+		if a.Reload != nil {
+			sa.Reload = a.Reload.DeepCopy()
+		}
+		if a.Restart != nil {
+			sa.Restart = a.Restart.DeepCopy()
+		}
+		out = append(out, sa)
+	}
+	return toSpec(out)
 }
 
 func clusterWide(p policy.Policy) bool {

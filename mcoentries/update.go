@@ -2,6 +2,7 @@ package mcoentries
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -11,6 +12,7 @@ import (
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/policies"
 )
 
 // Update is one pending update and ndp's plan for it.
@@ -37,6 +39,10 @@ type UpdateResult struct {
 	// Equal: with the entries, the MCO does exactly ndp's plan (the set of
 	// actions, drain and reboot).
 	Equal bool
+	// NotLess: with the entries, the MCO does at least what ndp's plan
+	// does (Equal, or more where it keeps its own decision for a change no
+	// user policy decides).
+	NotLess bool
 	// Unexpressed says why it does not, when it does not.
 	Unexpressed []Unexpressed
 }
@@ -73,13 +79,27 @@ func ForUpdate(u Update, base Entries) (*UpdateResult, error) {
 	fixed := fixedRule(d0)
 	if fixed == "" {
 		pols := in.Policies
-		for _, f := range d0.ChangedFiles {
-			acts := byChange.actions("file:" + f)
-			have := mcoFileEffect(f, pols, d0)
-			if effectOf(acts) == have {
-				continue
+		regDrain, err := registriesDrain(in, d0)
+		if err != nil {
+			return nil, err
+		}
+		// An entry for a changed path also decides the changed files
+		// beneath it (the MCO takes the longest matching path): each file
+		// is checked again with the entries added so far, until none needs
+		// one more.
+		for now, added := pols, true; added; now = mcorules.MergePolicies(Merge(base, res.Entries)) {
+			added = false
+			for _, f := range d0.ChangedFiles {
+				if slices.ContainsFunc(res.Entries.Files, func(e operatorv1.NodeDisruptionPolicySpecFile) bool { return e.Path == f }) {
+					continue
+				}
+				acts := byChange.actions("file:" + f)
+				if have := mcoFileEffect(f, now, regDrain); effectOf(acts) == have || !byChange.userDecided("file:"+f) && !atLeast(effectOf(acts), have) {
+					continue
+				}
+				res.Entries.Files = append(res.Entries.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: f, Actions: acts})
+				added = true
 			}
-			res.Entries.Files = append(res.Entries.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: f, Actions: acts})
 		}
 		for _, n := range d0.ChangedUnits {
 			acts := byChange.actions("unit:" + n)
@@ -87,7 +107,7 @@ func ForUpdate(u Update, base Entries) (*UpdateResult, error) {
 			if e, ok := mcorules.UnitPolicy(n, pols); ok {
 				have = mcoEffect(mcorules.StatusActions(e.Actions), false)
 			}
-			if effectOf(acts) == have {
+			if effectOf(acts) == have || !byChange.userDecided("unit:"+n) && !atLeast(effectOf(acts), have) {
 				continue
 			}
 			if !policy.ServiceNamePattern.MatchString(n) {
@@ -102,7 +122,9 @@ func ForUpdate(u Update, base Entries) (*UpdateResult, error) {
 			keys := byChange.actions("sshkey")
 			hash := byChange.actions("password")
 			acts := toSpec(append(keys, hash...))
-			if effectOf(acts) != mcoEffect(mcorules.StatusActions(pols.SSHKey.Actions), false) {
+			have := mcoEffect(mcorules.StatusActions(pols.SSHKey.Actions), false)
+			user := byChange.userDecided("sshkey") || byChange.userDecided("password")
+			if effectOf(acts) != have && (user || atLeast(effectOf(acts), have)) {
 				res.Entries.SSHKey = operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: acts}
 			}
 		}
@@ -117,10 +139,64 @@ func ForUpdate(u Update, base Entries) (*UpdateResult, error) {
 	}
 	res.After = DecisionEffect(d1)
 	res.Equal = res.After == want
+	res.NotLess = res.Equal || len(d1.Refused) == 0 && atLeast(decisionEffect(d1), planEffect(u.Plan))
 	if !res.Equal && len(res.Unexpressed) == 0 {
-		res.Unexpressed = append(res.Unexpressed, Unexpressed{Subject: "the update", Reason: fmt.Sprintf("the MCO would %s where ndp plans %s", res.After, want)})
+		why := fmt.Sprintf("the MCO would %s where ndp plans %s", res.After, want)
+		if res.NotLess {
+			why += ": it keeps its own decision for changes no policy of the cluster's decides (ndp's defaults never lower the MCO's)"
+		}
+		res.Unexpressed = append(res.Unexpressed, Unexpressed{Subject: "the update", Reason: why})
 	}
 	return res, nil
+}
+
+// userDecided: a policy of the cluster's (not ndp's built-in defaults) won
+// the change. Only such a decision may lower the MCO's own: where ndp's
+// defaults and the MCO's differ, the MCO's stays (its registries.conf
+// check, its missing entry for a path ndp's defaults know, a change ndp
+// does not see).
+func (rs reasons) userDecided(id string) bool {
+	for _, r := range rs[id] {
+		if r.Policy != planner.NoPolicy && r.Policy != policies.DefaultPolicyName {
+			return true
+		}
+	}
+	return false
+}
+
+// atLeast: a node doing have does at least what want does — it reboots, or
+// it drains if want drains and runs every service action want runs.
+func atLeast(have, want effect) bool {
+	switch {
+	case have.reboot:
+		return true
+	case want.reboot || want.drain && !have.drain:
+		return false
+	}
+	got := map[string]bool{}
+	for _, s := range strings.Split(have.services, ", ") {
+		got[s] = true
+	}
+	for _, s := range strings.Split(want.services, ", ") {
+		if s != "" && !got[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// decisionEffect and planEffect are what a decision and a plan do to a node.
+func decisionEffect(d *mcorules.Decision) effect {
+	e := mcoEffect(d.Actions, d.Drain)
+	e.drain = d.Drain || e.reboot && d.Drain
+	return e
+}
+
+func planEffect(p *planner.Plan) effect {
+	e := effectOf(p.Actions)
+	e.reboot = e.reboot || p.Reboot
+	e.drain = p.Drain
+	return e
 }
 
 // reasons groups ndp's plan reasons by change id.
@@ -145,26 +221,43 @@ func (rs reasons) actions(id string) []operatorv1.NodeDisruptionPolicySpecAction
 	return toSpec(acts)
 }
 
-// mcoFileEffect is what the MCO does for one changed file under pols.
-func mcoFileEffect(path string, pols mcorules.Policies, d *mcorules.Decision) effect {
+// mcoFileEffect is what the MCO does for one changed file under pols;
+// regDrain, whether its registries.conf rule (Special) drains.
+func mcoFileEffect(path string, pols mcorules.Policies, regDrain bool) effect {
 	e, ok := mcorules.FilePolicy(path, pols)
 	if !ok {
 		return effect{reboot: true, drain: true}
 	}
-	return mcoEffect(mcorules.StatusActions(e.Actions), specialDrains(d))
+	return mcoEffect(mcorules.StatusActions(e.Actions), regDrain)
 }
 
-// specialDrains says whether the decision's registries.conf rule found
-// the change unsafe.
-func specialDrains(d *mcorules.Decision) bool {
-	for _, r := range d.Rules {
-		for _, a := range r.Actions {
-			if a.Type == operatorv1.SpecialStatusAction {
-				return !strings.HasPrefix(r.Detail, "safe")
-			}
-		}
+// registriesDrain says whether the MCO's registries.conf rule (Special)
+// drains for this update's registries.conf change. The MCO runs that check
+// only when no other action reboots or drains, so a decision that does
+// (as d0 often does, before the entries) does not tell: it is decided
+// alone, every other change given None.
+func registriesDrain(in mcorules.Input, d0 *mcorules.Decision) (bool, error) {
+	if !slices.Contains(d0.ChangedFiles, mcorules.RegistriesConfPath) {
+		return false, nil
 	}
-	return false
+	none := []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}}
+	pols := mcorules.Policies{SSHKey: operatorv1.NodeDisruptionPolicyStatusSSHKey{Actions: none}}
+	for _, f := range d0.ChangedFiles {
+		acts := none
+		if f == mcorules.RegistriesConfPath {
+			acts = []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.SpecialStatusAction}}
+		}
+		pols.Files = append(pols.Files, operatorv1.NodeDisruptionPolicyStatusFile{Path: f, Actions: acts})
+	}
+	for _, n := range d0.ChangedUnits {
+		pols.Units = append(pols.Units, operatorv1.NodeDisruptionPolicyStatusUnit{Name: operatorv1.NodeDisruptionPolicyServiceName(n), Actions: none})
+	}
+	in.Policies = pols
+	d, err := mcorules.Decide(in)
+	if err != nil {
+		return false, err
+	}
+	return d.Drain, nil
 }
 
 // fixedRule is the fixed rule (osImageURL, kernel arguments, ...) that
@@ -200,8 +293,9 @@ type Move struct {
 
 // ForPending is the per-update entries of every pending move at once: the
 // entries ForUpdate finds for each, kept only where they are safe
-// together. A move's entries are kept only if, with them, the MCO does
-// exactly ndp's plan for it (Equal), every change they cover comes from a
+// together. A move's entries are kept only if, with them, the MCO does at
+// least ndp's plan for it (NotLess: exactly it, or more where the MCO keeps
+// its own decision for a change only ndp's defaults decide), every change they cover comes from a
 // source the admission guard protects (guarded: a MachineConfig an
 // administrator writes, or one the MCO generates from a KubeletConfig or
 // ContainerRuntimeConfig; never a template or image-mirror rendering, which
@@ -226,7 +320,7 @@ func ForPending(moves []Move, base Entries, guarded func(source string) bool) (E
 		if Empty(r.Entries) {
 			continue
 		}
-		if !r.Equal {
+		if !r.NotLess {
 			for _, u := range r.Unexpressed {
 				note(m, u.String())
 			}
@@ -266,13 +360,13 @@ func ForPending(moves []Move, base Entries, guarded func(source string) bool) (E
 			continue
 		}
 		// Every move, with every entry standing (those without entries of
-		// their own too), must still get exactly ndp's plan.
+		// their own too), must still get at least ndp's plan.
 		for _, m := range moves {
 			r, err := ForUpdate(m.Update, Merge(base, union))
 			if err != nil {
 				return Entries{}, nil, err
 			}
-			if Empty(r.Entries) && r.Equal {
+			if Empty(r.Entries) && r.NotLess {
 				continue
 			}
 			touched, err := changedSubjects(m.Update, base)

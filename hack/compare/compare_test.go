@@ -347,7 +347,7 @@ func TestOutput(t *testing.T) {
 		"| all changes ",
 		"| KubeletConfig and ContainerRuntimeConfig ",
 		"MCO with ndp's entries plan",
-		"| changes                                  |  n |   ndp | MCO today | MCO with ndp's entries | as ndp plans | saved vs MCO today | over ndp |",
+		"| changes                                  |  n |   ndp | MCO today | MCO with ndp's entries | as ndp plans | saved vs MCO today |",
 		"```mermaid\nxychart-beta\n",
 	} {
 		if !strings.Contains(s, want) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,6 +191,9 @@ type installedAdvisor struct {
 	kubectl string
 	nodes   []string
 	logs    *output.Buffer
+	// args are ndp-controller's arguments (the Deployment's, then the
+	// test's kubeconfig and ports).
+	args []string
 	// metrics is ndp-controller's metrics address (host:port).
 	metrics string
 	// stop stops ndp-controller (as SIGTERM does; again: nothing), start
@@ -226,6 +230,13 @@ type builtController struct {
 // worker nodes on the worker pool's rendered config.
 func installAdvisor(t *testing.T, m *MCO, built builtController) *installedAdvisor {
 	t.Helper()
+	return installAdvisorFrom(t, m, built, "overlays/openshift")
+}
+
+// installAdvisorFrom is installAdvisor from another overlay (a directory
+// of the repository, e.g. overlays/openshift-mco-entries).
+func installAdvisorFrom(t *testing.T, m *MCO, built builtController, overlay string) *installedAdvisor {
+	t.Helper()
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
@@ -245,7 +256,7 @@ func installAdvisor(t *testing.T, m *MCO, built builtController) *installedAdvis
 	}
 	t.Cleanup(func() { _ = certs.Cleanup() })
 
-	deployment := a.installManifests(t, certs)
+	deployment := a.installManifests(t, certs, overlay)
 	a.playOperator(t)
 	a.addNodes(t, 3)
 
@@ -289,6 +300,7 @@ func installAdvisor(t *testing.T, m *MCO, built builtController) *installedAdvis
 		"--webhook-port", fmt.Sprint(certs.LocalServingPort),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probes),
 		"--metrics-bind-address", a.metrics)
+	a.args = args
 	t.Logf("ndp-controller %s", strings.Join(args, " "))
 	a.start = func(t *testing.T) {
 		t.Helper()
@@ -327,20 +339,22 @@ func installAdvisor(t *testing.T, m *MCO, built builtController) *installedAdvis
 	return a
 }
 
-// installManifests renders overlays/openshift as hack/install-manifests.sh
-// does (kubectl kustomize) and creates its objects, but the Deployment,
-// which it returns: nothing runs pods here. The webhooks are pointed at
-// the loopback port with the test's CA instead of the Service that
-// service-ca's certificate names. A kind the test does not know fails it:
-// someone must decide how it is installed here.
-func (a *installedAdvisor) installManifests(t *testing.T, certs *envtest.WebhookInstallOptions) *appsv1.Deployment {
+// installManifests renders overlay (overlays/openshift, or one on top of
+// it) as hack/install-manifests.sh does (kubectl kustomize) and creates its
+// objects, but the Deployment, which it returns: nothing runs pods here.
+// The webhooks are pointed at the loopback port with the test's CA instead
+// of the Service that service-ca's certificate names; admission policies
+// and their bindings are created as they are (the test's API server runs
+// them). A kind the test does not know fails it: someone must decide how it
+// is installed here.
+func (a *installedAdvisor) installManifests(t *testing.T, certs *envtest.WebhookInstallOptions, overlay string) *appsv1.Deployment {
 	t.Helper()
 	ctx := context.Background()
-	out, err := exec.Command(a.kubectl, "kustomize", "../../overlays/openshift").Output()
+	out, err := exec.Command(a.kubectl, "kustomize", "../../"+overlay).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			t.Fatalf("kubectl kustomize ../../overlays/openshift: %v\n%s", err, ee.Stderr)
+			t.Fatalf("kubectl kustomize ../../%s: %v\n%s", overlay, err, ee.Stderr)
 		}
 		t.Fatal(err)
 	}
@@ -375,7 +389,8 @@ func (a *installedAdvisor) installManifests(t *testing.T, certs *envtest.Webhook
 	for _, u := range objs {
 		kinds = append(kinds, u.GetKind()+" "+u.GetName())
 		switch u.GetKind() {
-		case "Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service":
+		case "Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "Service",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		case "CustomResourceDefinition":
 			if g, _, _ := unstructured.NestedString(u.Object, "spec", "group"); g != "ndp.dev" {
 				t.Errorf("the overlay installs CustomResourceDefinition %s of group %s: only ndp.dev's are ndp's", u.GetName(), g)
@@ -401,7 +416,7 @@ func (a *installedAdvisor) installManifests(t *testing.T, certs *envtest.Webhook
 			a.waitEstablished(t, u.GetName())
 		}
 	}
-	t.Logf("installed from overlays/openshift: %s", strings.Join(kinds, ", "))
+	t.Logf("installed from %s: %s", overlay, strings.Join(kinds, ", "))
 	if deployment == nil {
 		t.Fatal("the overlay has no Deployment of ndp-controller")
 	}
@@ -989,6 +1004,9 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// RequestObject is the request's body, where the audit policy logs
+	// it (level Request).
+	RequestObject json.RawMessage `json:"requestObject"`
 }
 
 // writeVerbs are the API server's verbs that change objects.
@@ -1032,9 +1050,121 @@ func neverTouched(e auditEvent) bool {
 	return r.APIGroup == "" && r.Resource == "nodes"
 }
 
+// auditAllowance is what ndp's account may write beside what the advisor
+// writes (advisorMayWrite).
+type auditAllowance struct {
+	// mcoEntries (--mco-entries): server-side applies of
+	// MachineConfiguration cluster (operator.openshift.io) under field
+	// manager ndp, never forced, whose bodies (the audit policy must log
+	// them: level Request) hold nothing but ndp's entries for mcoEntryPaths
+	// (and units, sshkey) and the guard annotation.
+	mcoEntries    bool
+	mcoEntryPaths []string
+	// perUpdatePaths are those of mcoEntryPaths whose entries are per
+	// update: every apply that holds one lists it in the guard annotation,
+	// and so did ndp's previous apply (the guard is written first).
+	perUpdatePaths []string
+}
+
+// mcoEntriesWrites counts what checkAuditWith saw of ndp's applies of
+// MachineConfiguration cluster.
+type mcoEntriesWrites struct {
+	applies, withGuard int
+	paths              []string
+	// guard is what the last successful apply's guard annotation listed.
+	guard []string
+}
+
 // checkAudit reads the API server's audit log and checks what ndp's
 // service account wrote.
 func (a *installedAdvisor) checkAudit(t *testing.T, path string) {
+	t.Helper()
+	a.checkAuditWith(t, path, auditAllowance{})
+}
+
+// mcoEntriesApply checks one write of ndp's account to a MachineConfiguration
+// against allow: false (and the reasons) when it is not a server-side apply
+// of MachineConfiguration cluster by field manager ndp, unforced, holding
+// only ndp's entries and the guard annotation.
+func (allow auditAllowance) mcoEntriesApply(e auditEvent, seen *mcoEntriesWrites) (bool, []string) {
+	r := e.ObjectRef
+	if !allow.mcoEntries || r == nil || r.APIGroup != "operator.openshift.io" || r.Resource != "machineconfigurations" {
+		return false, nil
+	}
+	var why []string
+	if e.Verb != "patch" || r.Name != "cluster" || r.Subresource != "" {
+		why = append(why, fmt.Sprintf("%s of machineconfigurations %s (subresource %q): only patch (apply) of cluster", e.Verb, r.Name, r.Subresource))
+	}
+	u, err := url.Parse(e.RequestURI)
+	if err != nil {
+		return false, []string{err.Error()}
+	}
+	q := u.Query()
+	if q.Get("fieldManager") != "ndp" {
+		why = append(why, fmt.Sprintf("field manager %q, not ndp", q.Get("fieldManager")))
+	}
+	if q.Get("force") == "true" {
+		why = append(why, "forced")
+	}
+	if len(e.RequestObject) == 0 {
+		return false, append(why, "no body in the audit log (the audit policy must log machineconfigurations at level Request)")
+	}
+	var body map[string]any
+	if err := json.Unmarshal(e.RequestObject, &body); err != nil {
+		return false, append(why, fmt.Sprintf("the body is not a JSON object: %v", err))
+	}
+	only := func(where string, m map[string]any, keys ...string) {
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				why = append(why, fmt.Sprintf("the body sets %s%s", where, k))
+			}
+		}
+	}
+	only("", body, "apiVersion", "kind", "metadata", "spec")
+	md, _ := body["metadata"].(map[string]any)
+	only("metadata.", md, "name", "annotations")
+	var guard []string
+	if ann, ok := md["annotations"].(map[string]any); ok {
+		only("metadata.annotations.", ann, "ndp.dev/update-entries")
+		if v, _ := ann["ndp.dev/update-entries"].(string); v != "" {
+			seen.withGuard++
+			guard = strings.Fields(v)
+		}
+	}
+	spec, _ := body["spec"].(map[string]any)
+	only("spec.", spec, "nodeDisruptionPolicy")
+	npc, _ := spec["nodeDisruptionPolicy"].(map[string]any)
+	only("spec.nodeDisruptionPolicy.", npc, "files", "units", "sshkey")
+	files, _ := npc["files"].([]any)
+	for _, f := range files {
+		fm, _ := f.(map[string]any)
+		p, _ := fm["path"].(string)
+		if !slices.Contains(allow.mcoEntryPaths, p) {
+			why = append(why, fmt.Sprintf("an entry for %q, not one of ndp's %v", p, allow.mcoEntryPaths))
+		}
+		if !slices.Contains(seen.paths, p) {
+			seen.paths = append(seen.paths, p)
+		}
+		if slices.Contains(allow.perUpdatePaths, p) {
+			if !slices.Contains(guard, "file:"+p) {
+				why = append(why, fmt.Sprintf("the per-update entry for %s without the guard annotation listing it (%q)", p, guard))
+			}
+			if !slices.Contains(seen.guard, "file:"+p) {
+				why = append(why, fmt.Sprintf("the per-update entry for %s written before an apply of the guard annotation listing it (ndp's previous apply listed %q)", p, seen.guard))
+			}
+		}
+	}
+	seen.applies++
+	if e.ResponseStatus != nil && e.ResponseStatus.Code < 300 {
+		seen.guard = guard
+	}
+	return len(why) == 0, why
+}
+
+// checkAuditWith is checkAudit with what allow adds to the advisor's
+// writes; it returns what it saw of ndp's applies of MachineConfiguration
+// cluster.
+func (a *installedAdvisor) checkAuditWith(t *testing.T, path string, allow auditAllowance) mcoEntriesWrites {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -1044,6 +1174,7 @@ func (a *installedAdvisor) checkAudit(t *testing.T, path string) {
 	reads, writes := map[string]int{}, map[string]int{}
 	forbidden := map[string]int{}
 	seen := map[string]bool{}
+	var mcoWrites mcoEntriesWrites
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	line := 0
@@ -1084,6 +1215,12 @@ func (a *installedAdvisor) checkAudit(t *testing.T, path string) {
 		if e.ResponseStatus != nil {
 			code = e.ResponseStatus.Code
 		}
+		if ok, why := allow.mcoEntriesApply(e, &mcoWrites); ok || len(why) > 0 {
+			if !ok {
+				t.Errorf("ndp's advisor sent %s (answered %d): not an apply of its entries to MachineConfiguration cluster: %s", key, code, strings.Join(why, "; "))
+			}
+			continue
+		}
 		switch {
 		case neverTouched(e):
 			t.Errorf("ndp's advisor sent %s (answered %d): it must write nothing of the MCO's, the CVO's or a Node", key, code)
@@ -1102,4 +1239,8 @@ func (a *installedAdvisor) checkAudit(t *testing.T, path string) {
 	if len(forbidden) > 0 {
 		t.Errorf("the API server refused ndp's advisor %v: its role (overlays/openshift/rbac.yaml) lacks what it asks for", forbidden)
 	}
+	if allow.mcoEntries {
+		t.Logf("ndp's applies of MachineConfiguration cluster: %d (%d with the guard annotation), entries for %v", mcoWrites.applies, mcoWrites.withGuard, mcoWrites.paths)
+	}
+	return mcoWrites
 }

@@ -321,27 +321,40 @@ type mcoVerdict struct {
 // to files.
 func mcoDecide(t *testing.T, c client.Client, refDir, from, to string) mcoVerdict {
 	t.Helper()
-	dir := t.TempDir()
-	dump := func(obj client.Object, name string) string {
-		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
-			t.Fatalf("reading %s: %v", name, err)
-		}
-		obj.SetManagedFields(nil)
-		data, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
+	mc := dumpObject(t, c, t.TempDir(), &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: operatorv1.GroupVersion.String(), Kind: "MachineConfiguration"}}, "cluster")
+	return mcoDecideWith(t, c, refDir, from, to, mc)
+}
+
+// dumpObject reads the cluster-scoped object name into obj and writes it,
+// without its managedFields, as JSON in dir; it returns the file's path.
+func dumpObject(t *testing.T, c client.Client, dir string, obj client.Object, name string) string {
+	t.Helper()
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, obj); err != nil {
+		t.Fatalf("reading %s: %v", name, err)
 	}
+	obj.SetManagedFields(nil)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// mcoDecideWith runs mco-decide on two rendered configs of the cluster
+// with the MachineConfiguration in the file machineConfiguration (its
+// spec.nodeDisruptionPolicy merged with the MCO's defaults).
+func mcoDecideWith(t *testing.T, c client.Client, refDir, from, to, machineConfiguration string) mcoVerdict {
+	t.Helper()
+	dir := t.TempDir()
 	mcType := metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"}
 	args := []string{
-		"--from", dump(&ndpmcv1.MachineConfig{TypeMeta: mcType}, from),
-		"--to", dump(&ndpmcv1.MachineConfig{TypeMeta: mcType}, to),
-		"--machineconfiguration", dump(&operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: operatorv1.GroupVersion.String(), Kind: "MachineConfiguration"}}, "cluster"),
+		"--from", dumpObject(t, c, dir, &ndpmcv1.MachineConfig{TypeMeta: mcType}, from),
+		"--to", dumpObject(t, c, dir, &ndpmcv1.MachineConfig{TypeMeta: mcType}, to),
+		"--machineconfiguration", machineConfiguration,
 	}
 	cmd := exec.Command(filepath.Join(refDir, "mco-decide"), args...)
 	var stderr bytes.Buffer
