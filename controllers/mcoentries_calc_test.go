@@ -67,18 +67,3 @@ func TestPolicyMCOStatus(t *testing.T) {
 		})
 	}
 }
-
-func TestWithinLimits(t *testing.T) {
-	var many mcoentries.Entries
-	for i := range 52 {
-		many.Files = append(many.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: fmt.Sprintf("/etc/f%02d", i), Actions: []policy.Action{{Type: policy.ActionNone}}})
-	}
-	admin := mcoentries.Entries{Files: many.Files[:10]}
-	kept, dropped := withinLimits(admin, mcoentries.Entries{Files: many.Files[10:]})
-	if got := len(admin.Files) + len(kept.Files); got != 50 {
-		t.Errorf("%d files in all, want the API's 50", got)
-	}
-	if len(dropped) != 2 || dropped[0].Subject != "file:/etc/f51" {
-		t.Errorf("dropped %v, want the last two", dropped)
-	}
-}

@@ -31,7 +31,6 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/mcoentries"
-	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
@@ -110,20 +109,12 @@ func policyRevisionChanged(o, n client.Object) bool {
 // Reconcile computes ndp's entries and applies them.
 func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	var mc operatorv1.MachineConfiguration
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: mcoentries.MachineConfigurationName}, &mc); {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		// The MCO's operator creates it; ndp never does.
-		return reconcile.Result{}, nil
-	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("reading MachineConfiguration %s: %w", mcoentries.MachineConfigurationName, err)
-	}
-	own, err := mcoentries.OwnershipOf(&mc)
-	if err != nil {
+	live, err := mcoentries.ReadLive(ctx, r.APIReader)
+	if err != nil || live == nil {
+		// None: the MCO's operator creates it; ndp never does.
 		return reconcile.Result{}, err
 	}
-	spec := mc.Spec.NodeDisruptionPolicy
-	admin := mcoentries.Others(spec, own)
+	mc, own, spec, admin := live.MC, live.Own, live.Spec, live.Admin
 
 	pl, err := r.Active.Ready(ctx, r.Client)
 	var notReady *policyset.NotReadyError
@@ -152,7 +143,7 @@ func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	static, conflicts := mcoentries.Conflicts(st.Entries, spec, own)
-	static, limited := withinLimits(admin, static)
+	static, limited := mcoentries.WithinLimits(admin, static)
 
 	var perUpdate mcoentries.Entries
 	var notes []mcoentries.Unexpressed
@@ -166,17 +157,17 @@ func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		perUpdate, c = mcoentries.Conflicts(perUpdate, spec, own)
 		conflicts = append(conflicts, c...)
 		var dropped []mcoentries.Unexpressed
-		perUpdate, dropped = withinLimits(mcoentries.Merge(admin, static), perUpdate)
+		perUpdate, dropped = mcoentries.WithinLimits(mcoentries.Merge(admin, static), perUpdate)
 		notes = append(notes, dropped...)
 	}
 	want := mcoentries.Merge(static, perUpdate)
 	guarded := mcoentries.Subjects(perUpdate)
-	mine := ownEntries(spec, own)
+	mine := live.Mine()
 
 	if newer := addedOrChanged(perUpdate, mine); len(newer) > 0 {
 		// Lock first: the guard refuses other changes to these paths from
 		// now on; then make sure nothing changed them before it stood.
-		lock := union(mcoentries.Guarded(&mc), guarded)
+		lock := union(mcoentries.Guarded(mc), guarded)
 		if err := r.apply(ctx, mine, lock); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -553,42 +544,6 @@ func policyMCOStatus(p policy.Policy, st *mcoentries.StaticResult, static mcoent
 		s.State = v1alpha1.MCOEntriesWritten
 	}
 	return s
-}
-
-// withinLimits keeps of extra what the MCO's API takes beside base (its
-// schema: 50 files, 50 units, 10 actions), dropping the last entries until
-// it validates, and says what was dropped.
-func withinLimits(base, extra mcoentries.Entries) (mcoentries.Entries, []mcoentries.Unexpressed) {
-	var dropped []mcoentries.Unexpressed
-	for {
-		err := mcorules.Validate(mcoentries.Merge(base, extra))
-		if err == nil || mcoentries.Empty(extra) {
-			return extra, dropped
-		}
-		subj := mcoentries.Subjects(extra)
-		last := subj[len(subj)-1]
-		dropped = append(dropped, mcoentries.Unexpressed{Subject: last, Reason: "the MCO's API refuses it beside the entries already there: " + err.Error()})
-		extra = mcoentries.Without(extra, []string{last})
-	}
-}
-
-// ownEntries are the entries of spec ndp owns now.
-func ownEntries(spec mcoentries.Entries, own mcoentries.Ownership) mcoentries.Entries {
-	var out mcoentries.Entries
-	for _, f := range spec.Files {
-		if own.Mine["file:"+f.Path] {
-			out.Files = append(out.Files, f)
-		}
-	}
-	for _, u := range spec.Units {
-		if own.Mine["unit:"+string(u.Name)] {
-			out.Units = append(out.Units, u)
-		}
-	}
-	if own.Mine["sshkey"] {
-		out.SSHKey = spec.SSHKey
-	}
-	return out
 }
 
 // addedOrChanged lists the subjects of e that cur lacks or holds otherwise.

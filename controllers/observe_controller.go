@@ -7,7 +7,6 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -241,18 +240,11 @@ func (r *ObserveReconciler) ndpEntries(ctx context.Context) (map[string]bool, er
 	if r.APIReader == nil {
 		return nil, nil
 	}
-	var mc operatorv1.MachineConfiguration
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: mcoentries.MachineConfigurationName}, &mc); {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading MachineConfiguration %s: %w", mcoentries.MachineConfigurationName, err)
-	}
-	own, err := mcoentries.OwnershipOf(&mc)
-	if err != nil {
+	live, err := mcoentries.ReadLive(ctx, r.APIReader)
+	if err != nil || live == nil {
 		return nil, err
 	}
-	return own.Mine, nil
+	return live.Own.Mine, nil
 }
 
 // poolOf is the node's pool: the MCO's primary-pool rule.

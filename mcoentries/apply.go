@@ -196,11 +196,11 @@ type Conflict struct {
 }
 
 func (c Conflict) String() string {
-	return fmt.Sprintf("%s: MachineConfiguration cluster has another entry for it (field manager %s); ndp does not overwrite it", subjectText(c.Subject), strings.Join(c.Managers, ", "))
+	return fmt.Sprintf("%s: MachineConfiguration cluster has another entry for it (field manager %s); ndp does not overwrite it", SubjectText(c.Subject), strings.Join(c.Managers, ", "))
 }
 
-// subjectText is "file /etc/x" for "file:/etc/x".
-func subjectText(s string) string {
+// SubjectText is "file /etc/x" for "file:/etc/x", as people read it.
+func SubjectText(s string) string {
 	k, v, ok := strings.Cut(s, ":")
 	if !ok {
 		return s

@@ -183,7 +183,7 @@ func (h heldEntries) notes(by map[string][]string) []Unexpressed {
 	for _, s := range slices.Sorted(maps.Keys(h)) {
 		out = append(out, Unexpressed{
 			Policy:  strings.Join(by[s], ", "),
-			Subject: subjectText(s),
+			Subject: SubjectText(s),
 			Reason:  fmt.Sprintf("the administrator's entry for it in MachineConfiguration cluster has other actions (%s); ndp does not overwrite it", keys(h[s])),
 		})
 	}

@@ -340,7 +340,7 @@ func ForPending(moves []Move, base Entries, guarded func(source string) bool) (E
 		var keep []moveEntries
 		for _, m := range ok {
 			if s := firstIn(Subjects(m.entries), banned); s != "" {
-				note(m.Move, fmt.Sprintf("another pending update needs %s decided otherwise", subjectText(s)))
+				note(m.Move, fmt.Sprintf("another pending update needs %s decided otherwise", SubjectText(s)))
 				continue
 			}
 			keep = append(keep, m)
@@ -478,9 +478,9 @@ func unguarded(e Entries, sources map[string]string, guarded func(string) bool) 
 		src, ok := sources[s]
 		switch {
 		case !ok:
-			return fmt.Sprintf("%s: its source MachineConfig is not known (a removed file, or a rendering ndp did not predict), so no guard can protect a per-update entry for it", subjectText(s))
+			return fmt.Sprintf("%s: its source MachineConfig is not known (a removed file, or a rendering ndp did not predict), so no guard can protect a per-update entry for it", SubjectText(s))
 		case !guarded(src):
-			return fmt.Sprintf("%s comes from MachineConfig %s, which the MCO renders from the cluster's configuration: no admission guard can hold it, so no per-update entry is written for it", subjectText(s), src)
+			return fmt.Sprintf("%s comes from MachineConfig %s, which the MCO renders from the cluster's configuration: no admission guard can hold it, so no per-update entry is written for it", SubjectText(s), src)
 		}
 	}
 	return ""

@@ -8,11 +8,6 @@ import (
 	"strings"
 	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/ndp-dev/ndp/mcoentries"
 	"github.com/ndp-dev/ndp/mcorules"
 	"github.com/ndp-dev/ndp/planner"
@@ -50,15 +45,6 @@ type policySet struct {
 	policies []policy.Policy
 }
 
-// liveMC is MachineConfiguration cluster as read from the API server, with
-// who owns which of its entries.
-type liveMC struct {
-	mc    *operatorv1.MachineConfiguration
-	spec  mcoentries.Entries
-	own   mcoentries.Ownership
-	admin mcoentries.Entries // the entries other managers own
-}
-
 // written is what ndp writes as static entries for one policy set, as the
 // entries controller (controllers.MCOEntriesReconciler) does: Static's
 // entries without those another manager holds otherwise (Conflicts), and
@@ -70,69 +56,20 @@ type written struct {
 	dropped   []mcoentries.Unexpressed
 }
 
-func staticWritten(ctx context.Context, set policySet, live *liveMC) (*written, error) {
+func staticWritten(ctx context.Context, set policySet, live *mcoentries.Live) (*written, error) {
 	w := &written{static: &mcoentries.StaticResult{From: map[string][]string{}}}
 	if set.planner == nil {
 		return w, nil
 	}
-	st, err := mcoentries.Static(ctx, mcoentries.StaticInput{Planner: set.planner, Policies: set.policies, Base: live.admin})
+	st, err := mcoentries.Static(ctx, mcoentries.StaticInput{Planner: set.planner, Policies: set.policies, Base: live.Admin})
 	if err != nil {
 		return nil, err
 	}
 	w.static = st
-	e, conflicts := mcoentries.Conflicts(st.Entries, live.spec, live.own)
-	w.entries, w.dropped = entriesWithinLimits(live.admin, e)
+	e, conflicts := mcoentries.Conflicts(st.Entries, live.Spec, live.Own)
+	w.entries, w.dropped = mcoentries.WithinLimits(live.Admin, e)
 	w.conflicts = conflicts
 	return w, nil
-}
-
-// entriesWithinLimits keeps of extra what the MCO's API takes beside base,
-// dropping the last entries until it validates, as the entries controller
-// does, and says what was dropped.
-func entriesWithinLimits(base, extra mcoentries.Entries) (mcoentries.Entries, []mcoentries.Unexpressed) {
-	var dropped []mcoentries.Unexpressed
-	for {
-		err := mcorules.Validate(mcoentries.Merge(base, extra))
-		if err == nil || mcoentries.Empty(extra) {
-			return extra, dropped
-		}
-		subj := mcoentries.Subjects(extra)
-		last := subj[len(subj)-1]
-		dropped = append(dropped, mcoentries.Unexpressed{Subject: subjectWords(last), Reason: "the MCO's API refuses it beside the entries already there: " + err.Error()})
-		extra = mcoentries.Without(extra, []string{last})
-	}
-}
-
-// readLiveMC reads MachineConfiguration cluster with its managedFields (nil
-// when there is none, or the API server does not serve the kind).
-func readLiveMC(ctx context.Context, r client.Reader) (*liveMC, error) {
-	var mc operatorv1.MachineConfiguration
-	switch err := r.Get(ctx, client.ObjectKey{Name: mcoentries.MachineConfigurationName}, &mc); {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading MachineConfiguration %s: %w", mcoentries.MachineConfigurationName, err)
-	}
-	own, err := mcoentries.OwnershipOf(&mc)
-	if err != nil {
-		return nil, err
-	}
-	spec := mc.Spec.NodeDisruptionPolicy
-	return &liveMC{mc: &mc, spec: spec, own: own, admin: mcoentries.Others(spec, own)}, nil
-}
-
-// standingUpdateEntries are ndp's per-update entries now in
-// MachineConfiguration cluster: those of its entries its guard annotation
-// lists.
-func standingUpdateEntries(live *liveMC) mcoentries.Entries {
-	guarded := mcoentries.Guarded(live.mc)
-	var drop []string
-	for _, s := range mcoentries.Subjects(live.spec) {
-		if !live.own.Mine[s] || !slices.Contains(guarded, s) {
-			drop = append(drop, s)
-		}
-	}
-	return mcoentries.Without(live.spec, drop)
 }
 
 // mcoEntriesInput is one edit of the policy set, for the entries preview.
@@ -176,7 +113,7 @@ func (h *PolicyValidation) previewMCOEntries(ctx context.Context, in mcoEntriesI
 	if reader == nil {
 		reader = p.Client // without managedFields: every entry counts as the administrator's
 	}
-	live, err := readLiveMC(ctx, reader)
+	live, err := mcoentries.ReadLive(ctx, reader)
 	if err != nil {
 		return nil, err
 	}
@@ -206,10 +143,10 @@ func (h *PolicyValidation) previewMCOEntries(ctx context.Context, in mcoEntriesI
 	// force, and with the spec as ndp would leave it.
 	var standing mcoentries.Entries
 	if h.MCOEntries == mcoEntriesAll {
-		standing = standingUpdateEntries(live)
+		standing = live.UpdateEntries()
 	}
-	after := mcorules.MergePolicies(mcoentries.Merge(live.admin, mcoentries.Merge(next.entries, standing)))
-	st, err := p.mcoDecisionState(ctx, live.mc)
+	after := mcorules.MergePolicies(mcoentries.Merge(live.Admin, mcoentries.Merge(next.entries, standing)))
+	st, err := p.mcoDecisionState(ctx, live.MC)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +194,7 @@ func noMCOEntries(err error, deadline time.Duration) string {
 // or MCOEntriesNoChange. A line too long for a warning is one line per
 // entry.
 func entriesDiffWarnings(now, next mcoentries.Entries) []string {
-	nowBy, nextBy := entryActions(now), entryActions(next)
+	nowBy, nextBy := mcoentries.BySubject(now), mcoentries.BySubject(next)
 	var added, changed, removed []string
 	for _, s := range mcoentries.Subjects(next) {
 		switch was, ok := nowBy[s]; {
@@ -285,7 +222,7 @@ func entriesDiffWarnings(now, next mcoentries.Entries) []string {
 // changedSubjects are the subjects whose entry an edit adds, changes or
 // removes.
 func changedSubjects(now, next mcoentries.Entries) []string {
-	nowBy, nextBy := entryActions(now), entryActions(next)
+	nowBy, nextBy := mcoentries.BySubject(now), mcoentries.BySubject(next)
 	var out []string
 	for s, a := range nextBy {
 		if b, ok := nowBy[s]; !ok || !actionsEqual(a, b) {
@@ -298,22 +235,6 @@ func changedSubjects(now, next mcoentries.Entries) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
-}
-
-// entryActions maps each subject of e ("file:/etc/x", "unit:y.service",
-// "sshkey") to its actions.
-func entryActions(e mcoentries.Entries) map[string][]policy.Action {
-	out := map[string][]policy.Action{}
-	for _, f := range e.Files {
-		out["file:"+f.Path] = f.Actions
-	}
-	for _, u := range e.Units {
-		out["unit:"+string(u.Name)] = u.Actions
-	}
-	if len(e.SSHKey.Actions) > 0 {
-		out["sshkey"] = e.SSHKey.Actions
-	}
 	return out
 }
 

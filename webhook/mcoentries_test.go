@@ -341,22 +341,3 @@ func TestPolicyMCOEntriesPreview(t *testing.T) {
 		}
 	})
 }
-
-// ndp's per-update entries are its own entries the guard annotation lists.
-func TestStandingUpdateEntries(t *testing.T) {
-	file := func(p string) operatorv1.NodeDisruptionPolicySpecFile {
-		return operatorv1.NodeDisruptionPolicySpecFile{Path: p, Actions: []policy.Action{restartChronyd}}
-	}
-	spec := mcoentries.Entries{Files: []operatorv1.NodeDisruptionPolicySpecFile{file("/etc/static"), file("/etc/update"), file("/etc/admin")},
-		SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []policy.Action{policytest.None}}}
-	mc := &operatorv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "cluster",
-		Annotations: map[string]string{mcoentries.GuardAnnotation: "file:/etc/update\nfile:/etc/admin\nsshkey"}}}
-	live := &liveMC{mc: mc, spec: spec, own: mcoentries.Ownership{
-		Mine:   map[string]bool{"file:/etc/static": true, "file:/etc/update": true},
-		Others: map[string][]string{"file:/etc/admin": {"admin"}, "sshkey": {"admin"}},
-	}}
-	want := mcoentries.Entries{Files: []operatorv1.NodeDisruptionPolicySpecFile{file("/etc/update")}}
-	if diff := cmp.Diff(want, standingUpdateEntries(live)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}

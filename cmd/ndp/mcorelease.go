@@ -89,42 +89,20 @@ func releasedEntries(mc *operatorv1.MachineConfiguration, all bool) (mcoentries.
 	if err != nil {
 		return mcoentries.Entries{}, nil, err
 	}
-	guarded := map[string]bool{}
-	for _, s := range mcoentries.Guarded(mc) {
-		guarded[s] = true
+	live := &mcoentries.Live{MC: mc, Spec: mc.Spec.NodeDisruptionPolicy, Own: own}
+	mine := live.Mine()
+	drop := mcoentries.Subjects(live.UpdateEntries())
+	if all {
+		drop = mcoentries.Subjects(mine)
 	}
-	var keep mcoentries.Entries
 	var released []string
-	spec := mc.Spec.NodeDisruptionPolicy
-	for _, f := range spec.Files {
-		switch s := "file:" + f.Path; {
-		case !own.Mine[s]:
-		case all || guarded[s]:
-			released = append(released, "file "+f.Path)
-		default:
-			keep.Files = append(keep.Files, f)
-		}
+	for _, s := range drop {
+		released = append(released, mcoentries.SubjectText(s))
 	}
-	for _, u := range spec.Units {
-		switch s := "unit:" + string(u.Name); {
-		case !own.Mine[s]:
-		case all || guarded[s]:
-			released = append(released, "unit "+string(u.Name))
-		default:
-			keep.Units = append(keep.Units, u)
-		}
-	}
-	if own.Mine["sshkey"] && len(spec.SSHKey.Actions) > 0 {
-		if all || guarded["sshkey"] {
-			released = append(released, "sshkey")
-		} else {
-			keep.SSHKey = spec.SSHKey
-		}
-	}
-	if len(guarded) > 0 && len(released) == 0 {
+	if len(mcoentries.Guarded(mc)) > 0 && len(released) == 0 {
 		// The guard stands without entries (ndp locked before writing):
 		// releasing it is all there is to do.
 		released = append(released, "the guard annotation "+mcoentries.GuardAnnotation)
 	}
-	return keep, released, nil
+	return mcoentries.Without(mine, drop), released, nil
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,37 +46,27 @@ type PolicyMCOReport struct {
 // this is not OpenShift).
 func collectMCOEntries(ctx context.Context, c client.Reader, warn func(string)) (*MCOEntriesReport, error) {
 	r := &MCOEntriesReport{Entries: []MCOEntryReport{}, Policies: []PolicyMCOReport{}}
-	var mc operatorv1.MachineConfiguration
-	switch err := c.Get(ctx, client.ObjectKey{Name: mcoentries.MachineConfigurationName}, &mc); {
-	case err == nil:
-		own, err := mcoentries.OwnershipOf(&mc)
-		if err != nil {
-			return nil, err
-		}
-
-		guarded := map[string]bool{}
-		for _, s := range mcoentries.Guarded(&mc) {
-			guarded[s] = true
-		}
-		spec := mc.Spec.NodeDisruptionPolicy
-		for _, f := range spec.Files {
-			if s := "file:" + f.Path; own.Mine[s] {
-				r.Entries = append(r.Entries, MCOEntryReport{Subject: "file " + f.Path, Actions: planner.FormatActions(f.Actions), PerUpdate: guarded[s]})
-			}
-		}
-		for _, u := range spec.Units {
-			if s := "unit:" + string(u.Name); own.Mine[s] {
-				r.Entries = append(r.Entries, MCOEntryReport{Subject: "unit " + string(u.Name), Actions: planner.FormatActions(u.Actions), PerUpdate: guarded[s]})
-			}
-		}
-		if own.Mine["sshkey"] && len(spec.SSHKey.Actions) > 0 {
-			r.Entries = append(r.Entries, MCOEntryReport{Subject: "sshkey", Actions: planner.FormatActions(spec.SSHKey.Actions), PerUpdate: guarded["sshkey"]})
-		}
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+	live, err := mcoentries.ReadLive(ctx, c)
+	switch {
 	case apierrors.IsForbidden(err):
 		warn("cannot read MachineConfiguration cluster, ndp's entries in the MCO's policies are not shown: " + err.Error())
-	default:
-		return nil, fmt.Errorf("reading MachineConfiguration cluster: %w", err)
+	case err != nil:
+		return nil, err
+	case live != nil:
+		guarded := map[string]bool{}
+		for _, s := range mcoentries.Guarded(live.MC) {
+			guarded[s] = true
+		}
+		mine := live.Mine()
+		for _, f := range mine.Files {
+			r.Entries = append(r.Entries, MCOEntryReport{Subject: "file " + f.Path, Actions: planner.FormatActions(f.Actions), PerUpdate: guarded["file:"+f.Path]})
+		}
+		for _, u := range mine.Units {
+			r.Entries = append(r.Entries, MCOEntryReport{Subject: "unit " + string(u.Name), Actions: planner.FormatActions(u.Actions), PerUpdate: guarded["unit:"+string(u.Name)]})
+		}
+		if len(mine.SSHKey.Actions) > 0 {
+			r.Entries = append(r.Entries, MCOEntryReport{Subject: "sshkey", Actions: planner.FormatActions(mine.SSHKey.Actions), PerUpdate: guarded["sshkey"]})
+		}
 	}
 	var pols v1alpha1.NodeDisruptionPolicyList
 	switch err := c.List(ctx, &pols); {
