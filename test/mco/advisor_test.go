@@ -109,16 +109,7 @@ func TestAdvisorInstalledBesideTheMCO(t *testing.T) {
 	began := time.Now()
 	built := buildController(t)
 
-	auditDir := t.TempDir()
-	auditPolicy, auditLog := filepath.Join(auditDir, "policy.yaml"), filepath.Join(auditDir, "audit.log")
-	if err := os.WriteFile(auditPolicy, []byte(advisorAudit), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := startMCOWith(t, mcoOptions{AsMCOAccount: true, Configure: func(env *envtest.Environment) {
-		env.ControlPlane.GetAPIServer().Configure().
-			Set("audit-policy-file", auditPolicy).
-			Set("audit-log-path", auditLog)
-	}})
+	m, auditLog := startAuditedMCO(t, advisorAudit)
 	t.Logf("the MCO's controllers up after %s", time.Since(began).Round(time.Second))
 	a := installAdvisor(t, m, <-built)
 	t.Logf("ndp's advisor installed and ready after %s", time.Since(began).Round(time.Second))
@@ -173,6 +164,24 @@ func TestAdvisorInstalledBesideTheMCO(t *testing.T) {
 	a.stop()
 	a.checkAudit(t, auditLog)
 	t.Logf("TestAdvisorInstalledBesideTheMCO took %s", time.Since(began).Round(time.Second))
+}
+
+// startAuditedMCO starts the MCO's controllers, as its service account,
+// on an API server that writes an audit log by policy; it returns the
+// log's path.
+func startAuditedMCO(t *testing.T, policy string) (*MCO, string) {
+	t.Helper()
+	auditDir := t.TempDir()
+	auditPolicy, auditLog := filepath.Join(auditDir, "policy.yaml"), filepath.Join(auditDir, "audit.log")
+	if err := os.WriteFile(auditPolicy, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := startMCOWith(t, mcoOptions{AsMCOAccount: true, Configure: func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", auditPolicy).
+			Set("audit-log-path", auditLog)
+	}})
+	return m, auditLog
 }
 
 // advisorStep is one change: dry-run, then applied (or deleted) for real.

@@ -24,7 +24,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -153,18 +152,9 @@ func TestMCOEntries(t *testing.T) {
 	began := time.Now()
 	built := buildController(t)
 
-	auditDir := t.TempDir()
-	auditPolicy, auditLog := filepath.Join(auditDir, "policy.yaml"), filepath.Join(auditDir, "audit.log")
-	if err := os.WriteFile(auditPolicy, []byte(mcoEntriesAudit), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// The MCO's controllers run as its service account: the guard never
 	// refuses their writes (generated and rendered configs).
-	m := startMCOWith(t, mcoOptions{AsMCOAccount: true, Configure: func(env *envtest.Environment) {
-		env.ControlPlane.GetAPIServer().Configure().
-			Set("audit-policy-file", auditPolicy).
-			Set("audit-log-path", auditLog)
-	}})
+	m, auditLog := startAuditedMCO(t, mcoEntriesAudit)
 	t.Logf("the MCO's controllers up after %s", time.Since(began).Round(time.Second))
 	a := installAdvisorFrom(t, m, <-built, mcoEntriesOverlay)
 	t.Logf("ndp installed from %s and ready after %s", mcoEntriesOverlay, time.Since(began).Round(time.Second))
