@@ -60,7 +60,7 @@ func TestPolicyMCOStatus(t *testing.T) {
 			if len(tt.conflicts) > 0 {
 				s = mcoentries.Without(static, []string{"file:/etc/chrony.conf"})
 			}
-			got := policyMCOStatus(tt.pol, st, s, nil, tt.conflicts, mcoentries.Entries{})
+			got := policyMCOStatus(tt.pol, st, s, tt.conflicts, mcoentries.Entries{})
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}

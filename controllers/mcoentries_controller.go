@@ -411,10 +411,6 @@ func (r *MCOEntriesReconciler) moved(ctx context.Context, targets map[string]str
 // report writes each active policy's status.mco: its per-update entries
 // are those of the changes it decided (deciders).
 func (r *MCOEntriesReconciler) report(ctx context.Context, pols []policy.Policy, st *mcoentries.StaticResult, static, perUpdate mcoentries.Entries, deciders map[string][]string, conflicts []mcoentries.Conflict, notes []mcoentries.Unexpressed) error {
-	written := map[string]bool{}
-	for _, s := range mcoentries.Subjects(static) {
-		written[s] = true
-	}
 	conflictOf := map[string]mcoentries.Conflict{}
 	for _, c := range conflicts {
 		conflictOf[c.Subject] = c
@@ -429,7 +425,7 @@ func (r *MCOEntriesReconciler) report(ctx context.Context, pols []policy.Policy,
 				notMine = append(notMine, subject)
 			}
 		}
-		s := policyMCOStatus(p, st, static, written, conflictOf, mcoentries.Without(perUpdate, notMine))
+		s := policyMCOStatus(p, st, static, conflictOf, mcoentries.Without(perUpdate, notMine))
 		var ndp v1alpha1.NodeDisruptionPolicy
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Name}, &ndp); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -492,9 +488,9 @@ func equalMCOStatus(a, b v1alpha1.PolicyMCOStatus) bool {
 }
 
 // policyMCOStatus is what one policy's status.mco says: a pure function of
-// the static result, what was written, the conflicts and the per-update
+// the static result, the static entries written, the conflicts and the per-update
 // entries of the changes the policy decided.
-func policyMCOStatus(p policy.Policy, st *mcoentries.StaticResult, static mcoentries.Entries, written map[string]bool, conflicts map[string]mcoentries.Conflict, perUpdate mcoentries.Entries) v1alpha1.PolicyMCOStatus {
+func policyMCOStatus(p policy.Policy, st *mcoentries.StaticResult, static mcoentries.Entries, conflicts map[string]mcoentries.Conflict, perUpdate mcoentries.Entries) v1alpha1.PolicyMCOStatus {
 	var s v1alpha1.PolicyMCOStatus
 	for _, f := range static.Files {
 		if slices.Contains(st.From["file:"+f.Path], p.Name) {
