@@ -159,7 +159,12 @@ func (s *exportSet) policies() []policy.Policy {
 func (s *exportSet) compiled() (*planner.Planner, *mcoentries.StaticResult, error) {
 	s.once.Do(func() {
 		pols := policy.WithDefaultPolicy(s.policies())
-		s.pl, s.err = planner.New(context.Background(), pols, engine.Options{})
+		// The sandbox's memory budget is the whole process's heap, which
+		// this package's other tests (the recorded agreement, 10,400 cases)
+		// share while they run: a budget for one controller's evaluations
+		// would stop a compilation here for their allocations. The sets are
+		// small and fixed; the sandbox has its own tests.
+		s.pl, s.err = planner.New(context.Background(), pols, engine.Options{EvalMemoryBytes: 8 << 30})
 		if s.err != nil {
 			s.err = fmt.Errorf("policy set %d: %w", s.Index, s.err)
 			return
