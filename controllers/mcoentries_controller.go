@@ -178,7 +178,9 @@ func (r *MCOEntriesReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 			return reconcile.Result{RequeueAfter: time.Second}, err
 		}
 	}
-	err = r.apply(ctx, want, guarded)
+	if len(addedOrChanged(want, mine)) > 0 || len(addedOrChanged(mine, want)) > 0 || !slices.Equal(mcoentries.Guarded(mc), guarded) {
+		err = r.apply(ctx, want, guarded)
+	}
 	if held := mcoentries.ApplyConflicts(err); len(held) > 0 {
 		// Written by another manager between the read and the apply.
 		for _, s := range held {
