@@ -861,17 +861,7 @@ func setTarget(g *gen, s *exportSet) {
 		return
 	}
 	clean := path.Clean(pick(g.r, s.Targets))
-	var target string
-	switch g.r.IntN(5) {
-	case 0, 1:
-		target = clean
-	case 2:
-		target = path.Join(clean, "gen.conf")
-	case 3:
-		target = path.Join(clean, "a", "b.conf")
-	default:
-		target = clean + pick(g.r, []string{"x", "2", ".bak", "-other"})
-	}
+	target := nearPath(g, clean)
 	switch {
 	case target == kubeletConfPath && g.r.IntN(2) == 0:
 		kubeletConfEdit(g)

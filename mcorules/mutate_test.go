@@ -1120,17 +1120,7 @@ func policyTarget(g *gen) {
 	}
 	e := pick(g.r, p.Files).Key
 	clean := path.Clean(e)
-	var target string
-	switch g.r.IntN(5) {
-	case 0, 1:
-		target = clean
-	case 2:
-		target = path.Join(clean, "gen.conf")
-	case 3:
-		target = path.Join(clean, "a", "b.conf")
-	default:
-		target = clean + pick(g.r, []string{"x", "2", ".bak", "-other"})
-	}
+	target := nearPath(g, clean)
 	if target == "/" || target == "/etc" || target == "/etc/containers/registries.conf" {
 		target = path.Join(clean, "gen.conf")
 		if clean == "/etc/containers/registries.conf" {
@@ -1237,4 +1227,19 @@ func generateCase(i int, bs []*base, forceClass int, extra []uint8) *agreementCa
 		c.MC = g.policy.document()
 	}
 	return c
+}
+
+// nearPath is a path at, beneath or beside clean (a policy entry's path):
+// itself, a file in it, one deeper, or a sibling whose name only starts
+// like it, where a path match goes wrong first.
+func nearPath(g *gen, clean string) string {
+	switch g.r.IntN(5) {
+	case 0, 1:
+		return clean
+	case 2:
+		return path.Join(clean, "gen.conf")
+	case 3:
+		return path.Join(clean, "a", "b.conf")
+	}
+	return clean + pick(g.r, []string{"x", "2", ".bak", "-other"})
 }
