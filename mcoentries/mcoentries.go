@@ -176,13 +176,18 @@ func DecisionEffect(d *mcorules.Decision) string {
 
 // PlanEffect is the same for ndp's plan.
 func PlanEffect(actions []policy.Action, drain, reboot bool) string {
+	return planEffectOf(actions, drain, reboot).String()
+}
+
+// planEffectOf is what a plan's actions, drain and reboot do to a node (a
+// single-node plan reboots without draining).
+func planEffectOf(actions []policy.Action, drain, reboot bool) effect {
 	e := effectOf(actions)
-	e.drain = drain || e.drain
-	e.reboot = reboot || e.reboot
-	if e.reboot {
-		e = effect{reboot: true, drain: drain}
+	if reboot || e.reboot {
+		return effect{reboot: true, drain: drain}
 	}
-	return e.String()
+	e.drain = drain || e.drain
+	return e
 }
 
 // Merge is base with extra's entries added: an entry of extra for a path

@@ -470,20 +470,20 @@ func declaredBy(p *planner.Plan, id, key string, want []string, pl *planner.Plan
 	return n > 0
 }
 
-func declares(pol *policy.Policy, id, key string, r planner.Reason) bool {
+func declares(pol *policy.Policy, id, at string, r planner.Reason) bool {
 	same := func(as []policy.Action) bool {
-		return slices.EqualFunc(as, r.Actions, func(a, b policy.Action) bool { return key2(a) == key2(b) })
+		return slices.EqualFunc(as, r.Actions, func(a, b policy.Action) bool { return key(a) == key(b) })
 	}
 	switch {
 	case strings.HasPrefix(id, "file:"):
 		for _, f := range pol.Files {
-			if path.Clean(f.Path) == key && changeset.PathKey(r.Match) == key && same(f.Actions) {
+			if path.Clean(f.Path) == at && changeset.PathKey(r.Match) == at && same(f.Actions) {
 				return true
 			}
 		}
 	case strings.HasPrefix(id, "unit:"):
 		for _, u := range pol.Units {
-			if string(u.Name) == key && same(u.Actions) {
+			if string(u.Name) == at && same(u.Actions) {
 				return true
 			}
 		}
@@ -492,8 +492,6 @@ func declares(pol *policy.Policy, id, key string, r planner.Reason) bool {
 	}
 	return false
 }
-
-func key2(a policy.Action) string { return key(a) }
 
 // Synthetic configs: one file, one unit or one SSH key, and nothing else.
 func fileConfig(p, contents string, present bool) *machineconfig.Config {

@@ -192,12 +192,7 @@ func decisionEffect(d *mcorules.Decision) effect {
 	return e
 }
 
-func planEffect(p *planner.Plan) effect {
-	e := effectOf(p.Actions)
-	e.reboot = e.reboot || p.Reboot
-	e.drain = p.Drain
-	return e
-}
+func planEffect(p *planner.Plan) effect { return planEffectOf(p.Actions, p.Drain, p.Reboot) }
 
 // reasons groups ndp's plan reasons by change id.
 type reasons map[string][]planner.Reason
