@@ -1306,19 +1306,28 @@ func changeID(change string) string {
 	return change
 }
 
-// lowered lists the changes the MCO decides less disruptively with the
-// export than with no entries, with the rules and ndp's deciders.
-func lowered(withExport, dflt *mcorules.Decision, plan *planner.Plan) []string {
+// loweredRules pairs each rule of withExport that decides its change less
+// disruptively than dflt's rule for the same change with that rule.
+func loweredRules(withExport, dflt *mcorules.Decision) [][2]mcorules.Rule {
 	def := map[string]mcorules.Rule{}
 	for _, r := range dflt.Rules {
 		def[r.Change] = r
 	}
-	var out []string
+	var out [][2]mcorules.Rule
 	for _, r := range withExport.Rules {
-		d, ok := def[r.Change]
-		if !ok || ruleRank(r) >= ruleRank(d) {
-			continue
+		if d, ok := def[r.Change]; ok && ruleRank(r) < ruleRank(d) {
+			out = append(out, [2]mcorules.Rule{r, d})
 		}
+	}
+	return out
+}
+
+// lowered lists the changes the MCO decides less disruptively with the
+// export than with no entries, with the rules and ndp's deciders.
+func lowered(withExport, dflt *mcorules.Decision, plan *planner.Plan) []string {
+	var out []string
+	for _, p := range loweredRules(withExport, dflt) {
+		r, d := p[0], p[1]
 		out = append(out, fmt.Sprintf("%s (default: %s %s; export: %s %s; ndp: %s)", r.Change, d.Rule, mcorules.FormatActions(d.Actions), r.Rule, mcorules.FormatActions(r.Actions), deciders(plan, changeID(r.Change))))
 	}
 	return out
@@ -1328,16 +1337,9 @@ func lowered(withExport, dflt *mcorules.Decision, plan *planner.Plan) []string {
 // with ndp's decider, or, where ndp sees no change, the MCO's field that
 // changed.
 func loweredKeys(withExport, dflt *mcorules.Decision, plan *planner.Plan) []string {
-	def := map[string]mcorules.Rule{}
-	for _, r := range dflt.Rules {
-		def[r.Change] = r
-	}
 	var out []string
-	for _, r := range withExport.Rules {
-		d, ok := def[r.Change]
-		if !ok || ruleRank(r) >= ruleRank(d) {
-			continue
-		}
+	for _, p := range loweredRules(withExport, dflt) {
+		r, d := p[0], p[1]
 		k := fmt.Sprintf("%s, by ndp's %s: %s → %s", r.Change, deciders(plan, changeID(r.Change)), mcorules.FormatActions(d.Actions), mcorules.FormatActions(r.Actions))
 		if deciders(plan, changeID(r.Change)) == "" {
 			k = fmt.Sprintf("a %s ndp sees no change of: %s → %s", strings.SplitN(r.Change, " ", 2)[0], mcorules.FormatActions(d.Actions), mcorules.FormatActions(r.Actions))

@@ -52,6 +52,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/mcoref"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcoentries"
 	"github.com/ndp-dev/ndp/mcoimport"
@@ -883,29 +884,16 @@ func WriteChart(w io.Writer, r *Report) error {
 // DefaultMCODecide is where the MCO's reference tool is: $NDP_MCO_DECIDE,
 // else mco-decide in $NDP_MCO_REF, else in shared/mco-ref beside the
 // repository (the nearest directory up with go.mod), as the tests find it
-// (internal/testkit.MCORef); "" when there is none.
+// (internal/mcoref); "" when there is none.
 func DefaultMCODecide() string {
 	if p := os.Getenv("NDP_MCO_DECIDE"); p != "" {
 		return p
 	}
-	if d := os.Getenv("NDP_MCO_REF"); d != "" {
-		return filepath.Join(d, "mco-decide")
-	}
-	dir, err := os.Getwd()
-	if err != nil {
+	dir := mcoref.Dir()
+	if dir == "" {
 		return ""
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-	p := filepath.Join(filepath.Dir(dir), "shared", "mco-ref", "mco-decide")
+	p := filepath.Join(dir, "mco-decide")
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}

@@ -1,8 +1,7 @@
 package testkit
 
 import (
-	"os"
-	"path/filepath"
+	"github.com/ndp-dev/ndp/internal/mcoref"
 )
 
 // MCORef is the directory of the Machine Config Operator's reference tools
@@ -10,31 +9,4 @@ import (
 // directory $NDP_MCO_REF names, else shared/mco-ref beside the repository
 // (../shared/mco-ref from its root, as CI has it); "" when there is none.
 // Tests that compare ndp with the MCO skip, saying so, without it.
-func MCORef() string {
-	if d := os.Getenv("NDP_MCO_REF"); d != "" {
-		if abs, err := filepath.Abs(d); err == nil {
-			return abs
-		}
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	// The repository's root is the nearest directory up with go.mod.
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-	ref := filepath.Join(filepath.Dir(dir), "shared", "mco-ref")
-	if st, err := os.Stat(ref); err != nil || !st.IsDir() {
-		return ""
-	}
-	return ref
-}
+func MCORef() string { return mcoref.Dir() }
