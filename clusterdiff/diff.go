@@ -730,9 +730,9 @@ func (d *differ) objectsOf(id string, to, from map[string]string) []string {
 func entriesOf(e mcoentries.Entries) []MCOEntry {
 	var out []MCOEntry
 	for subject, actions := range mcoentries.BySubject(e) {
-		m := MCOEntry{Subject: subject}
+		m := MCOEntry{Subject: mcoentries.SubjectText(subject)}
 		for _, a := range actions {
-			m.Actions = append(m.Actions, mcoentries.SubjectText(string(a.Type))+serviceOf(a))
+			m.Actions = append(m.Actions, string(a.Type)+serviceOf(a))
 		}
 		out = append(out, m)
 	}

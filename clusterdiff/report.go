@@ -160,8 +160,8 @@ type Change struct {
 	Objects []string `json:"objects,omitempty"`
 }
 
-// MCOEntry is one nodeDisruptionPolicy entry: a file path, a unit name or
-// "sshkey", and its actions.
+// MCOEntry is one nodeDisruptionPolicy entry: its subject ("file
+// /etc/chrony.conf", "unit crio.service", "sshkey") and its actions.
 type MCOEntry struct {
 	Subject string   `json:"subject"`
 	Actions []string `json:"actions"`
