@@ -23,6 +23,7 @@ import (
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcoentries"
 	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/nodepool"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -350,6 +351,9 @@ func (d *differ) readDecisionInputs(ctx context.Context) error {
 		return err
 	}
 	d.rollouts = rps.Items
+	if d.opts.Mode == ModeMCO && len(rps.Items) > 0 {
+		d.report.Notes = append(d.report.Notes, "RolloutPolicies hold nothing beside the MCO, which paces the rollout itself (spec.maxUnavailable, spec.paused): they are not shown")
+	}
 	for key, src := range d.changed {
 		if key.Kind != "RolloutPolicy" {
 			continue
@@ -750,14 +754,22 @@ func serviceOf(a operatorv1.NodeDisruptionPolicySpecAction) string {
 	return ""
 }
 
-// rollout says what the pool's RolloutPolicies would do with its groups'
-// plans now: held by a window, and which gates every step waits on.
+// rollout says how the pool's update would roll out now: beside the MCO,
+// its own pacing (spec.paused, spec.maxUnavailable; RolloutPolicies hold
+// nothing there); with ndp, the same budget and the pool's
+// RolloutPolicies: held by a window, and the gates every step waits on.
 func (d *differ) rollout(pool *mcfgv1.MachineConfigPool, pd *PoolDiff) *Rollout {
-	pols := rolloutcontrol.PoliciesFor(pool, d.rollouts)
-	if len(pols) == 0 {
-		return nil
-	}
 	out := &Rollout{}
+	if budget, err := nodepool.MaxUnavailable(pool, pd.Nodes); err == nil {
+		out.Pacing = fmt.Sprintf("at most %d node(s) at once (spec.maxUnavailable)", budget)
+	}
+	if pool.Spec.Paused {
+		out.Held = "the pool is paused (spec.paused): nothing rolls out until it is unpaused"
+	}
+	pols := rolloutcontrol.PoliciesFor(pool, d.rollouts)
+	if d.opts.Mode == ModeMCO || len(pols) == 0 || out.Held != "" {
+		return out
+	}
 	var compiled []*rolloutcontrol.Policy
 	for _, p := range pols {
 		out.Policies = append(out.Policies, p.Name)

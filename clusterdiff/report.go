@@ -167,12 +167,15 @@ type MCOEntry struct {
 	Actions []string `json:"actions"`
 }
 
-// Rollout is what a pool's RolloutPolicies do with an update.
+// Rollout is how a pool's update rolls out: the pool's own pacing and,
+// with ndp (ModeNDP), the RolloutPolicies that select it.
 type Rollout struct {
-	// Policies are the RolloutPolicies that select the pool.
-	Policies []string `json:"policies"`
-	// Held, when set, says why the update would wait now (a window closed
-	// for its kind of disruption).
+	// Pacing is the pool's budget of nodes updating at once.
+	Pacing string `json:"pacing,omitempty"`
+	// Policies are the RolloutPolicies that select the pool (ModeNDP).
+	Policies []string `json:"policies,omitempty"`
+	// Held, when set, says why the update would wait now: the pool is
+	// paused, or a window is closed for its kind of disruption.
 	Held string `json:"held,omitempty"`
 	// Gates are the gates each step waits on (alerts, pacing, a budget).
 	Gates []string `json:"gates,omitempty"`

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -9,30 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/nodepool"
 	"github.com/ndp-dev/ndp/rolloutcontrol"
 )
 
 // ZoneLabel orders a rollout: one zone after another.
 const ZoneLabel = corev1.LabelTopologyZone
-
-// MaxUnavailable is the pool's budget of nodes out at once: an integer or
-// a percentage of its nodes, rounded down, at least 1 (the Machine Config
-// Operator's rule).
-func MaxUnavailable(pool *mcfgv1.MachineConfigPool, nodes int) (int, error) {
-	mu := intstr.FromInt(1)
-	if pool.Spec.MaxUnavailable != nil {
-		mu = *pool.Spec.MaxUnavailable
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&mu, nodes, false)
-	if err != nil {
-		return 1, fmt.Errorf("MachineConfigPool %q: spec.maxUnavailable: %w", pool.Name, err)
-	}
-	return max(n, 1), nil
-}
 
 // rolloutStop is why a pool sends no node at all.
 type rolloutStop string
@@ -230,7 +214,7 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 	if stop := rolloutBlocked(pool); stop != "" {
 		return rolloutDecision{Stop: stop}
 	}
-	budget, err := MaxUnavailable(pool, len(nodes))
+	budget, err := nodepool.MaxUnavailable(pool, len(nodes))
 	if err != nil {
 		return rolloutDecision{Stop: stopInvalidMaxUnavailable}
 	}

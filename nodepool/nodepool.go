@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The two base pools, by name, as the MCO has them.
@@ -192,4 +193,19 @@ func Members(pool *mcfgv1.MachineConfigPool, pools []*mcfgv1.MachineConfigPool, 
 		}
 	}
 	return members, unmanaged, nil
+}
+
+// MaxUnavailable is the pool's budget of nodes out at once: an integer or
+// a percentage of its nodes, rounded down, at least 1 (the Machine Config
+// Operator's rule).
+func MaxUnavailable(pool *mcfgv1.MachineConfigPool, nodes int) (int, error) {
+	mu := intstr.FromInt(1)
+	if pool.Spec.MaxUnavailable != nil {
+		mu = *pool.Spec.MaxUnavailable
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&mu, nodes, false)
+	if err != nil {
+		return 1, fmt.Errorf("MachineConfigPool %q: spec.maxUnavailable: %w", pool.Name, err)
+	}
+	return max(n, 1), nil
 }
