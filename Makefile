@@ -291,6 +291,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
 	$(CONTROLLER_GEN) rbac:roleName=ndp-controller paths=./controllers/... paths=./webhook/... output:rbac:dir=manifests/rbac
 	$(CONTROLLER_GEN) rbac:roleName=ndp-daemon paths=./daemon/... output:rbac:dir=manifests/rbac/daemon
+	$(CONTROLLER_GEN) rbac:roleName=ndp-diff paths=./clusterdiff/... output:rbac:dir=manifests/rbac/diff
 	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do install -m 0644 "$$dir/$$f" manifests/crds/openshift/$$(basename $$f); done
 	@mkdir -p $(TEST_CRDS); dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \
