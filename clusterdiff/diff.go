@@ -407,7 +407,7 @@ func firstLine(s string) string {
 
 // pool is what the change set does to one pool.
 func (d *differ) pool(ctx context.Context, pool *mcfgv1.MachineConfigPool) (*PoolDiff, error) {
-	pd := &PoolDiff{Pool: pool.Name, From: pool.Spec.Configuration.Name, Effect: EffectNone}
+	pd := &PoolDiff{Pool: pool.Name, From: pool.Spec.Configuration.Name, Effect: EffectNone, ToExact: true}
 	pd.To = pd.From
 	after := render.NewPoolView(d.after, pool)
 	srcAfter, err := after.Sources(ctx)
@@ -448,16 +448,28 @@ func (d *differ) pool(ctx context.Context, pool *mcfgv1.MachineConfigPool) (*Poo
 	pd.To = to.Name
 	pd.Changed = pd.To != pd.From
 	var fromSources map[string]string
+	// today is what the pool's MachineConfigs render to today, when that
+	// is not the pool's configuration: a cluster whose MCO renders (or
+	// encodes) otherwise than the version ndp follows, or a render under
+	// way. Its nodes are then planned from today's rendering, so that the
+	// plan holds the change set's changes and not the versions' difference.
+	var today *machineconfig.Config
 	if existed && len(srcBefore) > 0 {
 		before, err := d.render(pool.Name, srcBefore)
 		if err == nil {
 			fromSources = before.Sources
 			if pd.From != "" && before.Name != pd.From {
-				d.report.Notes = append(d.report.Notes, fmt.Sprintf("pool %s: its MachineConfigs render to %s today, not to its configuration %s (a render under way, or a difference of versions): the new name may differ", pool.Name, before.Name, pd.From))
+				if today, err = before.Config(); err != nil {
+					return nil, fmt.Errorf("pool %s: %w", pool.Name, err)
+				}
+				pd.Changed = pd.To != before.Name
+				pd.ToExact = !pd.Changed
+				d.report.Notes = append(d.report.Notes, fmt.Sprintf("pool %s: its MachineConfigs render to %s here, not to its configuration %s (its MCO's version renders otherwise, or a render is under way): the new config's name may differ from %s, and its nodes are planned from %s, so that the plans hold only the change set's changes", pool.Name, shortName(before.Name), shortName(pd.From), shortName(pd.To), shortName(before.Name)))
 			}
 		}
 	}
 	if !pd.Changed {
+		pd.To = pd.From
 		return pd, nil
 	}
 	objects := func(id string) []string { return d.objectsOf(id, to.Sources, fromSources) }
@@ -470,6 +482,9 @@ func (d *differ) pool(ctx context.Context, pool *mcfgv1.MachineConfigPool) (*Poo
 		if err != nil {
 			return nil, err
 		}
+		if today != nil && g.From == pd.From {
+			fromCfg = today
+		}
 		if err := d.plan(ctx, &g, pool, fromCfg, toCfg, objects); err != nil {
 			return nil, fmt.Errorf("pool %s, from %s to %s: %w", pool.Name, g.From, pd.To, err)
 		}
@@ -478,6 +493,15 @@ func (d *differ) pool(ctx context.Context, pool *mcfgv1.MachineConfigPool) (*Poo
 	}
 	pd.Rollout = d.rollout(pool, pd)
 	return pd, nil
+}
+
+// shortName is a rendered config's name with its hash cut to 8 digits,
+// for notes.
+func shortName(name string) string {
+	if i := strings.LastIndex(name, "-"); i >= 0 && len(name)-i > 9 {
+		return name[:i+9]
+	}
+	return name
 }
 
 // causes names what differs between a pool's sources before and after:
@@ -709,9 +733,10 @@ func changeID(change string) string {
 	return "os:" + change
 }
 
-// objectsOf names the MachineConfigs a change comes from: the one that
-// gives it in the new rendering (or, for a removal, gave it in the old),
-// with the objects a generated one is rendered from.
+// objectsOf names where a change comes from: the MachineConfig that gives
+// it in the new rendering (or, for a removal, gave it in the old), after
+// the objects a generated one is rendered from ("KubeletConfig max-pods →
+// MachineConfig 99-worker-generated-kubelet").
 func (d *differ) objectsOf(id string, to, from map[string]string) []string {
 	name := to[id]
 	if name == "" {
@@ -722,10 +747,10 @@ func (d *differ) objectsOf(id string, to, from map[string]string) []string {
 	}
 	s := "MachineConfig " + name
 	if owners := d.gen.owners[name]; len(owners) > 0 {
-		s += " (from " + strings.Join(owners, ", ") + ")"
+		s = strings.Join(owners, ", ") + " → " + s
 	} else if e, ok := d.after.Lookup(Key{Group: mcfgv1.GroupName, Kind: "MachineConfig", Name: name}); ok {
 		if ref := metav1.GetControllerOf(e.Object); ref != nil {
-			s += " (from " + ref.Kind + " " + ref.Name + ")"
+			s = ref.Kind + " " + ref.Name + " → " + s
 		}
 	}
 	return []string{s}

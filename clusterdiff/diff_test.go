@@ -178,7 +178,7 @@ func TestDiffKubeletConfigGeneratesItsMachineConfig(t *testing.T) {
 	for _, c := range g.Plan.Changes {
 		objs = append(objs, c.Objects...)
 	}
-	if want := "MachineConfig 99-worker-generated-kubelet (from KubeletConfig max-pods)"; !strings.Contains(strings.Join(objs, ";"), want) {
+	if want := "KubeletConfig max-pods → MachineConfig 99-worker-generated-kubelet"; !strings.Contains(strings.Join(objs, ";"), want) {
 		t.Errorf("changes' objects %q, want %q", objs, want)
 	}
 }

@@ -94,6 +94,11 @@ type PoolDiff struct {
 	// To the one it would render; equal when Changed is false.
 	From string `json:"from"`
 	To   string `json:"to"`
+	// ToExact: To is the name the MCO (or ndp) will give the new config.
+	// False when the pool's MachineConfigs do not render to From today (a
+	// cluster on another MCO version, or a render under way): the name may
+	// then differ, and the plans start from today's rendering.
+	ToExact bool `json:"toExact"`
 	// Changed: the pool would render a new config.
 	Changed bool `json:"changed"`
 	// Causes are the change set's objects (and generated MachineConfigs,
@@ -155,8 +160,9 @@ type Change struct {
 	// Rule is the MCO's rule or ndp's policy that decided it.
 	Rule    string   `json:"rule"`
 	Actions []string `json:"actions"`
-	// Objects are the MachineConfigs it comes from, and for a generated
-	// MachineConfig the objects it is rendered from.
+	// Objects say where it comes from: the MachineConfig, after the
+	// objects a generated one is rendered from ("KubeletConfig max-pods →
+	// MachineConfig 99-worker-generated-kubelet").
 	Objects []string `json:"objects,omitempty"`
 }
 

@@ -79,7 +79,8 @@ func newRootCommand(binary string) *cobra.Command {
 		Long: `ndp computes, from an old and a new rendered MachineConfig and the NodeDisruptionPolicies in force,
 the plan a node follows to apply the change: no action, a service reload or restart, a drain, or a reboot,
 with the policy that decided each change. In a cluster, ndp status shows each pool's rollout and where
-each node is in its plan, and ndp why NODE tells why a node was drained or rebooted.`,
+each node is in its plan, ndp why NODE tells why a node was drained or rebooted, and ndp diff tells
+what a set of manifests (a pull request) would do to every pool's nodes before it is applied.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -90,6 +91,6 @@ each node is in its plan, and ndp why NODE tells why a node was drained or reboo
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand(), newStatusCommand())
 	root.AddCommand(newImportCommand(), newExportCommand(), newWhyCommand(), newHoldCommand(), newReleaseCommand())
-	root.AddCommand(newReleaseMCOEntriesCommand())
+	root.AddCommand(newReleaseMCOEntriesCommand(), newDiffCommand())
 	return root
 }
