@@ -309,3 +309,55 @@ func TestDiffBadInput(t *testing.T) {
 		t.Errorf("ModeMCO without a ControllerConfig: %v", err)
 	}
 }
+
+// A cluster whose MCO renders otherwise than the version ndp follows: the
+// pool's configuration is not what its MachineConfigs render to here.
+// Its nodes are planned from today's rendering, so that the plans hold the
+// change set's changes only, and the new name is marked inexact.
+func TestDiffAnotherMCOVersion(t *testing.T) {
+	state, rendered := cluster(t, true)
+	e, _ := state.Lookup(Key{Group: mcfgv1.GroupName, Kind: "MachineConfig", Name: rendered})
+	skewed := e.Object.(*ndpmcv1.MachineConfig).DeepCopy()
+	// What an older MCO rendered from the same MachineConfigs: here, a
+	// file more, under its own name, which the pool and its nodes run.
+	current := "rendered-worker-from-an-older-mco"
+	skewed.Name = current
+	skewed.Spec.Config.Raw = builder.Ignition().WithFile("/etc/kubernetes/kubelet.conf", kubeletConf).WithFile("/etc/chrony.conf", "pool a\n").WithFile("/etc/older-mco", "x").JSON()
+	state.Remove(Key{Group: mcfgv1.GroupName, Kind: "MachineConfig", Name: rendered})
+	pe, _ := state.Lookup(Key{Group: mcfgv1.GroupName, Kind: "MachineConfigPool", Name: "worker"})
+	pool := pe.Object.(*mcfgv1.MachineConfigPool).DeepCopy()
+	pool.Spec.Configuration.Name = current
+	objs := []client.Object{skewed, pool}
+	for _, n := range []string{"worker-a", "worker-b"} {
+		ne, _ := state.Lookup(Key{Kind: "Node", Name: n})
+		node := ne.Object.(*corev1.Node).DeepCopy()
+		node.Annotations[ndpmcv1.CurrentConfigAnnotation] = current
+		objs = append(objs, node)
+	}
+	for _, o := range objs {
+		if err := state.Put(Entry{Object: o, Source: "the cluster"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Diff(context.Background(), state, change(chronyMC("pool b\n")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Pools[0]
+	if !p.Changed || p.ToExact || len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "the new config's name may differ") {
+		t.Fatalf("pool %+v, notes %q: want a change, its name inexact, and a note", p, r.Notes)
+	}
+	g := p.Groups[0]
+	if g.From != current || len(g.Plan.Changes) != 1 || g.Plan.Changes[0].Change != "file /etc/chrony.conf" || g.NDP.Effect != EffectRestart {
+		t.Errorf("plans %+v / %+v: want only the change set's chrony.conf (not the older MCO's file), ndp restarting chronyd", g.Plan, g.NDP)
+	}
+	// Nothing in the change set changes the pool: it stays, exactly.
+	same, _ := state.Lookup(Key{Group: mcfgv1.GroupName, Kind: "MachineConfig", Name: "00-worker"})
+	r, err = Diff(context.Background(), state, ChangeSet{Apply: []Entry{{Object: same.Object, Source: "pr/00-worker.yaml:1"}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Pools[0]; p.Changed || p.To != current || !p.ToExact {
+		t.Errorf("an unchanged pool on another MCO version: %+v, want unchanged", p)
+	}
+}
