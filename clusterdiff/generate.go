@@ -243,23 +243,7 @@ func (g *generator) registries(ctx context.Context, owners []string) error {
 			if err != nil {
 				return err
 			}
-			conf, _, err := render.GeneratedBase(pool.Name, mcs, registriesKind, registries.ConfPath)
-			if err != nil {
-				return err
-			}
-			pol, _, err := render.GeneratedBase(pool.Name, mcs, registriesKind, registries.PolicyPath)
-			if err != nil {
-				return err
-			}
-			files, err := registries.RenderMCO(conf, pol, in)
-			if err != nil {
-				return fmt.Errorf("the MCO's container-runtime-config controller refuses the image-mirror objects or image config, nothing is rendered: %w", err)
-			}
-			gf := make([]nodeconfig.File, len(files))
-			for i, f := range files {
-				gf[i] = nodeconfig.File{Path: f.Path, Data: f.Data}
-			}
-			if ign, err = nodeconfig.Ignition(gf); err != nil {
+			if ign, err = render.MCORegistriesIgnition(pool.Name, mcs, in); err != nil {
 				return err
 			}
 		}
@@ -271,10 +255,6 @@ func (g *generator) registries(ctx context.Context, owners []string) error {
 	}
 	return nil
 }
-
-// registriesKind names, for render.GeneratedBase, the generated
-// registries MachineConfig a pool's template files are read without.
-const registriesKind nodeconfig.Kind = "registries"
 
 // mirrorInputs are the image-mirror objects and image config cluster's
 // registry sources of o.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,25 @@ var ownerKinds = map[nodeconfig.Kind]string{nodeconfig.KindKubelet: "KubeletConf
 // into its templates' file: a field removed from the KubeletConfig goes
 // back to the pool's own value.
 func GeneratedBase(pool string, mcs []*ndpmcv1.MachineConfig, kind nodeconfig.Kind, path string) (data []byte, from string, err error) {
+	files, err := GeneratedBaseFiles(pool, mcs, kind, path)
+	if err != nil {
+		return nil, "", err
+	}
+	return files[path].Data, files[path].From, nil
+}
+
+// BaseFile is a file of a generated MachineConfig's base, and the
+// MachineConfig it comes from.
+type BaseFile struct {
+	Data []byte
+	From string
+}
+
+// GeneratedBaseFiles is GeneratedBase for several paths of one rendering
+// (the registries controller reads registries.conf and policy.json): the
+// pool's MachineConfigs are merged once. A path no MachineConfig has is
+// absent from the map.
+func GeneratedBaseFiles(pool string, mcs []*ndpmcv1.MachineConfig, kind nodeconfig.Kind, paths ...string) (map[string]BaseFile, error) {
 	var sources []Source
 	for _, mc := range mcs {
 		if nodeconfig.IsGeneratedName(kind, pool, mc.Name) {
@@ -35,29 +55,30 @@ func GeneratedBase(pool string, mcs []*ndpmcv1.MachineConfig, kind nodeconfig.Ki
 		}
 		sources = append(sources, SourceOf(mc, nil))
 	}
+	out := map[string]BaseFile{}
 	if len(sources) == 0 {
-		return nil, "", nil
+		return out, nil
 	}
 	merged, err := Merge(pool, sources)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	cfg, err := machineconfig.New(merged.Name, merged.Spec)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	for i := range cfg.Ignition.Storage.Files {
 		f := &cfg.Ignition.Storage.Files[i]
-		if f.Path != path {
+		if !slices.Contains(paths, f.Path) {
 			continue
 		}
 		data, err := machineconfig.FileContents(cfg, f)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s of pool %s: %w", path, pool, err)
+			return nil, fmt.Errorf("%s of pool %s: %w", f.Path, pool, err)
 		}
-		return data, merged.Sources["file:"+path], nil
+		out[f.Path] = BaseFile{Data: data, From: merged.Sources["file:"+f.Path]}
 	}
-	return nil, "", nil
+	return out, nil
 }
 
 // KubeletConfigIgnition validates kc and renders it for pool into the

@@ -9,6 +9,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/registries"
 )
 
@@ -64,4 +66,41 @@ func RegistriesConfig(base string, idms []configv1.ImageDigestMirrorSet, itms []
 		}}},
 	})
 	return ign, len(mirrorRules), err
+}
+
+// registriesKind names the MCO's generated registries MachineConfig,
+// 99-<pool>-generated-registries, for GeneratedBaseFiles.
+const registriesKind nodeconfig.Kind = "registries"
+
+// InvalidMCORegistriesError is image-mirror objects or an image config
+// that the MCO's container-runtime-config controller refuses: nothing is
+// rendered.
+type InvalidMCORegistriesError struct{ Err error }
+
+func (e *InvalidMCORegistriesError) Error() string {
+	return "the MCO's container-runtime-config controller refuses it, nothing is rendered: " + e.Err.Error()
+}
+
+func (e *InvalidMCORegistriesError) Unwrap() error { return e.Err }
+
+// MCORegistriesIgnition is the Ignition config of the generated registries
+// MachineConfig the MCO's container-runtime-config controller writes for
+// pool from in (registries.RenderMCO), over the pool's template
+// registries.conf and policy.json: what its MachineConfigs (mcs, as
+// PoolView.Sources lists them) render to without it. A refusal is an
+// *InvalidMCORegistriesError.
+func MCORegistriesIgnition(pool string, mcs []*ndpmcv1.MachineConfig, in registries.MCOInputs) ([]byte, error) {
+	base, err := GeneratedBaseFiles(pool, mcs, registriesKind, registries.ConfPath, registries.PolicyPath)
+	if err != nil {
+		return nil, err
+	}
+	files, err := registries.RenderMCO(base[registries.ConfPath].Data, base[registries.PolicyPath].Data, in)
+	if err != nil {
+		return nil, &InvalidMCORegistriesError{err}
+	}
+	gf := make([]nodeconfig.File, len(files))
+	for i, f := range files {
+		gf[i] = nodeconfig.File{Path: f.Path, Data: f.Data}
+	}
+	return nodeconfig.Ignition(gf)
 }

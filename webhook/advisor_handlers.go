@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -16,14 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ndp-dev/ndp/mcorules"
-	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
-
-// registriesKind names the MCO's generated registries MachineConfig,
-// 99-<pool>-generated-registries, for render.GeneratedBase.
-const registriesKind nodeconfig.Kind = "registries"
 
 // mcoRegistriesOverrides puts, in each pool, the generated registries
 // MachineConfig the MCO's container-runtime-config controller would write
@@ -37,23 +33,11 @@ func (p *Previewer) mcoRegistriesOverrides(ctx context.Context, pools []*mcfgv1.
 		if err != nil {
 			return nil, err
 		}
-		conf, _, err := render.GeneratedBase(pool.Name, mcs, registriesKind, registries.ConfPath)
-		if err != nil {
-			return nil, err
+		ign, err := render.MCORegistriesIgnition(pool.Name, mcs, in)
+		var invalid *render.InvalidMCORegistriesError
+		if errors.As(err, &invalid) {
+			return nil, &InvalidChangeError{invalid}
 		}
-		pol, _, err := render.GeneratedBase(pool.Name, mcs, registriesKind, registries.PolicyPath)
-		if err != nil {
-			return nil, err
-		}
-		files, err := registries.RenderMCO(conf, pol, in)
-		if err != nil {
-			return nil, &InvalidChangeError{fmt.Errorf("the MCO's container-runtime-config controller refuses it, nothing is rendered: %w", err)}
-		}
-		gf := make([]nodeconfig.File, len(files))
-		for i, f := range files {
-			gf[i] = nodeconfig.File{Path: f.Path, Data: f.Data}
-		}
-		ign, err := nodeconfig.Ignition(gf)
 		if err != nil {
 			return nil, err
 		}
