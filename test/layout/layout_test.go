@@ -109,6 +109,20 @@ func TestSiblingsImportNoneOfOneAnother(t *testing.T) {
 	}
 }
 
+// clusterdiff (ndp diff) stands beside mcoimport, on what the controllers
+// and the webhook stand on: never on one of them, so that the CLI's diff
+// and the cluster's previews share the render and the rules, not each
+// other's wiring.
+func TestClusterDiffStandsOnTheSharedParts(t *testing.T) {
+	for _, p := range deps(t, "./clusterdiff/...") {
+		for _, above := range []string{"controllers", "webhook", "daemon", "cmd"} {
+			if p == module+above || strings.HasPrefix(p, module+above+"/") {
+				t.Errorf("clusterdiff imports %s (through its dependencies)", p)
+			}
+		}
+	}
+}
+
 // levelOne are the packages of the import rule's first level: mcorules,
 // the MCO's decision, stands on them alone, so the CLI, the webhook and the
 // forecast controller can all call it and it can never reach ndp's planner.
