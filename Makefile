@@ -156,6 +156,19 @@ mco-export-agreement:
 	$(GO) test -run '^TestMCOExportAgreement$$' -count 1 -timeout 180m -v ./mcorules/ -args -export.cases 10000 -export.live-all \
 		-export.workers $(MCO_EXPORT_WORKERS)
 
+## diff-agreement: clusterdiff.Diff (ndp diff) against the MCO's own controllers and daemon code: each of the five real
+## clusters of ../shared/mco-ref/realconfigs on its own API server beside mcc-ref (without its template controller), 11
+## cumulative change sets (testdata/diff: MachineConfigs, KubeletConfigs, a ContainerRuntimeConfig, IDMS, ITMS, ICSP,
+## image.config, a MachineConfiguration policy, deletions, a mix, a no-op) predicted from the live cluster and from an
+## `oc get -o yaml` snapshot, then applied: each pool's rendered config must be the predicted one and mco-decide's
+## decision the reported plan. Prints a table of change set x cluster. The clusters run at once (DIFF_AGREEMENT_PARALLEL):
+## 3 to 3.5 minutes on 2 busy cores (about 5 with two at a time); `make test` runs 4.16.0-compact alone (about 1.5 minutes)
+DIFF_AGREEMENT_PARALLEL ?= 5
+.PHONY: diff-agreement
+diff-agreement: control-plane
+	NDP_DIFF_ALL_CLUSTERS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test -run '^TestDiffAgreesWithTheMCO$$' -count 1 -timeout 30m -v \
+		-parallel $(DIFF_AGREEMENT_PARALLEL) ./test/mco/
+
 ## bench: plan time of the Rego planner vs the plain-Go oracle, with their ratio, and vs the floor (a
 ## plain encoding/json decode of both documents into the Ignition types), with plan ÷ floor; plan time with
 ## file contents (kept, built for Rego, read by a policy) vs without them, same run, target 1.2×; plan and compile

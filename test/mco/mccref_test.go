@@ -56,6 +56,8 @@ type MCO struct {
 	Dir string
 	// Logs is what the controllers printed so far.
 	Logs *output.Buffer
+	// Kubectl is kubectl's path, with mcoOptions.Kubectl.
+	Kubectl string
 }
 
 // RefDir is the directory of the MCO reference tools (testkit.MCORef), ""
@@ -97,6 +99,19 @@ type mcoOptions struct {
 	// not as the administrator: what admission sees of the MCO's writes is
 	// then what it sees on OpenShift.
 	AsMCOAccount bool
+	// Controllers are the MCO's controllers mcc-ref runs (its
+	// --controllers); nil runs them all. Without "template", nothing marks
+	// the ControllerConfig completed, which the render controller waits
+	// for: startMCOWith writes that status itself, as the template
+	// controller would.
+	Controllers []string
+	// SetupArgs are added to `mcc-ref setup` (e.g. --installer-mcs=false).
+	SetupArgs []string
+	// BeforeControllers runs after setup, before the controllers start
+	// (to create a cluster's MachineConfigs they then find in place).
+	BeforeControllers func(t *testing.T, m *MCO)
+	// Kubectl starts the control plane with kubectl (MCO.Kubectl).
+	Kubectl bool
 }
 
 // The MCO's controller's service account.
@@ -112,7 +127,11 @@ func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 	if dir == "" {
 		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF or ../shared/mco-ref beside the repository): these tests compare ndp with the MCO's own controllers")
 	}
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true, Configure: o.Configure})
+	var bins []string
+	if o.Kubectl {
+		bins = []string{"kubectl"}
+	}
+	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true, Configure: o.Configure, Binaries: bins})
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WarningHandlerWithContext = warningLog{t}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
@@ -120,17 +139,30 @@ func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 		t.Fatal(err)
 	}
 	m := &MCO{Kubeconfig: cp.Kubeconfig, Config: cfg, Client: c, Dir: dir, Logs: &output.Buffer{}}
+	if o.Kubectl {
+		m.Kubectl = cp.Bin("kubectl")
+	}
 
-	setup := exec.Command(filepath.Join(dir, "mcc-ref"), "setup", "--kubeconfig", m.Kubeconfig)
+	setup := exec.Command(filepath.Join(dir, "mcc-ref"), append([]string{"setup", "--kubeconfig", m.Kubeconfig}, o.SetupArgs...)...)
 	if out, err := setup.CombinedOutput(); err != nil {
 		t.Fatalf("mcc-ref setup: %v\n%s", err, out)
+	}
+	if o.Controllers != nil && !slices.Contains(o.Controllers, "template") {
+		m.completeControllerConfig(t)
+	}
+	if o.BeforeControllers != nil {
+		o.BeforeControllers(t, m)
 	}
 
 	controllers := m.Kubeconfig
 	if o.AsMCOAccount {
 		controllers = m.mcoAccountKubeconfig(t)
 	}
-	run := exec.Command(filepath.Join(dir, "mcc-ref"), "--kubeconfig", controllers, "--templates", filepath.Join(dir, "templates"))
+	args := []string{"--kubeconfig", controllers, "--templates", filepath.Join(dir, "templates")}
+	if o.Controllers != nil {
+		args = append(args, "--controllers", strings.Join(o.Controllers, ","))
+	}
+	run := exec.Command(filepath.Join(dir, "mcc-ref"), args...)
 	run.Stdout, run.Stderr = m.Logs, m.Logs
 	if err := run.Start(); err != nil {
 		t.Fatalf("starting mcc-ref: %v", err)
@@ -149,6 +181,32 @@ func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 		m.WaitRendered(t, pool, nil)
 	}
 	return m
+}
+
+// completeControllerConfig writes the ControllerConfig's status as the
+// MCO's template controller does once it has rendered the templates
+// (observedGeneration current, TemplateControllerCompleted): the render
+// controller renders nothing before.
+func (m *MCO) completeControllerConfig(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var cc mcfgv1.ControllerConfig
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: "machine-config-controller"}, &cc); err != nil {
+		t.Fatalf("reading the ControllerConfig: %v", err)
+	}
+	now := metav1.Now()
+	cond := func(typ mcfgv1.ControllerConfigStatusConditionType, status corev1.ConditionStatus) mcfgv1.ControllerConfigStatusCondition {
+		return mcfgv1.ControllerConfigStatusCondition{Type: typ, Status: status, LastTransitionTime: now, Message: "written by the test in the template controller's place"}
+	}
+	cc.Status.ObservedGeneration = cc.Generation
+	cc.Status.Conditions = []mcfgv1.ControllerConfigStatusCondition{
+		cond(mcfgv1.TemplateControllerCompleted, corev1.ConditionTrue),
+		cond(mcfgv1.TemplateControllerRunning, corev1.ConditionFalse),
+		cond(mcfgv1.TemplateControllerFailing, corev1.ConditionFalse),
+	}
+	if err := m.Client.Status().Update(ctx, &cc); err != nil {
+		t.Fatalf("writing the ControllerConfig's status: %v", err)
+	}
 }
 
 // mcoAccountKubeconfig creates the MCO controller's service account, binds
