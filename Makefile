@@ -176,7 +176,8 @@ diff-agreement: control-plane
 ## controllers to re-plan 50 pools x 3 source configs after a policy change, on a real API server; and
 ## admission latency (p50/p99, errors, req/s) of 50 clients sending 200-file MachineConfig dry-runs for
 ## ADMISSION_LOAD, to the webhook alone, through the API server, and with every config different; and the
-## rendering of a pool of 10 MachineConfigs (render.Merge, Ignition's merge)
+## rendering of a pool of 10 MachineConfigs (render.Merge, Ignition's merge); and ndp diff of a 10-object change
+## set against a real cluster's 4.3 MB snapshot, as a process and in process, each beside its floor (decoding it)
 bench: control-plane
 	$(GO) test -run '^$$' -bench 'BenchmarkPlan|BenchmarkFloor|BenchmarkContent' -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench.txt
 	$(GO) run ./hack/benchtable < $(BIN)/bench.txt
@@ -184,6 +185,7 @@ bench: control-plane
 	KUBEBUILDER_ASSETS=$(BIN) NDP_ADMISSION_LOAD=$(ADMISSION_LOAD) $(GO) test -run '^$$' -bench 'BenchmarkAdmissionUnderLoad' -benchtime 1x ./test/cluster/ 2>/dev/null | grep -E '^(Benchmark|ok|FAIL)|first error'
 	$(GO) test -run '^$$' -bench 'BenchmarkPolicyScaling' -benchtime 10x -benchmem -count $(BENCHCOUNT) ./planner/ | tee $(BIN)/bench-scaling.txt && $(GO) run ./hack/benchtable < $(BIN)/bench-scaling.txt
 	$(GO) test -run '^$$' -bench 'BenchmarkMerge' -benchmem -count $(BENCHCOUNT) ./render/ | grep -E '^Benchmark'
+	$(GO) test -run '^$$' -bench 'BenchmarkDiff' -benchtime 5x -count $(BENCHCOUNT) ./clusterdiff/ | grep -E '^Benchmark'
 
 
 ## faults: the reliability campaign of docs/reliability.md, on real processes: 100 SIGKILLs of ndp-daemon at random
