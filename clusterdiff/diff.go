@@ -257,7 +257,7 @@ func (d *differ) validateMachineConfigs() error {
 			err = machineconfig.Validate(object, cfg)
 		}
 		if err != nil {
-			return fmt.Errorf("the render controller refuses it (the pool would go Degraded): %w", err)
+			return fmt.Errorf("%w (the render controller refuses it: its pools would go Degraded)", err)
 		}
 		d.parsed[mc] = cfg
 	}
@@ -433,6 +433,11 @@ func (d *differ) pool(ctx context.Context, pool *mcfgv1.MachineConfigPool) (*Poo
 	if len(pd.Causes) == 0 && existed {
 		return pd, nil // the pool's sources are the cluster's: nothing to render
 	}
+	if existed {
+		if err := d.sourcesPresent(beforePool.Object.(*mcfgv1.MachineConfigPool)); err != nil {
+			return nil, err
+		}
+	}
 	if len(srcAfter) == 0 {
 		pd.Error = fmt.Sprintf("MachineConfigPool %q would select no MachineConfig", pool.Name)
 		return pd, nil
@@ -502,6 +507,27 @@ func shortName(name string) string {
 		return name[:i+9]
 	}
 	return name
+}
+
+// sourcesPresent checks that the state holds every MachineConfig the
+// pool's configuration was rendered from (spec.configuration.source): a
+// snapshot without one (a template MachineConfig left out) would render
+// the pool without it, and every file of it would read as removed.
+func (d *differ) sourcesPresent(pool *mcfgv1.MachineConfigPool) error {
+	var missing []string
+	for _, ref := range pool.Spec.Configuration.Source {
+		if ref.Kind != "" && ref.Kind != "MachineConfig" {
+			continue
+		}
+		key := Key{Group: mcfgv1.GroupName, Kind: "MachineConfig", Name: ref.Name}
+		if _, ok := d.state.Lookup(key); !ok {
+			missing = append(missing, ref.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the %s lacks MachineConfig %s, which pool %s's configuration %s was rendered from (its spec.configuration.source): it must hold every MachineConfig of the pool, the templates (00-%s, 01-%s-kubelet, …) included (oc get mc)", d.stateWord(), strings.Join(missing, ", "), pool.Name, pool.Spec.Configuration.Name, pool.Name, pool.Name)
 }
 
 // causes names what differs between a pool's sources before and after:

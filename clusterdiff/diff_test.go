@@ -302,6 +302,18 @@ func TestDiffBadInput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "snapshot s.yaml lacks MachineConfig rendered-worker-old") {
 		t.Errorf("a state without a config nodes run: %v", err)
 	}
+	// A snapshot without a template MachineConfig its pool was rendered from.
+	mcoState, _ = cluster(t, true)
+	pe, _ := mcoState.Lookup(Key{Group: mcfgv1.GroupName, Kind: "MachineConfigPool", Name: "worker"})
+	pool := pe.Object.(*mcfgv1.MachineConfigPool).DeepCopy()
+	pool.Spec.Configuration.Source = []corev1.ObjectReference{{Kind: "MachineConfig", Name: "00-worker"}, {Kind: "MachineConfig", Name: "01-worker-kubelet"}}
+	if err := mcoState.Put(Entry{Object: pool}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Diff(context.Background(), mcoState, change(chronyMC("b")), Options{StateName: "snapshot s.yaml"})
+	if err == nil || !strings.Contains(err.Error(), "snapshot s.yaml lacks MachineConfig 01-worker-kubelet, which pool worker's configuration") {
+		t.Errorf("a state without a template MachineConfig: %v", err)
+	}
 	mcoState, _ = cluster(t, true)
 	mcoState.Remove(Key{Group: mcfgv1.GroupName, Kind: "ControllerConfig", Name: controllerConfigName})
 	_, err = Diff(context.Background(), mcoState, change(chronyMC("b")), Options{Mode: ModeMCO, StateName: "snapshot s.yaml"})

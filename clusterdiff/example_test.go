@@ -64,6 +64,9 @@ func TestExampleSnapshotIsRendered(t *testing.T) {
 			t.Errorf("pool %s's configuration is %s, its MachineConfigs render to %s: run go test ./clusterdiff -run TestExampleSnapshotIsRendered -update", pool.Name, pool.Spec.Configuration.Name, r.Name)
 			continue
 		}
+		if len(pool.Spec.Configuration.Source) != len(mcs) {
+			t.Errorf("pool %s's spec.configuration.source lists %d MachineConfigs, it has %d: run with -update", pool.Name, len(pool.Spec.Configuration.Source), len(mcs))
+		}
 		var mc ndpmcv1.MachineConfig
 		if err := st.Get(ctx, client.ObjectKey{Name: r.Name}, &mc); err != nil || !reflect.DeepEqual(mc.Spec.Config.Raw, r.Spec.Config.Raw) && !sameSpec(&mc, &ndpmcv1.MachineConfig{Spec: r.Spec}) {
 			t.Errorf("the snapshot's %s is not the rendering of pool %s's MachineConfigs (%v): run with -update", r.Name, pool.Name, err)
@@ -92,6 +95,15 @@ func rewriteRendered(t *testing.T, st *Objects, pool *mcfgv1.MachineConfigPool, 
 	mc := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Labels: map[string]string{ndpmcv1.RenderedForLabel: pool.Name}}, Spec: r.Spec}
 	p := pool.DeepCopy()
 	p.Spec.Configuration.Name, p.Status.Configuration.Name = r.Name, r.Name
+	mcs, err := render.NewPoolView(st, pool).Sources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []corev1.ObjectReference
+	for _, mc := range mcs {
+		refs = append(refs, corev1.ObjectReference{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig", Name: mc.Name})
+	}
+	p.Spec.Configuration.Source, p.Status.Configuration.Source = refs, refs
 	nodes, err := render.NewPoolView(st, p).Nodes(context.Background())
 	if err != nil {
 		t.Fatal(err)
