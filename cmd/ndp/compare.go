@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -110,17 +108,7 @@ func (o *planOptions) compare(cmd *cobra.Command, pols []policy.Policy, req plan
 }
 
 func writeComparison(w io.Writer, c *comparison, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
-	case "yaml":
-		b, err := yaml.Marshal(c)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
+	if ok, err := writeDocument(w, c, format); ok {
 		return err
 	}
 	// Text: the verdict, then the changes decided differently.

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"html"
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/clusterdiff"
 )
@@ -25,19 +22,10 @@ const (
 // writeDiff writes the report in format (text, markdown, json or yaml).
 func writeDiff(w io.Writer, r *clusterdiff.Report, format string) error {
 	normaliseReport(r)
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
+	if ok, err := writeDocument(w, r, format); ok {
 		return err
+	}
+	switch format {
 	case "markdown":
 		_, err := io.WriteString(w, diffMarkdown(r))
 		return err

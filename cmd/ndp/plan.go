@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mcoimport"
@@ -184,17 +182,7 @@ func unwrapOSError(err error) error {
 }
 
 func writePlan(w io.Writer, plan *planner.Plan, cs *changeset.ChangeSet, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(plan)
-	case "yaml":
-		b, err := yaml.Marshal(plan)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
+	if ok, err := writeDocument(w, plan, format); ok {
 		return err
 	}
 	return writeText(w, plan, cs)
@@ -372,17 +360,9 @@ func (o *planOptions) runMCO(cmd *cobra.Command, from, to *machineconfig.Config)
 	}
 	plan := mcoPlan{Decision: d, PolicySource: src}
 	w := cmd.OutOrStdout()
-	switch o.output {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(plan)
-	case "yaml":
-		var b []byte
-		if b, err = yaml.Marshal(plan); err == nil {
-			_, err = w.Write(b)
-		}
-	default:
+	if ok, werr := writeDocument(w, plan, o.output); ok {
+		err = werr
+	} else {
 		err = writeMCOText(w, plan, o.singleNode)
 	}
 	if err != nil {

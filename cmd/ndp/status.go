@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
@@ -114,17 +112,7 @@ func (o *statusOptions) run(cmd *cobra.Command, pools []string) error {
 }
 
 func writeStatus(w io.Writer, r *StatusReport, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
+	if ok, err := writeDocument(w, r, format); ok {
 		return err
 	}
 	return writeStatusText(w, r)

@@ -115,16 +115,7 @@ func (o *whyOptions) run(cmd *cobra.Command, node string) error {
 }
 
 func writeWhyDocument(w io.Writer, r WhyReport, format string) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	b, err := yaml.Marshal(r)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
+	_, err := writeDocument(w, r, format)
 	return err
 }
 
