@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"strings"
@@ -286,18 +287,64 @@ func (d *differ) generate(ctx context.Context) error {
 	}
 	for _, k := range generatedKinds {
 		sort.Strings(names[k.apiKind])
-		if err := g.generate(ctx, k, names[k.apiKind], sources); err != nil {
+		if err := g.generate(ctx, k, names[k.apiKind], sources, nil); err != nil {
 			return err
 		}
 	}
 	if len(mirrors) > 0 {
 		sort.Strings(mirrors)
-		if err := g.registries(ctx, mirrors); err != nil {
+		if err := g.registries(ctx, mirrors, nil); err != nil {
 			return fmt.Errorf("%s: %w", strings.Join(mirrors, ", "), err)
+		}
+	}
+	// A pool the change set creates, or whose labels it changes, gets
+	// what the controllers write for every pool they select: the
+	// MachineConfigs of the KubeletConfigs and ContainerRuntimeConfigs that
+	// select it, and its registries MachineConfig.
+	if pools := d.relabelledPools(); len(pools) > 0 {
+		for _, k := range generatedKinds {
+			objs, err := k.list(d.after)
+			if err != nil {
+				return err
+			}
+			var all []string
+			for _, o := range objs {
+				all = append(all, o.GetName())
+			}
+			if err := g.generate(ctx, k, all, sources, pools); err != nil {
+				return err
+			}
+		}
+		var owners []string
+		for p := range pools {
+			owners = append(owners, "MachineConfigPool "+p)
+		}
+		sort.Strings(owners)
+		if err := g.registries(ctx, owners, pools); err != nil {
+			return err
 		}
 	}
 	d.report.Generated = g.changes()
 	return nil
+}
+
+// relabelledPools are the pools the change set creates or whose labels
+// it changes (what KubeletConfigs and ContainerRuntimeConfigs select).
+func (d *differ) relabelledPools() poolFilter {
+	out := poolFilter{}
+	for key := range d.changed {
+		if key.Group != mcfgv1.GroupName || key.Kind != "MachineConfigPool" {
+			continue
+		}
+		now, ok := d.after.Lookup(key)
+		if !ok {
+			continue
+		}
+		if was, existed := d.state.Lookup(key); !existed || !maps.Equal(was.Object.GetLabels(), now.Object.GetLabels()) {
+			out[key.Name] = true
+		}
+	}
+	return out
 }
 
 // readDecisionInputs reads, from after, what the render and the plans
@@ -426,7 +473,11 @@ func (d *differ) pool(ctx context.Context, pool *mcfgv1.MachineConfigPool) (*Poo
 			return nil, err
 		}
 	}
-	pd.Causes = d.causes(srcBefore, srcAfter)
+	if existed {
+		pd.Causes = d.causes(srcBefore, srcAfter)
+	} else {
+		pd.Causes = []string{"MachineConfigPool " + pool.Name + " (created)"}
+	}
 	if err := d.countNodes(ctx, pd, after); err != nil {
 		return nil, err
 	}

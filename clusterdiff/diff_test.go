@@ -373,3 +373,51 @@ func TestDiffAnotherMCOVersion(t *testing.T) {
 		t.Errorf("an unchanged pool on another MCO version: %+v, want unchanged", p)
 	}
 }
+
+// A pool the change set creates: its nodes (a worker labelled infra)
+// move to its first rendered config from the one they run, and the
+// controllers write its generated MachineConfigs: the KubeletConfig that
+// selects it, its registries.
+func TestDiffNewPool(t *testing.T) {
+	state, current := cluster(t, false)
+	kc := maxPods(300)
+	kc.Spec.MachineConfigPoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"custom-kubelet": "large-pods"}}
+	ne, _ := state.Lookup(Key{Kind: "Node", Name: "worker-a"})
+	node := ne.Object.(*corev1.Node).DeepCopy()
+	node.Labels["node-role.kubernetes.io/infra"] = ""
+	for _, o := range []client.Object{kc, node} {
+		if err := state.Put(Entry{Object: o, Source: "the cluster"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infra := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra", Labels: map[string]string{"custom-kubelet": "large-pods"}},
+		Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: ndpmcv1.RoleLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"worker", "infra"}}}},
+			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/infra": ""}},
+		}}
+	r, err := Diff(context.Background(), state, change(infra), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gen []string
+	for _, g := range r.Generated {
+		gen = append(gen, g.Operation+" "+g.Name+" for "+strings.Join(g.Owners, ","))
+	}
+	if want := "create 99-infra-generated-kubelet for KubeletConfig max-pods;create 99-infra-generated-registries for MachineConfigPool infra"; strings.Join(gen, ";") != want {
+		t.Errorf("generated %q, want %q", gen, want)
+	}
+	var p *PoolDiff
+	for i := range r.Pools {
+		if r.Pools[i].Pool == "infra" {
+			p = &r.Pools[i]
+		} else if r.Pools[i].Changed {
+			t.Errorf("pool %s changes: %+v", r.Pools[i].Pool, r.Pools[i])
+		}
+	}
+	if p == nil || !p.Changed || p.From != "" || strings.Join(p.Causes, ",") != "MachineConfigPool infra (created)" || p.Nodes != 1 {
+		t.Fatalf("pool infra %+v: want a new pool of one node", p)
+	}
+	if len(p.Groups) != 1 || p.Groups[0].From != current || strings.Join(p.Groups[0].Names, ",") != "worker-a" || p.Groups[0].Plan.Effect != EffectReboot {
+		t.Errorf("groups %+v: want worker-a moving from %s, rebooting for the new kubelet.conf", p.Groups, current)
+	}
+}

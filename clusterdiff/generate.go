@@ -99,7 +99,7 @@ func (k generatedKind) list(o *Objects) ([]client.Object, error) {
 // name, with nil before for a create and nil after for a delete), the
 // MachineConfigs of the pools it selects before or after, as the
 // webhook's preview does for one object.
-func (g *generator) generate(ctx context.Context, k generatedKind, changed []string, sources map[string]string) error {
+func (g *generator) generate(ctx context.Context, k generatedKind, changed []string, sources map[string]string, only poolFilter) error {
 	if len(changed) == 0 {
 		return nil
 	}
@@ -119,6 +119,9 @@ func (g *generator) generate(ctx context.Context, k generatedKind, changed []str
 			}
 		}
 		for _, pool := range pools {
+			if !only.has(pool.Name) {
+				continue
+			}
 			inOld, inNew := false, false
 			if oldObj != nil {
 				inOld, _ = nodeconfig.SelectsPool(k.owner(oldObj).Selector, pool)
@@ -168,6 +171,11 @@ func (g *generator) generate(ctx context.Context, k generatedKind, changed []str
 	}
 	return nil
 }
+
+// poolFilter names the pools to render for; nil is every pool.
+type poolFilter map[string]bool
+
+func (f poolFilter) has(pool string) bool { return f == nil || f[pool] }
 
 // generatedBy marks the MachineConfigs a diff renders as a controller's
 // (render.Source.Generated), as the MCO marks its own.
@@ -220,7 +228,7 @@ func (g *generator) lookupOwner(o *Objects, k generatedKind, name string) client
 // image-mirror objects and image config of after: the MCO's rendering
 // (registries.RenderMCO) from the pool's template files, or ndp's
 // (render.RegistriesConfig) from ndp's base.
-func (g *generator) registries(ctx context.Context, owners []string) error {
+func (g *generator) registries(ctx context.Context, owners []string, only poolFilter) error {
 	pools, err := poolsOf(g.after)
 	if err != nil {
 		return err
@@ -236,6 +244,9 @@ func (g *generator) registries(ctx context.Context, owners []string) error {
 		}
 	}
 	for _, pool := range pools {
+		if !only.has(pool.Name) {
+			continue
+		}
 		name := render.GeneratedRegistriesName(pool.Name)
 		ign := ndpIgn
 		if g.mode == ModeMCO {
