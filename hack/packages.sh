@@ -51,6 +51,7 @@ for p in "$@"; do
 		# NDP_REQUIRE_PROMETHEUS, so it fails rather than skips without them).
 		req cmd prometheus prometheus "the rollout gates' test, a real Prometheus"
 		req cmd prometheus-alertmanager prometheus-alertmanager "the rollout gates' test, a real Alertmanager"
+		req cmd curl curl "the GitLab CI example's merge request note, posted to a loopback API"
 		;;
 	local-cluster)
 		goals+=("make local-cluster")

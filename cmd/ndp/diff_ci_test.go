@@ -1,7 +1,10 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,6 +79,86 @@ func TestGitHubActionsDiffStepOnAPullRequest(t *testing.T) {
 				if !strings.Contains(string(md), want) {
 					t.Errorf("the comment lacks %q:\n%s", want, md)
 				}
+			}
+		})
+	}
+}
+
+// TestGitLabCIJobOnAMergeRequest runs the script of
+// examples/ci/gitlab-ci.yml's job, as the file has it, on two merge
+// requests: the job's exit code (a reboot fails it, a crio reload passes)
+// and the note it posts, to a GitLab API on loopback.
+func TestGitLabCIJobOnAMergeRequest(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not on PATH")
+	}
+	data, err := os.ReadFile("../../examples/ci/gitlab-ci.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		Job struct {
+			Script []string `json:"script"`
+		} `json:"ndp-diff"`
+	}
+	if err := yaml.Unmarshal(data, &job); err != nil {
+		t.Fatal(err)
+	}
+	script := job.Job.Script[len(job.Job.Script)-1] // the diff; the others install kubectl-ndp
+	notes := make(chan string, 4)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost || req.URL.Path != "/api/v4/projects/42/merge_requests/7/notes" || req.Header.Get("PRIVATE-TOKEN") != "glpat-test" {
+			http.Error(w, "unexpected "+req.Method+" "+req.URL.Path, http.StatusNotFound)
+			return
+		}
+		if err := req.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		notes <- req.PostForm.Get("body")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(api.Close)
+	bin := testkit.KubectlNdp(t)
+	r := newGitRepo(t, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	snapshot, err := os.ReadFile("../../examples/diff/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write("cluster-snapshot/state.yaml", string(snapshot))
+	r.write("clusters/prod/README.md", "The cluster's manifests.\n")
+	r.git("add", ".")
+	r.git("commit", "-q", "-m", "the cluster")
+	base := strings.TrimSpace(r.git("rev-parse", "HEAD"))
+	for _, mr := range []struct {
+		name, file string
+		code       int
+		note       string
+	}{
+		{"chrony", "50-worker-chrony.yaml", 1, "| **drain, Reboot** | Restart chronyd.service |"},
+		{"mirror", "idms-quay-mirror.yaml", 0, "| Special (reload crio) | Reload crio.service |"},
+	} {
+		t.Run(mr.name, func(t *testing.T) {
+			r.git("checkout", "-q", "-B", "mr-"+mr.name, base)
+			data, err := os.ReadFile(filepath.Join("../../examples/diff/pull-request", mr.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.write("clusters/prod/machineconfigs/"+mr.file, string(data))
+			r.git("add", ".")
+			r.git("commit", "-q", "-m", mr.name)
+			code, log := r.run([]string{"CI_MERGE_REQUEST_DIFF_BASE_SHA=" + base, "MANIFESTS=clusters/prod", "NDP_NOTE_TOKEN=glpat-test",
+				"CI_API_V4_URL=" + api.URL + "/api/v4", "CI_PROJECT_ID=42", "CI_MERGE_REQUEST_IID=7"}, "sh", "-e", "-c", script)
+			if code != mr.code {
+				t.Errorf("the job exits %d, want %d:\n%s", code, mr.code, log)
+			}
+			select {
+			case note := <-notes:
+				if !strings.Contains(note, mr.note) {
+					t.Errorf("the note lacks %q:\n%s", mr.note, note)
+				}
+			default:
+				t.Errorf("no note was posted:\n%s", log)
 			}
 		})
 	}

@@ -21,7 +21,7 @@ import (
 var (
 	allCommands = []string{"make", "git", "systemctl", "unshare", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
 		"iptables", "ip", "nsenter", "qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "gcc",
-		"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter"}
+		"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter", "curl"}
 	allFiles = []string{"/lib/systemd/systemd", "/usr/lib/cni/bridge"}
 )
 
@@ -143,10 +143,10 @@ func TestProfilesNeedTheirOwn(t *testing.T) {
 		{"test", []string{"containerd", "ctr", "runc", "iptables", "ip", "nsenter", "debootstrap", "socat", "mkfs.ext4", "/usr/lib/cni/bridge",
 			"prometheus-node-exporter"}, nil},
 		{"local-cluster", []string{"containerd", "runc", "qemu-system-x86_64", "qemu-img", "debootstrap", "socat", "/usr/lib/cni/bridge", "gcc",
-			"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter"}, nil},
+			"prometheus", "promtool", "prometheus-alertmanager", "prometheus-node-exporter", "curl"}, nil},
 		// Asked for the smaller scenario: no worker VMs, so no qemu, debootstrap or socat.
 		{"cluster", []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "socat", "prometheus", "promtool", "prometheus-alertmanager",
-			"prometheus-node-exporter"}, []string{"NDP_CLUSTER_VMS=0"}},
+			"prometheus-node-exporter", "curl"}, []string{"NDP_CLUSTER_VMS=0"}},
 	} {
 		r := run(t, machine{absent: c.absent, env: c.env}, c.profile)
 		if r.code != 0 || r.apt != nil {
