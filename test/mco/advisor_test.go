@@ -100,6 +100,7 @@ spec:
 // that ndp's account wrote nothing but ndp.dev objects, Events and its
 // Lease.
 func TestAdvisorInstalledBesideTheMCO(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	if testing.Short() {
 		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
 	}

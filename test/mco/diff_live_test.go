@@ -28,6 +28,7 @@ import (
 // (get and list), the plugin is found by the real kubectl, and the new
 // rendered config it names is the one the MCO then creates.
 func TestDiffLiveThroughKubectl(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	m := startMCOWith(t, mcoOptions{Kubectl: true})
 	ctx := context.Background()
 	var role rbacv1.ClusterRole

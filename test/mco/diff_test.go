@@ -80,6 +80,7 @@ const diffSnapshotKinds = "mc,mcp,kubeletconfig,containerruntimeconfig,idms,itms
 // with NDP_DIFF_ALL_CLUSTERS=1 (make diff-agreement) all five, at once as
 // far as -parallel lets them.
 func TestDiffAgreesWithTheMCO(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	if RefDir() == "" {
 		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF or ../shared/mco-ref beside the repository)")
 	}

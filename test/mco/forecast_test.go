@@ -157,6 +157,7 @@ func forecastSummary(f *v1alpha1.UpdateForecast) string {
 // stale) change it; a restarted advisor rebuilds it; the nodes' move
 // completes it.
 func TestForecastBesideTheMCO(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	ctx := context.Background()
 	p := startForecastPlane(t)
 

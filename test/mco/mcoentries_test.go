@@ -143,6 +143,7 @@ metadata:
 //   - the audit log: ndp's account wrote nothing but the advisor's objects
 //     and its own entries of MachineConfiguration cluster.
 func TestMCOEntries(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	if testing.Short() {
 		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
 	}
@@ -378,6 +379,7 @@ func TestMCOEntries(t *testing.T) {
 // is refused, with a message naming the entry and how to release it; the
 // rest is admitted.
 func TestMCOEntriesGuard(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	if RefDir() == "" {
 		t.Skip("the MCO reference tools are absent (see RefDir): mcc-ref setup installs the openshift/api CRDs")
 	}

@@ -57,6 +57,7 @@ spec:
 //     gone, started again after worker-0 is done: nothing observed is lost
 //     and the verdict is Agreed.
 func TestAdvisorObservesTheMCOsUpdates(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	if testing.Short() {
 		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
 	}

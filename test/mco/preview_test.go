@@ -422,6 +422,7 @@ spec:
 // (KubeletConfig, image mirrors), ndp's rendering of it is compared with
 // theirs.
 func TestAdvisorPreviewsWhatTheMCODoes(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	a := startAdvisor(t)
 
 	t.Run("a chrony MachineConfig", func(t *testing.T) {

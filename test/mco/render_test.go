@@ -26,6 +26,7 @@ import (
 // the MCO render controller's rendered config: the same spec and the same
 // name.
 func TestMergeMCOIsTheMCOsRender(t *testing.T) {
+	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	m := startMCO(t)
 	ctx := context.Background()
 	base := render.MCOBaseOf(m.ControllerConfig(t))
