@@ -22,17 +22,7 @@ import (
 // checked: a reboot fails the gate, a crio reload passes it.
 func TestGitHubActionsDiffStepOnAPullRequest(t *testing.T) {
 	script := workflowStep(t, "../../examples/ci/github-actions.yaml", "diff")
-	bin := testkit.KubectlNdp(t)
-	r := newGitRepo(t, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	snapshot, err := os.ReadFile("../../examples/diff/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.write("cluster-snapshot/state.yaml", string(snapshot))
-	r.write("clusters/prod/README.md", "The cluster's manifests.\n")
-	r.git("add", ".")
-	r.git("commit", "-q", "-m", "the cluster")
-	base := strings.TrimSpace(r.git("rev-parse", "HEAD"))
+	r, base := ciRepo(t)
 	for _, pr := range []struct {
 		name, file string
 		rc         string
@@ -51,14 +41,7 @@ func TestGitHubActionsDiffStepOnAPullRequest(t *testing.T) {
 		}},
 	} {
 		t.Run(pr.name, func(t *testing.T) {
-			r.git("checkout", "-q", "-B", pr.name, base)
-			data, err := os.ReadFile(filepath.Join("../../examples/diff/pull-request", pr.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.write("clusters/prod/machineconfigs/"+pr.file, string(data))
-			r.git("add", ".")
-			r.git("commit", "-q", "-m", pr.name)
+			r.branch(base, pr.name, pr.file)
 			out := filepath.Join(t.TempDir(), "github-output")
 			code, log := r.run([]string{"BASE=" + base, "MANIFESTS=clusters/prod", "GITHUB_OUTPUT=" + out}, "bash", "-e", "-o", "pipefail", "-c", script)
 			if code != 0 {
@@ -119,17 +102,7 @@ func TestGitLabCIJobOnAMergeRequest(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	t.Cleanup(api.Close)
-	bin := testkit.KubectlNdp(t)
-	r := newGitRepo(t, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	snapshot, err := os.ReadFile("../../examples/diff/cluster.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.write("cluster-snapshot/state.yaml", string(snapshot))
-	r.write("clusters/prod/README.md", "The cluster's manifests.\n")
-	r.git("add", ".")
-	r.git("commit", "-q", "-m", "the cluster")
-	base := strings.TrimSpace(r.git("rev-parse", "HEAD"))
+	r, base := ciRepo(t)
 	for _, mr := range []struct {
 		name, file string
 		code       int
@@ -139,14 +112,7 @@ func TestGitLabCIJobOnAMergeRequest(t *testing.T) {
 		{"mirror", "idms-quay-mirror.yaml", 0, "| Special (reload crio) | Reload crio.service |"},
 	} {
 		t.Run(mr.name, func(t *testing.T) {
-			r.git("checkout", "-q", "-B", "mr-"+mr.name, base)
-			data, err := os.ReadFile(filepath.Join("../../examples/diff/pull-request", mr.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.write("clusters/prod/machineconfigs/"+mr.file, string(data))
-			r.git("add", ".")
-			r.git("commit", "-q", "-m", mr.name)
+			r.branch(base, "mr-"+mr.name, mr.file)
 			code, log := r.run([]string{"CI_MERGE_REQUEST_DIFF_BASE_SHA=" + base, "MANIFESTS=clusters/prod", "NDP_NOTE_TOKEN=glpat-test",
 				"CI_API_V4_URL=" + api.URL + "/api/v4", "CI_PROJECT_ID=42", "CI_MERGE_REQUEST_IID=7"}, "sh", "-e", "-c", script)
 			if code != mr.code {
@@ -162,6 +128,38 @@ func TestGitLabCIJobOnAMergeRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ciRepo is a Git repository as the CI examples expect one: the
+// cluster's snapshot (examples/diff/cluster.yaml) in cluster-snapshot/ and
+// its manifests under clusters/prod, committed; kubectl-ndp on its PATH.
+// It returns the repository and the commit, the base of every request.
+func ciRepo(t *testing.T) (*gitRepo, string) {
+	t.Helper()
+	r := newGitRepo(t, "PATH="+testkit.KubectlNdp(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	snapshot, err := os.ReadFile("../../examples/diff/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write("cluster-snapshot/state.yaml", string(snapshot))
+	r.write("clusters/prod/README.md", "The cluster's manifests.\n")
+	r.git("add", ".")
+	r.git("commit", "-q", "-m", "the cluster")
+	return r, strings.TrimSpace(r.git("rev-parse", "HEAD"))
+}
+
+// branch commits, on a new branch from base, one of the example pull
+// request's manifests under clusters/prod/machineconfigs.
+func (r *gitRepo) branch(base, name, file string) {
+	r.t.Helper()
+	r.git("checkout", "-q", "-B", name, base)
+	data, err := os.ReadFile(filepath.Join("../../examples/diff/pull-request", file))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.write("clusters/prod/machineconfigs/"+file, string(data))
+	r.git("add", ".")
+	r.git("commit", "-q", "-m", name)
 }
 
 // workflowStep is the run script of the step with the given id in a
