@@ -336,32 +336,30 @@ func TestDiffMarkdownEscapes(t *testing.T) {
 	w.Groups = append(w.Groups, clusterdiff.Group{From: "rendered-worker-0000000000000000000000000000aaaa", Nodes: 1,
 		Plan: clusterdiff.Plan{By: "MCO", Effect: clusterdiff.EffectRestart, Actions: []string{"Restart chronyd.service"}}})
 	w.Groups[0].Nodes = 2
-	var b bytes.Buffer
-	if err := writeDiff(&b, r, "markdown"); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	requireOutput(t, r, "markdown",
 		"### kubectl ndp diff: 1 pool cannot be rendered, 1 of 2 MachineConfigPools change",
 		"| master | 3 | `f898aa7d` → cannot be rendered | **refused** | – | – |\n",
 		"| **drain, Reboot** (2 nodes)<br>Restart chronyd.service (1 node) | Restart chronyd.service (2 nodes)<br>– |",
 		"<details><summary>master: cannot be rendered</summary>",
 		"**Error:** MachineConfig 50-master-disk: spec.config.storage.disks \\| refused (the MCO would refuse the change: the pool goes Degraded)",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("markdown lacks %q:\n%s", want, b.String())
-		}
-	}
-	b.Reset()
-	if err := writeDiff(&b, r, "text"); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
+	)
+	requireOutput(t, r, "text",
 		"pool master: rendered-master-f898aa7d05f995ca972f6930b43c6b5b, 3 nodes: cannot be rendered (the MCO would refuse the change: the pool goes Degraded)\n  error: MachineConfig 50-master-disk",
 		"  1 node on 00000000:\n    MCO: Restart chronyd.service\n",
 		"1 of 2 pools changes, 1 pool cannot be rendered; most disruptive plan: reboot.",
-	} {
+	)
+}
+
+// requireOutput writes r in format and checks it holds every want.
+func requireOutput(t *testing.T, r *clusterdiff.Report, format string, wants ...string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := writeDiff(&b, r, format); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range wants {
 		if !strings.Contains(b.String(), want) {
-			t.Errorf("text lacks %q:\n%s", want, b.String())
+			t.Errorf("%s lacks %q:\n%s", format, want, b.String())
 		}
 	}
 }

@@ -172,11 +172,7 @@ func writePoolText(b *strings.Builder, p clusterdiff.PoolDiff) {
 			writePlanText(b, *g.NDP)
 		}
 		if len(g.Entries) > 0 {
-			if g.EntriesExact {
-				b.WriteString("    MachineConfiguration entries that make the MCO do ndp's plan:\n")
-			} else {
-				b.WriteString("    MachineConfiguration entries that bring the MCO closer to ndp's plan:\n")
-			}
+			fmt.Fprintf(b, "    MachineConfiguration entries that %s:\n", entriesGoal(g))
 			for _, e := range g.Entries {
 				fmt.Fprintf(b, "      %s: %s\n", e.Subject, strings.Join(e.Actions, ", "))
 			}
@@ -252,6 +248,14 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// entriesGoal says what a group's MachineConfiguration entries achieve.
+func entriesGoal(g clusterdiff.Group) string {
+	if g.EntriesExact {
+		return "make the MCO do ndp's plan"
+	}
+	return "bring the MCO closer to ndp's plan"
 }
 
 // inexact marks a new config's name that may not be the one the MCO
@@ -460,11 +464,7 @@ func diffMarkdown(r *clusterdiff.Report) string {
 				writePlanMarkdown(&b, *g.NDP)
 			}
 			if len(g.Entries) > 0 {
-				if g.EntriesExact {
-					b.WriteString("MachineConfiguration `cluster` entries that make the MCO do ndp's plan:\n\n")
-				} else {
-					b.WriteString("MachineConfiguration `cluster` entries that bring the MCO closer to ndp's plan:\n\n")
-				}
+				fmt.Fprintf(&b, "MachineConfiguration `cluster` entries that %s:\n\n", entriesGoal(g))
 				for _, e := range g.Entries {
 					fmt.Fprintf(&b, "- %s: %s\n", mdCode(e.Subject, false), mdText(strings.Join(e.Actions, ", ")))
 				}
