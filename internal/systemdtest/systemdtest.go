@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,7 +59,7 @@ func Start(runtimeDir, configHome string) (*Manager, error) {
 	// tree (app.slice/<unit>) under its own cgroup, and two managers in one
 	// cgroup restarting a unit of the same name at once remove each other's
 	// cgroups (a unit then fails with status 219/CGROUP).
-	m.cgroups = ownCgroups(filepath.Base(runtimeDir))
+	m.cgroups = ownCgroups()
 	join := ""
 	for _, cg := range m.cgroups {
 		join += "echo $$ > " + filepath.Join(cg, "cgroup.procs") + " 2>/dev/null; "
@@ -158,8 +159,11 @@ func (m *Manager) Stop() {
 // ownCgroups creates, beside this process's cgroup in each hierarchy that
 // tracks processes for systemd (name=systemd in a hybrid layout, the
 // unified one), a child cgroup for a manager; where that is not possible
-// the manager shares this process's cgroup.
-func ownCgroups(name string) []string {
+// the manager shares this process's cgroup. The name is unique within the
+// process: managers of one test all have a runtime directory named "run",
+// and a name taken from it made every manager after the first share.
+func ownCgroups() []string {
+	name := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(managers.Add(1), 10)
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil
@@ -182,13 +186,16 @@ func ownCgroups(name string) []string {
 		default:
 			continue
 		}
-		dir := filepath.Join(root, f[2], "ndp-systemdtest-"+name+"-"+strconv.Itoa(os.Getpid()))
+		dir := filepath.Join(root, f[2], "ndp-systemdtest-"+name)
 		if err := os.Mkdir(dir, 0o755); err == nil {
 			out = append(out, dir)
 		}
 	}
 	return out
 }
+
+// managers counts the managers this process started, naming their cgroups.
+var managers atomic.Int64
 
 // removeCgroup removes a cgroup and what the manager created below it,
 // deepest first (a cgroup is removed with rmdir once it is empty).

@@ -54,3 +54,29 @@ func TestUserManagerRunsUnits(t *testing.T) {
 	}
 	t.Fatal("the manager still answers after Stop")
 }
+
+// Two managers whose runtime directories have the same name (every node of
+// a test calls its "run") still get cgroups of their own: sharing one, they
+// remove each other's unit cgroups (219/CGROUP).
+func TestManagersGetCgroupsOfTheirOwn(t *testing.T) {
+	var cgroups []string
+	for i := range 2 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
+		m, err := Start(filepath.Join(dir, "run"), filepath.Join(dir, "config"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Stop()
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", m.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cg), "/ndp-systemdtest-") {
+			t.Fatalf("manager %d shares the test's cgroups: %s", i, cg)
+		}
+		cgroups = append(cgroups, string(cg))
+	}
+	if cgroups[0] == cgroups[1] {
+		t.Errorf("both managers are in %s", cgroups[0])
+	}
+}
