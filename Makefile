@@ -126,11 +126,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMCOAgreement$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mcorules/
 	$(GO) test -run '^$$' -fuzz '^FuzzMCOExport$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mcorules/
 
-## mco-agreement: the MCO agreement test's recording (mcorules/testdata/agreement/): every generated case (10,400 seeded
+## mco-agreement: the MCO agreement test's recording (mco/mcorules/testdata/agreement/): every generated case (10,400 seeded
 ## mutations of the real rendered configs, MachineConfiguration policies, real pairs) run live through
 ## ../shared/mco-ref/mco-decide, the MCO daemon's own code (about 15 minutes on 2 cores); prints per-class agreement of
 ## mcorules.Decide (after) and of ndp's planner with the imported MachineConfiguration (before). `make test` checks the
-## recording and re-runs a sample live; re-record after changing the generator (mcorules/mutate_test.go). Verdicts are
+## recording and re-runs a sample live; re-record after changing the generator (mco/mcorules/mutate_test.go). Verdicts are
 ## also kept by input digest in bin/mco-agreement.resume, so an interrupted run resumes (delete it when mco-decide
 ## changes); MCO_AGREEMENT_WORKERS sets the cases run at once (default: GOMAXPROCS)
 MCO_AGREEMENT_WORKERS ?= 0

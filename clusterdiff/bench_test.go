@@ -20,6 +20,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -182,7 +183,7 @@ func renderBench(b testing.TB, pool string, roles []string, mcs []*ndpmcv1.Machi
 			}
 		}
 	}
-	r, err := render.MergeMCO(pool, render.Order(sources), render.MCOBaseOf(cc))
+	r, err := mcorender.Merge(pool, render.Order(sources), mcorender.BaseOf(cc))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,8 +20,9 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcoentries"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcorender"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -106,7 +107,7 @@ type differ struct {
 	parsed  map[*ndpmcv1.MachineConfig]*machineconfig.Config
 
 	// What the decisions read, from after.
-	base       render.MCOBase
+	base       mcorender.Base
 	mcoPolicy  mcorules.Policies
 	overrides  operatorv1.IrreconcilableValidationOverrides
 	entries    mcoentries.Entries
@@ -218,7 +219,7 @@ func (d *differ) readDecisionInputs(ctx context.Context) error {
 		if err := d.after.Get(ctx, client.ObjectKey{Name: controllerConfigName}, &cc); err != nil {
 			return fmt.Errorf("the %s has no ControllerConfig %s, which the MCO's render starts from (its OS images): add `oc get controllerconfig %s -o yaml` to it", d.stateWord(), controllerConfigName, controllerConfigName)
 		}
-		d.base = render.MCOBaseOf(&cc)
+		d.base = mcorender.BaseOf(&cc)
 		var mc operatorv1.MachineConfiguration
 		var cur *operatorv1.MachineConfiguration
 		if err := d.after.Get(ctx, client.ObjectKey{Name: clusterName}, &mc); err == nil {
@@ -540,7 +541,7 @@ func (d *differ) render(pool string, mcs []*ndpmcv1.MachineConfig) (*render.Rend
 		sources[i] = render.SourceOf(mc, cfg)
 	}
 	if d.opts.Mode == ModeMCO {
-		return render.MergeMCO(pool, sources, d.base)
+		return mcorender.Merge(pool, sources, d.base)
 	}
 	return render.Merge(pool, sources)
 }

@@ -20,6 +20,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/render"
 )
@@ -38,7 +39,7 @@ func cluster(t *testing.T, mco bool) (*Objects, string) {
 		WithFile("/etc/kubernetes/kubelet.conf", kubeletConf).
 		WithFile("/etc/chrony.conf", "pool a\n").Build()
 	if mco {
-		base.Annotations = map[string]string{render.GeneratedByControllerVersionAnnotation: "test"}
+		base.Annotations = map[string]string{ndpmcv1.GeneratedByControllerVersionAnnotation: "test"}
 	}
 	old := builder.MachineConfig("rendered-worker-old").RenderedFor("worker").WithFile("/etc/kubernetes/kubelet.conf", kubeletConf).Build()
 	entries := []Entry{{Object: base}, {Object: old}}
@@ -51,7 +52,7 @@ func cluster(t *testing.T, mco bool) (*Objects, string) {
 	var err error
 	src := []render.Source{render.SourceOf(base, nil)}
 	if mco {
-		rendered, err = render.MergeMCO("worker", src, render.MCOBaseOf(cc))
+		rendered, err = mcorender.Merge("worker", src, mcorender.BaseOf(cc))
 	} else {
 		rendered, err = render.Merge("worker", src)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -25,7 +26,7 @@ const exampleSnapshot = "../examples/diff/cluster.yaml"
 
 // TestExampleSnapshotIsRendered keeps the example snapshot what a cluster
 // would hold: each pool's configuration is what the MCO's render makes of
-// its MachineConfigs (render.MergeMCO, proved against the MCO's own
+// its MachineConfigs (mcorender.Merge, proved against the MCO's own
 // controllers), present in the snapshot, and its nodes run it. With
 // -update it rewrites the rendered configs, the pools' configuration and
 // the nodes' annotations.
@@ -52,7 +53,7 @@ func TestExampleSnapshotIsRendered(t *testing.T) {
 		for _, mc := range mcs {
 			sources = append(sources, render.SourceOf(mc, nil))
 		}
-		r, err := render.MergeMCO(pool.Name, sources, render.MCOBaseOf(&cc))
+		r, err := mcorender.Merge(pool.Name, sources, mcorender.BaseOf(&cc))
 		if err != nil {
 			t.Fatal(err)
 		}

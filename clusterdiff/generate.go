@@ -161,7 +161,7 @@ func (g *generator) generate(ctx context.Context, k generatedKind, changed []str
 				return fmt.Errorf("%s for pool %s: %w", object, pool.Name, err)
 			}
 			mc := render.GeneratedMachineConfig(mcName, pool.Name, ign)
-			mc.Annotations = map[string]string{render.GeneratedByControllerVersionAnnotation: generatedBy}
+			mc.Annotations = map[string]string{ndpmcv1.GeneratedByControllerVersionAnnotation: generatedBy}
 			mc.OwnerReferences = []metav1.OwnerReference{{APIVersion: mcfgv1.GroupVersion.String(), Kind: k.apiKind, Name: name, Controller: ptr.To(true)}}
 			if err := g.put(mc, k.apiKind+" "+name); err != nil {
 				return err
@@ -259,7 +259,7 @@ func (g *generator) registries(ctx context.Context, owners []string, only poolFi
 			}
 		}
 		mc := render.GeneratedMachineConfig(name, pool.Name, ign)
-		mc.Annotations = map[string]string{render.GeneratedByControllerVersionAnnotation: generatedBy}
+		mc.Annotations = map[string]string{ndpmcv1.GeneratedByControllerVersionAnnotation: generatedBy}
 		if err := g.put(mc, owners...); err != nil {
 			return err
 		}

@@ -30,7 +30,8 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorender"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
@@ -345,7 +346,7 @@ func (r *ForecastReconciler) predict(ctx context.Context, view *render.PoolView)
 		}
 		sources = append(sources, render.SourceOf(mc, cfg))
 	}
-	rendered, err := render.MergeMCO(view.Pool.Name, sources, render.MCOBaseOf(&cc))
+	rendered, err := mcorender.Merge(view.Pool.Name, sources, mcorender.BaseOf(&cc))
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/render"
 )

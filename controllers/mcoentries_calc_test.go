@@ -8,7 +8,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 

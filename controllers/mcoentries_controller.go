@@ -30,7 +30,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
@@ -345,7 +345,7 @@ func (r *MCOEntriesReconciler) guardedSources(ctx context.Context) (func(string)
 		switch {
 		case !ok:
 			return false
-		case ann[render.GeneratedByControllerVersionAnnotation] == "":
+		case ann[ndpmcv1.GeneratedByControllerVersionAnnotation] == "":
 			return true
 		}
 		return generatedFromGuardedKind(name)

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 	"github.com/ndp-dev/ndp/nodepool"
 )
 

@@ -28,7 +28,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
 // The fuzzed node: it runs fuzzFrom (recorded on its host) and is told to

@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -30,7 +32,7 @@ func TestFromIgnitionIsNew(t *testing.T) {
 			role("60-none", "worker", nil, mcfgv1.MachineConfigSpec{Extensions: []string{"usbguard"}}),
 		},
 	}
-	paths, _ := filepath.Glob(filepath.Join(realConfigs(t), "ocpbugs-60768", "*.yaml"))
+	paths, _ := filepath.Glob(filepath.Join(testkit.RealConfigs(t), "ocpbugs-60768", "*.yaml"))
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -54,7 +56,7 @@ func TestFromIgnitionIsNew(t *testing.T) {
 		t.Fatalf("pools %v: the real cluster's sources are missing", len(byPool))
 	}
 	for pool, srcs := range byPool {
-		r, err := render.MergeMCO(pool, srcs, render.MCOBase{OSImageURL: "quay.io/os@sha256:0"})
+		r, err := mcorender.Merge(pool, srcs, mcorender.Base{OSImageURL: "quay.io/os@sha256:0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +75,7 @@ func TestFromIgnitionIsNew(t *testing.T) {
 		role("00-file", "worker", builder.Ignition().WithFile("/etc/x", "x"), mcfgv1.MachineConfigSpec{}),
 		role("50-mode", "worker", builder.Ignition().WithFiles(builder.Entry{"path": "/etc/b", "mode": 384}), mcfgv1.MachineConfigSpec{}),
 	}
-	r, err := render.MergeMCO("worker", bad, render.MCOBase{})
+	r, err := mcorender.Merge("worker", bad, mcorender.Base{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package render merges a pool's MachineConfigs into its rendered config:
 // the first box of the flow (docs/design.md#the-flow), shared by the render controller and
-// the admission webhook's in-memory preview (Merge), and the same merge as
-// the MCO makes it, for the advisor (MergeMCO, MCOName). It also renders the
+// the admission webhook's in-memory preview (Merge), and the stage the MCO's
+// rendering (mco/mcorender) finishes its own way (Fold). It also renders the
 // MachineConfigs ndp generates for a pool: registries.conf from the
 // image-mirror objects (registriesconfig.go) and the Ignition of a
 // KubeletConfig or ContainerRuntimeConfig over the pool's own files
@@ -38,10 +38,10 @@ type Source struct {
 	// others, as in the MCO.
 	Role string
 	// Generated is set for a MachineConfig an MCO controller wrote (it
-	// carries GeneratedByControllerVersionAnnotation): 00-worker,
+	// carries ndpmcv1.GeneratedByControllerVersionAnnotation): 00-worker,
 	// 99-worker-generated-kubelet... Its osImageURL and
 	// baseOSExtensionsContainerImage never override the ControllerConfig's
-	// in the MCO's rendering (MergeMCO).
+	// in the MCO's rendering (mcorender.Merge).
 	Generated bool
 	Spec      mcfgv1.MachineConfigSpec
 	// Config, when set, is Spec already parsed (machineconfig.New): callers
@@ -55,7 +55,7 @@ func SourceOf(mc *ndpmcv1.MachineConfig, cfg *machineconfig.Config) Source {
 	return Source{
 		Name:      mc.Name,
 		Role:      mc.Labels[ndpmcv1.RoleLabel],
-		Generated: mc.Annotations[GeneratedByControllerVersionAnnotation] != "",
+		Generated: mc.Annotations[ndpmcv1.GeneratedByControllerVersionAnnotation] != "",
 		Spec:      mc.Spec,
 		Config:    cfg,
 	}
@@ -135,62 +135,71 @@ const workerRole = "worker"
 //   - FIPS is on if any source turns it on;
 //   - kernelType is the last realtime or 64k-pages asked for, else default;
 //   - the last non-empty osImageURL and baseOSExtensionsContainerImage win
-//     (the MCO starts from its ControllerConfig's, which ndp has not: MergeMCO
-//     does).
+//     (the MCO starts from its ControllerConfig's, which ndp has not:
+//     mcorender.Merge does).
 //
-// Its name is ndp's own digest of the spec; MergeMCO gives the MCO's.
+// Its name is ndp's own digest of the spec; mcorender.Merge gives the MCO's.
 func Merge(pool string, sources []Source) (*Rendered, error) {
-	m, err := fold(sources, false)
+	m, err := Fold(sources, false)
 	if err != nil {
 		return nil, err
 	}
-	for _, src := range m.sorted {
-		for dst, v := range map[*string]string{&m.spec.OSImageURL: src.Spec.OSImageURL, &m.spec.BaseOSExtensionsContainerImage: src.Spec.BaseOSExtensionsContainerImage} {
+	for _, src := range m.Sorted {
+		for dst, v := range map[*string]string{&m.Spec.OSImageURL: src.Spec.OSImageURL, &m.Spec.BaseOSExtensionsContainerImage: src.Spec.BaseOSExtensionsContainerImage} {
 			if v != "" {
 				*dst = v
 			}
 		}
 	}
-	raw, err := json.Marshal(m.ignition)
+	raw, err := json.Marshal(m.Ignition)
 	if err != nil {
 		return nil, err
 	}
-	m.spec.Config = runtime.RawExtension{Raw: raw}
-	digest, err := json.Marshal(m.spec)
+	m.Spec.Config = runtime.RawExtension{Raw: raw}
+	digest, err := json.Marshal(m.Spec)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(digest)
 	return &Rendered{
 		Name:           fmt.Sprintf("rendered-%s-%s", pool, hex.EncodeToString(sum[:16])),
-		Spec:           m.spec,
-		Sources:        m.origin,
-		SectionSources: m.sections,
+		Spec:           m.Spec,
+		Sources:        m.Origin,
+		SectionSources: m.Sections,
 	}, nil
 }
 
-// folded is what Merge and MergeMCO share: the sources merged, but for the
-// images and the encoding of the Ignition config, where they differ.
-type folded struct {
-	sorted   []Source
-	ignition igntypes.Config
-	// spec has all but Config, OSImageURL and BaseOSExtensionsContainerImage.
-	spec     mcfgv1.MachineConfigSpec
-	origin   map[string]string
-	sections map[string][]string
+// Folded is what Merge and the MCO's rendering (mco/mcorender) share: the
+// sources validated and merged, but for the images and the encoding of the
+// Ignition config, where they differ.
+type Folded struct {
+	// Sorted are the sources in merge order (Order).
+	Sorted   []Source
+	Ignition igntypes.Config
+	// Spec has all but Config, OSImageURL and BaseOSExtensionsContainerImage.
+	Spec mcfgv1.MachineConfigSpec
+	// Origin and Sections become the Rendered's Sources and SectionSources.
+	Origin   map[string]string
+	Sections map[string][]string
 }
 
-// fold validates and merges sources (Merge's list, but for the images).
+// Rendered is the rendering named name whose spec (Spec with Config and
+// the images set) encodes f.Ignition: its Config() parses no JSON again.
+func (f *Folded) Rendered(name string, spec mcfgv1.MachineConfigSpec) *Rendered {
+	return &Rendered{Name: name, Spec: spec, Sources: f.Origin, SectionSources: f.Sections, ignition: &f.Ignition}
+}
+
+// Fold validates and merges sources (Merge's list, but for the images).
 // With mcoValidation, a source's extensions are checked only when it has
 // an Ignition config, as the MCO's ValidateMachineConfig does; ndp checks
 // them always.
-func fold(sources []Source, mcoValidation bool) (*folded, error) {
+func Fold(sources []Source, mcoValidation bool) (*Folded, error) {
 	sorted := Order(sources)
-	m := &folded{
-		sorted:   sorted,
-		spec:     mcfgv1.MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}},
-		origin:   map[string]string{},
-		sections: map[string][]string{},
+	m := &Folded{
+		Sorted:   sorted,
+		Spec:     mcfgv1.MachineConfigSpec{KernelArguments: []string{}, Extensions: []string{}},
+		Origin:   map[string]string{},
+		Sections: map[string][]string{},
 	}
 	out := igntypes.Config{Ignition: igntypes.Ignition{Version: igntypes.MaxVersion.String()}}
 	kernelTypeFrom := ""
@@ -231,10 +240,10 @@ func fold(sources []Source, mcoValidation bool) (*folded, error) {
 			clearEmptyCompression(out.Storage.Files)
 		}
 		for _, f := range ign.Storage.Files {
-			m.origin["file:"+f.Path] = src.Name
+			m.Origin["file:"+f.Path] = src.Name
 		}
 		for _, u := range ign.Systemd.Units {
-			m.origin["unit:"+u.Name] = src.Name
+			m.Origin["unit:"+u.Name] = src.Name
 		}
 		for field, n := range map[string]int{
 			"spec.config.passwd.groups":       len(ign.Passwd.Groups),
@@ -248,7 +257,7 @@ func fold(sources []Source, mcoValidation bool) (*folded, error) {
 			"spec.config.kernelArguments":     len(ign.KernelArguments.ShouldExist) + len(ign.KernelArguments.ShouldNotExist),
 		} {
 			if n > 0 {
-				m.sections[field] = append(m.sections[field], src.Name)
+				m.Sections[field] = append(m.Sections[field], src.Name)
 			}
 		}
 		s := src.Spec
@@ -262,17 +271,17 @@ func fold(sources []Source, mcoValidation bool) (*folded, error) {
 			"os:kernelType":                     s.KernelType != "" && s.KernelType != machineconfig.KernelTypeDefault,
 		} {
 			if set {
-				m.origin[field] = src.Name
+				m.Origin[field] = src.Name
 			}
 		}
 		if s.FIPS {
-			m.sections["spec.fips"] = append(m.sections["spec.fips"], src.Name)
+			m.Sections["spec.fips"] = append(m.Sections["spec.fips"], src.Name)
 		}
-		m.spec.KernelArguments = append(m.spec.KernelArguments, s.KernelArguments...)
-		m.spec.Extensions = append(m.spec.Extensions, s.Extensions...)
-		m.spec.FIPS = m.spec.FIPS || s.FIPS
+		m.Spec.KernelArguments = append(m.Spec.KernelArguments, s.KernelArguments...)
+		m.Spec.Extensions = append(m.Spec.Extensions, s.Extensions...)
+		m.Spec.FIPS = m.Spec.FIPS || s.FIPS
 		if s.KernelType == machineconfig.KernelTypeRealtime || s.KernelType == machineconfig.KernelType64kPages {
-			m.spec.KernelType, kernelTypeFrom = s.KernelType, src.Name
+			m.Spec.KernelType, kernelTypeFrom = s.KernelType, src.Name
 		}
 	}
 	// The MCO always overwrites a file, Ignition only when told to: the
@@ -284,13 +293,13 @@ func fold(sources []Source, mcoValidation bool) (*folded, error) {
 			out.Storage.Files[i].Overwrite = &overwrite
 		}
 	}
-	if m.spec.KernelType == "" {
-		m.spec.KernelType = machineconfig.KernelTypeDefault
-	} else if slices.Contains(m.spec.Extensions, "kernel-devel") {
+	if m.Spec.KernelType == "" {
+		m.Spec.KernelType = machineconfig.KernelTypeDefault
+	} else if slices.Contains(m.Spec.Extensions, "kernel-devel") {
 		return nil, &machineconfig.InputError{Object: fmt.Sprintf("MachineConfig %q", extensionSource(sorted, "kernel-devel")), Field: "spec.extensions",
-			Err: fmt.Errorf("installing the kernel-devel extension is not supported with kernelType %s (set by MachineConfig %q)", m.spec.KernelType, kernelTypeFrom)}
+			Err: fmt.Errorf("installing the kernel-devel extension is not supported with kernelType %s (set by MachineConfig %q)", m.Spec.KernelType, kernelTypeFrom)}
 	}
-	m.ignition = out
+	m.Ignition = out
 	return m, nil
 }
 

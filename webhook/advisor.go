@@ -17,7 +17,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorender"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/render"
@@ -70,7 +71,7 @@ type mcoState struct {
 	// overrides are its spec.irreconcilableValidationOverrides.
 	overrides operatorv1.IrreconcilableValidationOverrides
 	single    bool
-	base      render.MCOBase
+	base      mcorender.Base
 }
 
 // readMCOState reads MachineConfiguration cluster (its policies),
@@ -93,7 +94,7 @@ func (p *Previewer) readMCOState(ctx context.Context) (*mcoState, error) {
 	if err := p.Client.Get(ctx, client.ObjectKey{Name: ControllerConfigName}, &cc); err != nil {
 		return nil, fmt.Errorf("reading ControllerConfig %s, the base of the MCO's render: %w", ControllerConfigName, err)
 	}
-	st.base = render.MCOBaseOf(&cc)
+	st.base = mcorender.BaseOf(&cc)
 	return st, nil
 }
 
@@ -125,7 +126,7 @@ func (p *Previewer) mcoDecisionState(ctx context.Context, mc *operatorv1.Machine
 
 // renderMCO merges the pool's MachineConfigs with the overrides in place,
 // as the MCO's render controller does.
-func (p *Previewer) renderMCO(ctx context.Context, view *render.PoolView, overrides Overrides, base render.MCOBase) (*rendering, error) {
+func (p *Previewer) renderMCO(ctx context.Context, view *render.PoolView, overrides Overrides, base mcorender.Base) (*rendering, error) {
 	pool := view.Pool
 	sources, key, err := p.sources(ctx, view, overrides)
 	if err != nil {

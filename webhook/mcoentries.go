@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ndp-dev/ndp/mcoentries"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policies"

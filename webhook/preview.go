@@ -26,7 +26,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorender"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
@@ -57,10 +58,10 @@ type Previewer struct {
 	renders    *bounded[string, *rendering]            // renderings, by pool and sources
 	plans      *bounded[planKey, *planner.Plan]        // plans, by policy revision and configs
 
-	// The MCO's rules and render (mcorules.Decide, render.MergeMCO), for
+	// The MCO's rules and render (mcorules.Decide, mcorender.Merge), for
 	// the advisor's previews; tests may put the MCO's own tools here.
 	decide   func(mcorules.Input) (*mcorules.Decision, error)
-	mergeMCO func(pool string, sources []render.Source, base render.MCOBase) (*render.Rendered, error)
+	mergeMCO func(pool string, sources []render.Source, base mcorender.Base) (*render.Rendered, error)
 
 	// inputs counts changes of what a preview reads besides the candidate
 	// and the policy revision: pools, MachineConfigs, and the nodes' pool
@@ -110,7 +111,7 @@ func (p *Previewer) WatchInputs(ctx context.Context, informers cache.Informers) 
 		}
 		relevant[&mcfgv1.ControllerConfig{}] = func(old, new any) bool {
 			o, n := old.(*mcfgv1.ControllerConfig), new.(*mcfgv1.ControllerConfig)
-			return render.MCOBaseOf(o) != render.MCOBaseOf(n)
+			return mcorender.BaseOf(o) != mcorender.BaseOf(n)
 		}
 	}
 	var nodes toolscache.ResourceEventHandlerRegistration
@@ -171,7 +172,7 @@ func NewPreviewer(c client.Reader, active *policyset.ActivePolicies) *Previewer 
 		renders:  newBounded[string, *rendering](32),
 		plans:    newBounded[planKey, *planner.Plan](4096),
 		decide:   mcorules.Decide,
-		mergeMCO: render.MergeMCO,
+		mergeMCO: mcorender.Merge,
 	}
 }
 

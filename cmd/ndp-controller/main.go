@@ -37,7 +37,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/rolloutgates"

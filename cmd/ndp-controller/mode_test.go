@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
 func TestDecideMode(t *testing.T) {

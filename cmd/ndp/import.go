@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
 )
 
 // maxImportBytes bounds what `ndp import` reads from a file or stdin.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
-	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
 )
 
 const mcExample = "../../examples/machineconfiguration.yaml"

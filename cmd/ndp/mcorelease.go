@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 )
 
 // newReleaseMCOEntriesCommand removes ndp's per-update entries (or, with

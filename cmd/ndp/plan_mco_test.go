@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
 // mcoConfigs writes an old and a new rendered config: the new one changes

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 )
 
 // kubectl ndp status shows ndp's entries in the MCO's policy list (those

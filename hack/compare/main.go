@@ -54,9 +54,9 @@ import (
 
 	"github.com/ndp-dev/ndp/internal/mcoref"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcoentries"
-	"github.com/ndp-dev/ndp/mcoimport"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
 // ndp-controller --mode=auto, the shipped binary as a standby replica (this

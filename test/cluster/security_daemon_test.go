@@ -20,7 +20,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
 // The daemon's admission policies (manifests/admission/daemon-own-node.yaml).

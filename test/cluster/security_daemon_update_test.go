@@ -29,7 +29,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 

@@ -42,7 +42,7 @@ func TestDaemonLinksNoPolicyEngine(t *testing.T) {
 // the daemon, render and the controllers' config cache stand on.
 var opaFree = []string{
 	"./cmd/ndp-daemon", "./daemon/...", "./render/...", "./machineconfig/...", "./registries/...", "./nodeconfig/...",
-	"./apis/...", "./planner/changeset", "./webhook/certs", "./mcorules/...",
+	"./apis/...", "./planner/changeset", "./webhook/certs", "./mco/mcorules/...",
 }
 
 // opaLinkers are the planner's stages and the active policy set: a package
@@ -129,7 +129,7 @@ func TestClusterDiffStandsOnTheSharedParts(t *testing.T) {
 var levelOne = []string{"apis", "policies", "manifests/crds", "machineconfig", "registries", "nodeconfig", "mcoguard", "mcorules"}
 
 func TestMCORulesStaysAtLevelOne(t *testing.T) {
-	all := deps(t, "./mcorules/...")
+	all := deps(t, "./mco/mcorules/...")
 	own := 0
 	for _, p := range all {
 		if !strings.HasPrefix(p, module) {

@@ -41,7 +41,8 @@ import (
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/docexample"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorender"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -683,7 +684,7 @@ func (a *installedAdvisor) step(t *testing.T, s advisorStep) {
 	}
 	to, ours, rendered := a.rendersAnew(t, from)
 	t.Logf("the MCO rendered %s (nodes on %s)", to, from)
-	// ndp's rendering of the pool (render.MergeMCO, which the previews
+	// ndp's rendering of the pool (mcorender.Merge, which the previews
 	// and the forecasts call) against the MCO's rendered config.
 	if d := specDiff(rendered.Spec, ours.Spec); d != "" {
 		t.Errorf("ndp's rendering of pool worker differs from the MCO's %s:\n%s", to, d)
@@ -736,7 +737,7 @@ func (a *installedAdvisor) step(t *testing.T, s advisorStep) {
 	a.moveNodes(t, to)
 }
 
-// ndpRendering is render.MergeMCO over the MachineConfigs pool worker
+// ndpRendering is mcorender.Merge over the MachineConfigs pool worker
 // selects now, from the cluster's ControllerConfig: what ndp's previews
 // and forecasts render.
 func (a *installedAdvisor) ndpRendering(t *testing.T) (*mcfgv1.MachineConfigPool, *render.Rendered) {
@@ -750,7 +751,7 @@ func (a *installedAdvisor) ndpRendering(t *testing.T) (*mcfgv1.MachineConfigPool
 	for i := range mcs {
 		sources[i] = render.SourceOf(&mcs[i], nil)
 	}
-	ours, err := render.MergeMCO("worker", sources, render.MCOBaseOf(a.ControllerConfig(t)))
+	ours, err := mcorender.Merge("worker", sources, mcorender.BaseOf(a.ControllerConfig(t)))
 	if err != nil {
 		t.Fatalf("MergeMCO over pool worker's %d MachineConfigs: %v", len(sources), err)
 	}
@@ -773,7 +774,7 @@ func (a *installedAdvisor) ndpRenderingWith(t *testing.T, candidate *ndpmcv1.Mac
 		}
 	}
 	sources = append(sources, render.SourceOf(candidate, nil))
-	ours, err := render.MergeMCO("worker", sources, render.MCOBaseOf(a.ControllerConfig(t)))
+	ours, err := mcorender.Merge("worker", sources, mcorender.BaseOf(a.ControllerConfig(t)))
 	if err != nil {
 		t.Fatalf("MergeMCO over pool worker's MachineConfigs and %s: %v", candidate.Name, err)
 	}

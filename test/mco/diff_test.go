@@ -34,7 +34,8 @@ import (
 	"github.com/ndp-dev/ndp/clusterdiff"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorender"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
@@ -289,8 +290,8 @@ func realMachineConfigs(t *testing.T, dir, version string) (mcs []*unstructured.
 		for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "ownerReferences", "managedFields"} {
 			unstructured.RemoveNestedField(u.Object, "metadata", f)
 		}
-		if ann := u.GetAnnotations(); ann[render.GeneratedByControllerVersionAnnotation] != "" {
-			ann[render.GeneratedByControllerVersionAnnotation] = version
+		if ann := u.GetAnnotations(); ann[ndpmcv1.GeneratedByControllerVersionAnnotation] != "" {
+			ann[ndpmcv1.GeneratedByControllerVersionAnnotation] = version
 			u.SetAnnotations(ann)
 		}
 		mcs = append(mcs, u)
@@ -822,7 +823,7 @@ func (c *diffCluster) explain(t *testing.T, rep *clusterdiff.Report, pd *cluster
 	for i := range items {
 		sources[i] = render.SourceOf(&items[i], nil)
 	}
-	mine, err := render.MergeMCO(pd.Pool, sources, render.MCOBaseOf(c.m.ControllerConfig(t)))
+	mine, err := mcorender.Merge(pd.Pool, sources, mcorender.BaseOf(c.m.ControllerConfig(t)))
 	if err != nil {
 		return b.String() + "  MergeMCO of the MCO's MachineConfigs: " + err.Error()
 	}

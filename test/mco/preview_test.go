@@ -31,7 +31,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"

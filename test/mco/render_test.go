@@ -17,11 +17,12 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/render"
 )
 
 // TestMergeMCOIsTheMCOsRender adds user MachineConfigs one step at a time
-// and, after each, checks that render.MergeMCO over the cluster's
+// and, after each, checks that mcorender.Merge over the cluster's
 // MachineConfigs (those each pool selects) and its ControllerConfig gives
 // the MCO render controller's rendered config: the same spec and the same
 // name.
@@ -29,7 +30,7 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	m := startMCO(t)
 	ctx := context.Background()
-	base := render.MCOBaseOf(m.ControllerConfig(t))
+	base := mcorender.BaseOf(m.ControllerConfig(t))
 
 	steps := []struct {
 		name  string
@@ -110,7 +111,7 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 				for i := range mcs {
 					sources[i] = render.SourceOf(&mcs[i], nil)
 				}
-				got, err := render.MergeMCO(name, sources, base)
+				got, err := mcorender.Merge(name, sources, base)
 				if err != nil {
 					t.Fatalf("pool %s: MergeMCO: %v", name, err)
 				}
@@ -122,7 +123,7 @@ func TestMergeMCOIsTheMCOsRender(t *testing.T) {
 					t.Errorf("pool %s: MergeMCO names it %s, the MCO %s", name, got.Name, rendered.Name)
 				}
 				// The name is the hash of the spec as the API server keeps it, too.
-				if again, err := render.MCOName(name, rendered.Spec); err != nil || again != rendered.Name {
+				if again, err := mcorender.Name(name, rendered.Spec); err != nil || again != rendered.Name {
 					t.Errorf("pool %s: MCOName of the MCO's stored spec is %s (%v), want %s", name, again, err, rendered.Name)
 				}
 				checkFiles(t, &rendered, step.files)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/simhost"
-	"github.com/ndp-dev/ndp/mcoguard"
+	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
 // fleet is every simulated node of the run: one Node informer shared by

@@ -51,6 +51,10 @@ const (
 	// MachineConfig that contributed them, so that a template owner's
 	// policy can match on the source.
 	SourcesAnnotation = "ndp.dev/sources"
+	// GeneratedByControllerVersionAnnotation marks a MachineConfig written
+	// by an MCO controller (the template, kubelet-config,
+	// container-runtime-config controllers) and every rendered config.
+	GeneratedByControllerVersionAnnotation = "machineconfiguration.openshift.io/generated-by-controller-version"
 )
 
 // MachineConfig conditions (status.conditions of a rendered config).

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
-	"github.com/ndp-dev/ndp/mcoentries"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/loader"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -44,7 +44,7 @@ func notes(us []mcoentries.Unexpressed) []string {
 
 func TestExport(t *testing.T) {
 	chrony := policytest.File("chrony", 100, "/etc/chrony.conf", restartChrony)
-	kubeletLive, _, err := loader.Load("../examples/policies/kubelet-live.yaml")
+	kubeletLive, _, err := loader.Load("../../examples/policies/kubelet-live.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestExport(t *testing.T) {
 			pl := policytest.Planner(t, tt.pols...)
 			in := mcoentries.ExportInput{Planner: pl, Policies: pols, Admin: tt.admin}
 			if tt.update != "" {
-				from, to, plan := loadPlan(t, pl, "../examples/machineconfigs/"+tt.update)
+				from, to, plan := loadPlan(t, pl, "../../examples/machineconfigs/"+tt.update)
 				in.Update = &mcoentries.Update{From: from, To: to, Plan: plan}
 			}
 			res, err := mcoentries.Export(context.Background(), in)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 )
 
 // ndp's entries are those it owns; its per-update entries, those of them

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
-	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
 	"github.com/ndp-dev/ndp/planner"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
 // FuzzMCOAgreement: a real rendered config (chosen with the case index),

@@ -45,8 +45,8 @@ import (
 
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcoimport"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -606,7 +606,7 @@ func TestMCOAgreement(t *testing.T) {
 		if commit == "" {
 			commit = resumedCommit
 		}
-		h := recordingHeader{Generator: "mcorules/mutate_test.go", Seed: generatorSeed, Cases: agreementCases, Tool: "mco-decide, MCO " + commit,
+		h := recordingHeader{Generator: "mco/mcorules/mutate_test.go", Seed: generatorSeed, Cases: agreementCases, Tool: "mco-decide, MCO " + commit,
 			Recorded: time.Now().UTC().Format(time.RFC3339), Took: elapsed.Round(time.Second).String()}
 		if err := writeRecording(h, recs); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
-	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
@@ -23,7 +23,7 @@ import (
 	"github.com/ndp-dev/ndp/policyset"
 )
 
-const exampleFile = "../examples/machineconfiguration.yaml"
+const exampleFile = "../../examples/machineconfiguration.yaml"
 
 // importExample runs the import of the example MachineConfiguration and
 // returns the YAML it prints.

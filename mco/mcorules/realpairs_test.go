@@ -20,7 +20,7 @@ import (
 
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
 // mcoRef finds the MCO's reference tools (testkit.MCORef) or skips.

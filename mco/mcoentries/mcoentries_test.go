@@ -17,7 +17,7 @@ import (
 
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/loader"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -136,11 +136,11 @@ func loadPlan(t *testing.T, pl *planner.Planner, dir string) (*machineconfig.Con
 }
 
 func TestForUpdate(t *testing.T) {
-	kubeletLive, _, err := loader.Load("../examples/policies/kubelet-live.yaml")
+	kubeletLive, _, err := loader.Load("../../examples/policies/kubelet-live.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	chrony, _, err := loader.Load("../examples/policies/chrony.yaml")
+	chrony, _, err := loader.Load("../../examples/policies/chrony.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestForUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pl := policytest.Planner(t, tt.pols...)
-			from, to, plan := loadPlan(t, pl, "../examples/machineconfigs/"+tt.dir)
+			from, to, plan := loadPlan(t, pl, "../../examples/machineconfigs/"+tt.dir)
 			res, err := mcoentries.ForUpdate(mcoentries.Update{From: from, To: to, Plan: plan}, mcoentries.Entries{})
 			if err != nil {
 				t.Fatal(err)
@@ -176,13 +176,13 @@ func TestForUpdate(t *testing.T) {
 }
 
 func TestForPending(t *testing.T) {
-	kubeletLive, _, err := loader.Load("../examples/policies/kubelet-live.yaml")
+	kubeletLive, _, err := loader.Load("../../examples/policies/kubelet-live.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pl := policytest.Planner(t, kubeletLive...)
-	from, to, plan := loadPlan(t, pl, "../examples/machineconfigs/kubelet-maxpods")
-	cfrom, cto, cplan := loadPlan(t, pl, "../examples/machineconfigs/kubelet-cpumanager")
+	from, to, plan := loadPlan(t, pl, "../../examples/machineconfigs/kubelet-maxpods")
+	cfrom, cto, cplan := loadPlan(t, pl, "../../examples/machineconfigs/kubelet-cpumanager")
 	generated := map[string]string{"file:/etc/kubernetes/kubelet.conf": "99-worker-generated-kubelet"}
 	guarded := func(src string) bool { return !strings.HasPrefix(src, "01-") }
 	move := func(pool string, f, t *machineconfig.Config, p *planner.Plan, src map[string]string) mcoentries.Move {
@@ -233,7 +233,7 @@ func filesConfig(name string, files map[string]string) *machineconfig.Config {
 
 // A per-update entry for a changed path also decides, in the MCO, the
 // changed files beneath it: those need entries of their own, or the MCO
-// does less than ndp's plan (found by mcorules/export_agreement_test.go,
+// does less than ndp's plan (found by mco/mcorules/export_agreement_test.go,
 // case 1783: kubelet.conf and kubelet.conf/a/b.conf).
 func TestForUpdateEntryOverAnotherChange(t *testing.T) {
 	exact := policytest.Rego("exact", 100, "package ndp.policy.exact\n\nimport data.ndp.lib\n\n"+
@@ -264,7 +264,7 @@ func TestForUpdateEntryOverAnotherChange(t *testing.T) {
 // The MCO runs its registries.conf check (Special: reload CRI-O, drain
 // when unsafe) only when nothing else drains or reboots: whether it drains
 // must be asked of it alone, not read from a decision that reboots for
-// another file (found by mcorules/export_agreement_test.go, case 4896).
+// another file (found by mco/mcorules/export_agreement_test.go, case 4896).
 func TestForUpdateRegistriesDrainBesideAReboot(t *testing.T) {
 	pl := policytest.Planner(t, policytest.File("app", 100, "/etc/app", restartChrony))
 	const reg = "unqualified-search-registries = [\"registry.access.redhat.com\"]\n"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
 // benchPair is a real 4.18 worker update (OS image, files and units

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ndp-dev/ndp/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcoimport"
 )
 
 // Special is the MCO's own action for registries.conf. Its API refuses it in

@@ -43,7 +43,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // nothing for other ClusterOperators, other DaemonSets or status writes —
 // and answers Observe from memory, without a request.
 func TestGuardFollowsTheMCOsObjects(t *testing.T) {
-	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "..", NoCRDs: true})
+	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k8s := cp.Client
@@ -111,7 +111,7 @@ func TestGuardFollowsTheMCOsObjects(t *testing.T) {
 
 	// The ClusterOperator kind appears; machine-config is created.
 	if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
-		Paths: []string{"../manifests/crds/openshift/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"}}); err != nil {
+		Paths: []string{"../../manifests/crds/openshift/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml"}}); err != nil {
 		t.Fatal(err)
 	}
 	other := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "ndp"}}

@@ -58,8 +58,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/machineconfig"
-	"github.com/ndp-dev/ndp/mcoentries"
-	"github.com/ndp-dev/ndp/mcorules"
+	"github.com/ndp-dev/ndp/mco/mcoentries"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -278,7 +278,7 @@ func examplePolicies() (map[string]policy.Policy, error) {
 	examplesOnce.Do(func() {
 		examples = map[string]policy.Policy{}
 		for _, n := range []string{"kubelet-live", "crio-live", "chrony"} {
-			pols, _, err := loader.Load("../examples/policies/" + n + ".yaml")
+			pols, _, err := loader.Load("../../examples/policies/" + n + ".yaml")
 			if err != nil {
 				examplesErr = err
 				return
