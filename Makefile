@@ -53,7 +53,7 @@ IMAGE ?= ghcr.io/ndp-dev/ndp
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Static, stripped binaries: no libc to ship, no symbol tables or DWARF (-s -w), no paths of this
 # machine (-trimpath), no VCS stamp (the version is given): the same commit gives the same bytes.
-IMAGE_LDFLAGS := -s -w -buildid= -X github.com/ndp-dev/ndp/controllers.Version=$(VERSION)
+IMAGE_LDFLAGS := -s -w -buildid= -X github.com/ndp-dev/ndp/controllers/executor.Version=$(VERSION)
 
 ## image: the one ndp image (ndp, ndp-controller, ndp-daemon; static binaries, no base image), built
 ## reproducibly with go-containerregistry into the OCI layout bin/ndp-image; prints its digest

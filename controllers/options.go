@@ -1,7 +1,10 @@
-// Package controllers holds ndp's controllers: each a small reconciler with
-// one job, level-triggered and idempotent. The active policy set they plan
-// with is policyset's; the rendering and the pool view they read, render's;
-// their manager's scheme is apis/scheme's.
+// Package controllers wires ndp's controllers into a manager, for either
+// mode: the executor's (package executor) or the advisor's (package
+// advisor), each with the policy controller (package policy) both share.
+// Each controller is a small reconciler with one job, level-triggered and
+// idempotent. The active policy set they plan with is policyset's; the
+// rendering and the pool view they read, render's; their manager's scheme
+// is apis/scheme's.
 package controllers
 
 import (
@@ -13,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ndp-dev/ndp/controllers/advisor"
+	"github.com/ndp-dev/ndp/controllers/executor"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
@@ -28,13 +33,13 @@ type Options struct {
 	// with.
 	MCO *mcoguard.Guard
 	// MCOEntries, as advisor, is what ndp keeps in the MCO's node
-	// disruption policy (MCOEntriesOff when empty, MCOEntriesStatic or
-	// MCOEntriesPerUpdate): MCOEntriesReconciler.
+	// disruption policy (advisor.MCOEntriesOff when empty, advisor.MCOEntriesStatic or
+	// advisor.MCOEntriesPerUpdate): advisor.MCOEntriesReconciler.
 	MCOEntries string
 	// Gates evaluates RolloutPolicies' gates (package rolloutgates); nil:
 	// a policy's gates are never evaluated, so they hold its pools (or,
 	// with failOpen, warn).
-	Gates GateSource
+	Gates executor.GateSource
 }
 
 // ClientOptions configure the manager's client: bundles live in ConfigMaps
@@ -62,7 +67,7 @@ func CacheOptions() cache.Options {
 			Field:      fields.OneTermEqualSelector("metadata.name", mcoguard.DaemonSetName),
 		},
 		&corev1.Event{}: {
-			Namespaces: map[string]cache.Config{MCDEventNamespace: {}, KubeletEventNamespace: {}},
+			Namespaces: map[string]cache.Config{advisor.MCDEventNamespace: {}, advisor.KubeletEventNamespace: {}},
 			Field:      fields.OneTermEqualSelector("involvedObject.kind", "Node"),
 		},
 	}}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/ndp-dev/ndp/apis/conditions"
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -955,7 +956,7 @@ func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desir
 	degraded.WithLabelValues(d.NodeName).Set(1)
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionTrue, reason, msg)
 	d.Status.event(node, corev1.EventTypeWarning, reason, "Update", msg)
-	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: truncate(msg, maxMessage)}, pool)
+	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: conditions.Truncate(msg, maxMessage)}, pool)
 }
 
 // report writes the node annotations given and the MachineConfigNode,

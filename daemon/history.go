@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ndp-dev/ndp/apis/conditions"
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
@@ -137,9 +138,9 @@ func historyChanges(reasons []ndpmcv1.PlanReason, sources map[string]string) ([]
 		if i == v1alpha1.MaxUpdateChanges {
 			return out, int32(len(reasons) - i)
 		}
-		c := v1alpha1.UpdateChange{Change: truncate(r.Change, maxHistoryText), DecidedBy: noPolicy, Actions: forecastActions(r.Actions)}
+		c := v1alpha1.UpdateChange{Change: conditions.Truncate(r.Change, maxHistoryText), DecidedBy: noPolicy, Actions: forecastActions(r.Actions)}
 		if r.Policy != "" && r.Policy != noPolicy {
-			c.DecidedBy = truncate("policy "+r.Policy, maxHistoryText)
+			c.DecidedBy = conditions.Truncate("policy "+r.Policy, maxHistoryText)
 		}
 		if src := sources[changeID(r.Change, sources)]; src != "" {
 			c.MachineConfigs = []string{src}
@@ -148,7 +149,7 @@ func historyChanges(reasons []ndpmcv1.PlanReason, sources map[string]string) ([]
 		if r.Match != "" {
 			detail = strings.TrimSuffix("matched "+r.Match+"; "+detail, "; ")
 		}
-		c.Detail = truncate(detail, maxHistoryText)
+		c.Detail = conditions.Truncate(detail, maxHistoryText)
 		out = append(out, c)
 	}
 	return out, 0
@@ -190,14 +191,14 @@ func historySteps(j *Journal) []v1alpha1.UpdateStep {
 			}
 		case j.Failed != nil && j.Failed.Step == s.Title():
 			at := j.Failed.At
-			st.Result, st.Finished, st.Detail = stepResultFailed, timeOf(&at), truncate(j.Failed.Error, maxHistoryDetail)
+			st.Result, st.Finished, st.Detail = stepResultFailed, timeOf(&at), conditions.Truncate(j.Failed.Error, maxHistoryDetail)
 		case j.Failed != nil:
 			st.Result = stepResultFailed // stopped by the failure of another step
 		case s.Name == StepReboot && s.BootID != "":
 			st.Detail = "requested in boot " + s.BootID
 		}
 		if note := resumeNote(j, s.Title()); note != "" {
-			st.Detail = truncate(strings.TrimPrefix(st.Detail+"; "+note, "; "), maxHistoryDetail)
+			st.Detail = conditions.Truncate(strings.TrimPrefix(st.Detail+"; "+note, "; "), maxHistoryDetail)
 		}
 		out = append(out, st)
 	}
@@ -236,12 +237,12 @@ func historyEntry(j *Journal) v1alpha1.NodeUpdate {
 		Result:   v1alpha1.UpdateInProgress,
 		Changes:  changes, ChangesOmitted: omitted,
 		Plan: &v1alpha1.UpdatePlan{
-			Source:         truncate("MachineConfig "+j.To+" status", 512),
-			Summary:        truncate(planSummary(&j.Plan), 1024),
+			Source:         conditions.Truncate("MachineConfig "+j.To+" status", 512),
+			Summary:        conditions.Truncate(planSummary(&j.Plan), 1024),
 			Actions:        forecastActions(j.Plan.Actions),
 			Drain:          j.Plan.Drain,
 			Reboot:         j.Plan.Reboot,
-			PolicyRevision: truncate(j.Plan.PolicyRevision, 128),
+			PolicyRevision: conditions.Truncate(j.Plan.PolicyRevision, 128),
 		},
 		Steps:   historySteps(j),
 		BootIDs: v1alpha1.BootIDs{Before: j.BootID},
@@ -249,7 +250,7 @@ func historyEntry(j *Journal) v1alpha1.NodeUpdate {
 	switch {
 	case j.Failed != nil:
 		at := j.Failed.At
-		u.Result, u.Finished, u.Message = v1alpha1.UpdateFailed, timeOf(&at), truncate(j.Failed.Error, maxHistoryText)
+		u.Result, u.Finished, u.Message = v1alpha1.UpdateFailed, timeOf(&at), conditions.Truncate(j.Failed.Error, maxHistoryText)
 		u.BootIDs.After = j.EndBootID
 	case j.Completed:
 		u.Result = v1alpha1.UpdateDone
@@ -267,7 +268,7 @@ func historyEntry(j *Journal) v1alpha1.NodeUpdate {
 // (and not written at all when nothing changed).
 func refusalEntry(updates []v1alpha1.NodeUpdate, from, to, pool, msg string, now time.Time) v1alpha1.NodeUpdate {
 	u := v1alpha1.NodeUpdate{From: from, To: to, Pool: pool, Executor: v1alpha1.ExecutorNDP,
-		Started: *timeOf(&now), Finished: timeOf(&now), Result: v1alpha1.UpdateUnreconcilable, Message: truncate(msg, maxHistoryText)}
+		Started: *timeOf(&now), Finished: timeOf(&now), Result: v1alpha1.UpdateUnreconcilable, Message: conditions.Truncate(msg, maxHistoryText)}
 	if len(updates) > 0 {
 		if n := updates[0]; n.Executor == u.Executor && n.To == to && n.From == from && n.Result == v1alpha1.UpdateUnreconcilable {
 			u.Started = n.Started

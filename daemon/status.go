@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ndp-dev/ndp/apis/conditions"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,7 @@ type Status struct {
 // condition records one MachineConfigNode condition; lastTransitionTime
 // only moves when its status does.
 func (s *Status) condition(typ mcfgv1.StateProgress, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&s.conds, metav1.Condition{Type: string(typ), Status: status, Reason: reason, Message: truncate(msg, maxMessage)})
+	meta.SetStatusCondition(&s.conds, metav1.Condition{Type: string(typ), Status: status, Reason: reason, Message: conditions.Truncate(msg, maxMessage)})
 }
 
 // load reads the conditions the MachineConfigNode holds, once: a daemon
@@ -160,12 +161,5 @@ func (s *Status) event(node *corev1.Node, typ, reason, action, msg string) {
 		return
 	}
 	s.lastEvent = reason + msg
-	s.Recorder.Eventf(node, nil, typ, reason, action, "%s", truncate(msg, maxMessage))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
+	s.Recorder.Eventf(node, nil, typ, reason, action, "%s", conditions.Truncate(msg, maxMessage))
 }

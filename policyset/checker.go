@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ndp-dev/ndp/apis/conditions"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
@@ -145,12 +146,5 @@ func failures(report string) string {
 	if i := strings.Index(report, "FAILURES"); i >= 0 {
 		report = report[i:]
 	}
-	return truncate(strings.TrimSpace(report), 4000)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
+	return conditions.Truncate(strings.TrimSpace(report), 4000)
 }

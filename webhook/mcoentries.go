@@ -46,7 +46,7 @@ type policySet struct {
 }
 
 // written is what ndp writes as static entries for one policy set, as the
-// entries controller (controllers.MCOEntriesReconciler) does: Static's
+// entries controller (advisor.MCOEntriesReconciler) does: Static's
 // entries without those another manager holds otherwise (Conflicts), and
 // within the MCO's API limits beside the administrator's.
 type written struct {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/controllers/advisor"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
@@ -60,7 +61,7 @@ func main() {
 		modeFlag                         string
 		mcoEntries                       string
 	)
-	flag.StringVar(&mcoEntries, "mco-entries", controllers.MCOEntriesOff, "as advisor, what ndp keeps in the Machine Config Operator's own node disruption policy (MachineConfiguration cluster spec.nodeDisruptionPolicy), so that the MCO does ndp's plan: off, static (the declarative entries of cluster-wide policies) or all (static, and per-update entries for the pending updates, behind the admission guard of overlays/openshift-mco-entries); needs patch on machineconfigurations/cluster")
+	flag.StringVar(&mcoEntries, "mco-entries", advisor.MCOEntriesOff, "as advisor, what ndp keeps in the Machine Config Operator's own node disruption policy (MachineConfiguration cluster spec.nodeDisruptionPolicy), so that the MCO does ndp's plan: off, static (the declarative entries of cluster-wide policies) or all (static, and per-update entries for the pending updates, behind the admission guard of overlays/openshift-mco-entries); needs patch on machineconfigurations/cluster")
 	flag.StringVar(&modeFlag, "mode", modeAuto, "auto (advisor where the Machine Config Operator is present, executor elsewhere; exits when that changes, to be restarted in the other mode), executor (ndp runs the nodes; it stands down while the MCO is present) or advisor (beside the MCO: writes only ndp.dev objects, Events and Leases)")
 	flag.DurationVar(&previewDeadline, "webhook-preview-deadline", 0, "deadline of one preview (default: 4s as executor, 2.5s as advisor, below the advisor webhooks' 3 s timeout)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
@@ -173,9 +174,9 @@ func main() {
 	if mode == modeAdvisor {
 		// Defence in depth beside the role: nothing the MCO or the CVO
 		// owns can be written, even by a bug.
-		newClient = controllers.NewAdvisorClient
-		if mcoEntries != controllers.MCOEntriesOff {
-			newClient = controllers.NewAdvisorClientWithMCOEntries
+		newClient = advisor.NewAdvisorClient
+		if mcoEntries != advisor.MCOEntriesOff {
+			newClient = advisor.NewAdvisorClientWithMCOEntries
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

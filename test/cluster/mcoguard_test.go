@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/controllers/executor"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
@@ -81,7 +81,7 @@ func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 				switch p.Status.Conditions[i].Type {
 				case ndpmcv1.ConditionMCOPresent:
 					c = &p.Status.Conditions[i]
-				case controllers.ConditionPoolDegraded:
+				case executor.ConditionPoolDegraded:
 					degraded = &p.Status.Conditions[i]
 				}
 			}
@@ -107,7 +107,7 @@ func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 			}
 			tainted := false
 			for i := range nd.Spec.Taints {
-				tainted = tainted || nd.Spec.Taints[i].MatchTaint(&controllers.UpdateInProgressTaint)
+				tainted = tainted || nd.Spec.Taints[i].MatchTaint(&executor.UpdateInProgressTaint)
 			}
 			out = append(out, fmt.Sprintf("%s sent %t, tainted %t", n, nd.Annotations[ndpmcv1.DesiredConfigAnnotation] == target, tainted))
 		}

@@ -18,9 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
+	"github.com/ndp-dev/ndp/controllers/nodedisruptionpolicy"
 	"github.com/ndp-dev/ndp/internal/bundletest"
 	"github.com/ndp-dev/ndp/planner/engine"
+	"github.com/ndp-dev/ndp/policies"
 	"github.com/ndp-dev/ndp/policyset"
 )
 
@@ -49,7 +50,7 @@ func TestRegoSyntaxErrorIsRejectedWithItsLine(t *testing.T) {
 	create(t, newPolicy("syntax", v1alpha1.NodeDisruptionPolicySpec{Rego: "package ndp.policy.syntax\n\nclaims contains {\"change\": c.id if {\n\tsome c in input.changes\n}\n"}))
 	got := waitCondition(t, "syntax", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
-	if c.Reason != controllers.ReasonCompileError || !strings.Contains(c.Message, `NodeDisruptionPolicy "syntax" spec.rego:3:`) || !strings.Contains(c.Message, "rego_parse_error") {
+	if c.Reason != nodedisruptionpolicy.ReasonCompileError || !strings.Contains(c.Message, `NodeDisruptionPolicy "syntax" spec.rego:3:`) || !strings.Contains(c.Message, "rego_parse_error") {
 		t.Errorf("Accepted: %+v", c)
 	}
 	if d := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue {
@@ -88,7 +89,7 @@ test_units_need_a_restart if {
 `}))
 	got := waitCondition(t, "units", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAccepted)
-	if c.Reason != controllers.ReasonTestsFailed || !strings.Contains(c.Message, "test_units_need_a_restart") {
+	if c.Reason != nodedisruptionpolicy.ReasonTestsFailed || !strings.Contains(c.Message, "test_units_need_a_restart") {
 		t.Errorf("Accepted: %+v", c)
 	}
 	if a := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionActive); a == nil || a.Status != metav1.ConditionFalse {
@@ -114,7 +115,7 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := waitCondition(t, "chrony-edit", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
-	if a := meta.FindStatusCondition(bad.Status.Conditions, v1alpha1.ConditionActive); a == nil || a.Status != metav1.ConditionTrue || a.Reason != controllers.ReasonPreviousActive || !strings.Contains(a.Message, rev) {
+	if a := meta.FindStatusCondition(bad.Status.Conditions, v1alpha1.ConditionActive); a == nil || a.Status != metav1.ConditionTrue || a.Reason != nodedisruptionpolicy.ReasonPreviousActive || !strings.Contains(a.Message, rev) {
 		t.Errorf("Active: %+v, want the previous revision %s", a, rev)
 	}
 	if bad.Status.Revision != rev {
@@ -130,7 +131,7 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 	// A controller that restarts meanwhile starts with an empty set: it
 	// activates the recorded spec again rather than losing the revision.
 	restarted := policyset.NewActivePolicies(engine.Options{})
-	r := &controllers.PolicyReconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Active: restarted}
+	r := &nodedisruptionpolicy.Reconciler{Client: k8s, Recorder: events.NewFakeRecorder(10), Active: restarted}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "chrony-edit"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,18 +139,18 @@ func TestBrokenEditKeepsThePreviousRevision(t *testing.T) {
 		t.Errorf("after a restart the last good revision is not active")
 	}
 	after := waitCondition(t, "chrony-edit", v1alpha1.ConditionActive, metav1.ConditionTrue)
-	if a := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionActive); a.Reason != controllers.ReasonPreviousActive || after.Status.Revision != rev {
+	if a := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionActive); a.Reason != nodedisruptionpolicy.ReasonPreviousActive || after.Status.Revision != rev {
 		t.Errorf("after a restart: %+v, revision %s", a, after.Status.Revision)
 	}
 }
 
 func TestDefaultPolicyIsRestored(t *testing.T) {
 	ctx := context.Background()
-	def := waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	def := waitCondition(t, policies.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	if def.Spec.Priority == nil || *def.Spec.Priority != 0 || def.Status.Rules != 5 {
 		t.Errorf("default policy: priority %v, rules %d", def.Spec.Priority, def.Status.Rules)
 	}
-	want := controllers.DefaultNodeDisruptionPolicy().Spec
+	want := nodedisruptionpolicy.DefaultNodeDisruptionPolicy().Spec
 
 	// An edit that breaks the default's tests is refused at admission;
 	// one that passes them is undone by the controller.
@@ -164,16 +165,16 @@ func TestDefaultPolicyIsRestored(t *testing.T) {
 	if err := k8s.Update(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
-	waitObject(t, controllers.DefaultPolicyName, "restored after an edit", func(p *v1alpha1.NodeDisruptionPolicy) bool {
+	waitObject(t, policies.DefaultPolicyName, "restored after an edit", func(p *v1alpha1.NodeDisruptionPolicy) bool {
 		return p.Generation > edited.Generation && *p.Spec.Priority == 0 && p.Spec.Rego == want.Rego
 	})
-	waitEvent(t, controllers.DefaultPolicyName, controllers.ReasonRestored)
+	waitEvent(t, policies.DefaultPolicyName, nodedisruptionpolicy.ReasonRestored)
 
 	if err := k8s.Delete(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	waitObject(t, controllers.DefaultPolicyName, "recreated after deletion", func(p *v1alpha1.NodeDisruptionPolicy) bool { return p.UID != def.UID })
-	waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	waitObject(t, policies.DefaultPolicyName, "recreated after deletion", func(p *v1alpha1.NodeDisruptionPolicy) bool { return p.UID != def.UID })
+	waitCondition(t, policies.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 }
 
 func TestCRDRejectsInvalidActions(t *testing.T) {
@@ -211,7 +212,7 @@ func TestCRDRejectsInvalidActions(t *testing.T) {
 func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
 	create(t, newPolicy("chrony-kubectl", chronySpec()))
 	waitCondition(t, "chrony-kubectl", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
-	def := waitCondition(t, controllers.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
+	def := waitCondition(t, policies.DefaultPolicyName, v1alpha1.ConditionAccepted, metav1.ConditionTrue)
 	if def.Status.Rules == 0 {
 		t.Fatal("the default policy reports no rules")
 	}
@@ -233,7 +234,7 @@ func TestKubectlGetNodeDisruptionPolicies(t *testing.T) {
 		if r := rows["chrony-kubectl"]; len(r) != 4 || r[1] != "1" || r[2] != "True" {
 			t.Errorf("chrony-kubectl row %q\n%s", r, out)
 		}
-		if r := rows[controllers.DefaultPolicyName]; len(r) != 5 || r[1] != "0" || r[2] != defaultRules || r[3] != "True" {
+		if r := rows[policies.DefaultPolicyName]; len(r) != 5 || r[1] != "0" || r[2] != defaultRules || r[3] != "True" {
 			t.Errorf("default row %q\n%s", r, out)
 		}
 	}
@@ -257,7 +258,7 @@ func TestSignedBundleFromExamples(t *testing.T) {
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "haproxy-copy"}, BinaryData: map[string][]byte{"bundle.tar.gz": signed}})
 	create(t, newPolicy("haproxy-copy", v1alpha1.NodeDisruptionPolicySpec{BundleRef: &v1alpha1.BundleReference{Namespace: "default", Name: "haproxy-copy", PublicKey: string(public)}}))
 	copyPolicy := waitCondition(t, "haproxy-copy", v1alpha1.ConditionAccepted, metav1.ConditionFalse)
-	if c := meta.FindStatusCondition(copyPolicy.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, `overlaps root "ndp/policy/haproxy"`) {
+	if c := meta.FindStatusCondition(copyPolicy.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != nodedisruptionpolicy.ReasonBundleError || !strings.Contains(c.Message, `overlaps root "ndp/policy/haproxy"`) {
 		t.Errorf("overlapping bundle: %+v", c)
 	}
 
@@ -270,7 +271,7 @@ func TestSignedBundleFromExamples(t *testing.T) {
 	p := waitObject(t, "haproxy", "the altered bundle is rejected", func(p *v1alpha1.NodeDisruptionPolicy) bool {
 		return meta.IsStatusConditionFalse(p.Status.Conditions, v1alpha1.ConditionAccepted)
 	})
-	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != controllers.ReasonBundleError || !strings.Contains(c.Message, "digest mismatch") {
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionAccepted); c.Reason != nodedisruptionpolicy.ReasonBundleError || !strings.Contains(c.Message, "digest mismatch") {
 		t.Errorf("Accepted: %+v", c)
 	}
 	if p.Status.Revision != got.Status.Revision {

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
-	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
+	"github.com/ndp-dev/ndp/policies"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -20,7 +20,7 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 	ctx := context.Background()
 	p := active.Planner()
 	if p == nil {
-		waitCondition(t, controllers.DefaultPolicyName, "Accepted", metav1.ConditionTrue)
+		waitCondition(t, policies.DefaultPolicyName, "Accepted", metav1.ConditionTrue)
 		p = active.Planner()
 	}
 	create(t, machineConfigPool("infra"))

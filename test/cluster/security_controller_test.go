@@ -39,6 +39,7 @@ import (
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
+	"github.com/ndp-dev/ndp/policies"
 )
 
 // ownerRefPlane is a second control plane whose API server, as
@@ -450,7 +451,7 @@ func runControllerAsItsAccount(t *testing.T, p *ownerRefPlane, cfg *rest.Config)
 	}, testkit.Within(slow))
 	testkit.Eventually(t, "the default NodeDisruptionPolicy created and accepted", func() (bool, string) {
 		var np v1alpha1.NodeDisruptionPolicy
-		err := p.admin.Get(ctx, client.ObjectKey{Name: controllers.DefaultPolicyName}, &np)
+		err := p.admin.Get(ctx, client.ObjectKey{Name: policies.DefaultPolicyName}, &np)
 		c := meta.FindStatusCondition(np.Status.Conditions, v1alpha1.ConditionAccepted)
 		return err == nil && c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%v: %+v", err, np.Status)
 	}, testkit.Within(slow))

@@ -12,8 +12,8 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/policies"
 )
 
 const chronyMC = `apiVersion: machineconfiguration.openshift.io/v1
@@ -176,7 +176,7 @@ spec:
 // planned None, saying why.
 func TestMCOParityRefusalsAndLUKS(t *testing.T) {
 	previewPool(t, "parity", 2)
-	testkit.Until(t, "the default policy is active", func() bool { _, ok := active.Get(controllers.DefaultPolicyName); return ok })
+	testkit.Until(t, "the default policy is active", func() bool { _, ok := active.Get(policies.DefaultPolicyName); return ok })
 	mc := func(name, config string) string {
 		return "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: " + name +
 			"\n  labels: {machineconfiguration.openshift.io/role: parity}\nspec:\n  config:\n    ignition: {version: 3.4.0}\n" + config

@@ -126,7 +126,7 @@ func TestClusterDiffStandsOnTheSharedParts(t *testing.T) {
 // levelOne are the packages of the import rule's first level: mcorules,
 // the MCO's decision, stands on them alone, so the CLI, the webhook and the
 // forecast controller can all call it and it can never reach ndp's planner.
-var levelOne = []string{"apis", "policies", "manifests/crds", "machineconfig", "registries", "nodeconfig", "mcoguard", "mcorules"}
+var levelOne = []string{"apis", "policies", "manifests/crds", "machineconfig", "registries", "nodeconfig", "mco/mcoguard", "mco/mcorules"}
 
 func TestMCORulesStaysAtLevelOne(t *testing.T) {
 	all := deps(t, "./mco/mcorules/...")

@@ -31,6 +31,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
+	advisorctrl "github.com/ndp-dev/ndp/controllers/advisor"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
@@ -64,7 +65,7 @@ func (p *forecastPlane) startAdvisor(t *testing.T) (stop func()) {
 	t.Helper()
 	// ndp-controller --mode=advisor's options.
 	mgr, err := ctrl.NewManager(p.cfg, ctrl.Options{
-		NewClient:  controllers.NewAdvisorClient,
+		NewClient:  advisorctrl.NewAdvisorClient,
 		Scheme:     scheme.New(),
 		Client:     controllers.ClientOptions(),
 		Cache:      controllers.CacheOptions(),
@@ -234,7 +235,7 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		}
 	}
 	to := f.Spec.To
-	if f.Name != controllers.ForecastName("worker", r1, to) || f.Spec.Pool != "worker" || f.Status.ToSource != "predicted" {
+	if f.Name != advisorctrl.ForecastName("worker", r1, to) || f.Spec.Pool != "worker" || f.Status.ToSource != "predicted" {
 		t.Errorf("forecast %s: %+v, toSource %q; want named by the pair and predicted", f.Name, f.Spec, f.Status.ToSource)
 	}
 	// The prediction is the rendered config the MCO creates.
@@ -246,7 +247,7 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		t.Errorf("the MCO rendered %s; the forecast predicted %s", got, to)
 	}
 
-	name := controllers.ForecastName("worker", r1, to)
+	name := advisorctrl.ForecastName("worker", r1, to)
 	wait := func(what string, ok func(f *v1alpha1.UpdateForecast) bool) *v1alpha1.UpdateForecast {
 		t.Helper()
 		var f *v1alpha1.UpdateForecast

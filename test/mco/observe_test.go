@@ -21,7 +21,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
-	"github.com/ndp-dev/ndp/controllers"
+	advisorctrl "github.com/ndp-dev/ndp/controllers/advisor"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 )
@@ -310,7 +310,7 @@ func (d *playedDaemon) update(t *testing.T, verb, manifest, summary string) (str
 		t.Fatalf("the forecast %s -> %s says %q, want %q", from, to, f.Status.MCO.Summary, summary)
 	}
 	t.Logf("%s %s: the MCO rendered %s; ndp foretold %q", verb, filepath.Base(manifest), to, summary)
-	return from, to, controllers.ForecastName("worker", from, to)
+	return from, to, advisorctrl.ForecastName("worker", from, to)
 }
 
 // playAll plays the daemon on each node the MCO's node controller sends to
@@ -365,13 +365,13 @@ func (d *playedDaemon) play(t *testing.T, n, to string, p playedUpdate, hook fun
 	d.condition(t, n, "UpdatePrepared", "True", "UpdatePrepared", fmt.Sprintf("Update Compatible. Post Cfg Actions: [] Drain Required: %t", p.drain))
 	if p.drain {
 		d.event(t, n, "Cordon", "Cordoned node to apply update")
-		d.annotate(t, n, map[string]any{controllers.DesiredDrainAnnotation: "drain-" + to})
+		d.annotate(t, n, map[string]any{advisorctrl.DesiredDrainAnnotation: "drain-" + to})
 		// The drain controller: cordon, drain, done.
 		d.unschedulable(t, n, true)
 		d.condition(t, n, "Cordoned", "True", "UpdateExecutedCordoned", "Cordoned node. The node is reporting Unschedulable = true")
 		d.event(t, n, "Drain", "Draining node to update config.")
 		d.condition(t, n, "Drained", "Unknown", "UpdateExecutedDrained", "Draining node. The drain will not be complete until desired drainer drain-"+to+" matches current drainer")
-		d.annotate(t, n, map[string]any{controllers.LastAppliedDrainAnnotation: "drain-" + to})
+		d.annotate(t, n, map[string]any{advisorctrl.LastAppliedDrainAnnotation: "drain-" + to})
 		d.condition(t, n, "Drained", "True", "UpdateExecutedDrained", "Drained node. The drain is complete as the desired drainer matches current drainer: drain-"+to)
 		hook(n, "drained")
 	} else {
@@ -381,7 +381,7 @@ func (d *playedDaemon) play(t *testing.T, n, to string, p playedUpdate, hook fun
 	if p.reboot {
 		d.condition(t, n, "RebootedNode", "Unknown", "RebootedNode", "Upgrade requires a reboot. Currently doing this as the post update action.")
 		d.event(t, n, "Reboot", "Node will reboot into config "+to)
-		d.annotate(t, n, map[string]any{controllers.PostConfigActionAnnotation: "Rebooting"})
+		d.annotate(t, n, map[string]any{advisorctrl.PostConfigActionAnnotation: "Rebooting"})
 		// The node comes back with a new boot; its kubelet says so.
 		d.boots[n]++
 		node := d.node(t, n)
@@ -390,7 +390,7 @@ func (d *playedDaemon) play(t *testing.T, n, to string, p playedUpdate, hook fun
 			t.Fatal(err)
 		}
 		d.eventIn(t, n, "default", corev1.EventTypeWarning, "kubelet", "Rebooted", fmt.Sprintf("Node %s has been rebooted, boot id: %s", n, d.bootID(n)))
-		d.annotate(t, n, map[string]any{controllers.PostConfigActionAnnotation: nil})
+		d.annotate(t, n, map[string]any{advisorctrl.PostConfigActionAnnotation: nil})
 		d.condition(t, n, "RebootedNode", "True", "RebootedNode", "Node has rebooted")
 	} else {
 		for _, act := range p.actions {
@@ -404,9 +404,9 @@ func (d *playedDaemon) play(t *testing.T, n, to string, p playedUpdate, hook fun
 		}
 	}
 	// completeUpdate: always an uncordon, then Done.
-	d.annotate(t, n, map[string]any{controllers.DesiredDrainAnnotation: "uncordon-" + to})
+	d.annotate(t, n, map[string]any{advisorctrl.DesiredDrainAnnotation: "uncordon-" + to})
 	d.unschedulable(t, n, false)
-	d.annotate(t, n, map[string]any{controllers.LastAppliedDrainAnnotation: "uncordon-" + to})
+	d.annotate(t, n, map[string]any{advisorctrl.LastAppliedDrainAnnotation: "uncordon-" + to})
 	d.condition(t, n, "Uncordoned", "True", "UpdateCompleteUncordoned", "UnCordoned node. The node is reporting Unschedulable = false")
 	d.event(t, n, "Uncordon", "Update completed for config "+to+" and node has been uncordoned")
 	d.event(t, n, "NodeDone", fmt.Sprintf("Setting node %s, currentConfig %s to Done", n, to))
@@ -478,7 +478,7 @@ func (d *playedDaemon) updated(t *testing.T, n, to string) {
 // is namespaced: openshift-machine-config-operator).
 func (d *playedDaemon) event(t *testing.T, n, reason, msg string) {
 	t.Helper()
-	d.eventIn(t, n, controllers.MCDEventNamespace, corev1.EventTypeNormal, controllers.MCDEventComponent, reason, msg)
+	d.eventIn(t, n, advisorctrl.MCDEventNamespace, corev1.EventTypeNormal, advisorctrl.MCDEventComponent, reason, msg)
 }
 
 func (d *playedDaemon) eventIn(t *testing.T, n, ns, typ, component, reason, msg string) {
@@ -548,7 +548,7 @@ func (d *playedDaemon) judged(t *testing.T, n, from, to string) *v1alpha1.NodeUp
 		}
 		return u.Verdict != "" && u.Verdict != v1alpha1.VerdictPending, fmt.Sprintf("result %s, verdict %s", u.Result, u.Verdict)
 	}, testkit.Within(2*time.Minute))
-	if u.Plan == nil || u.Forecast != controllers.ForecastName("worker", from, to) || u.BootIDs.Before == "" || u.BootIDs.After == "" {
+	if u.Plan == nil || u.Forecast != advisorctrl.ForecastName("worker", from, to) || u.BootIDs.Before == "" || u.BootIDs.After == "" {
 		t.Errorf("node %s's update %s -> %s: plan %+v, forecast %s, boot IDs %+v", n, from, to, u.Plan, u.Forecast, u.BootIDs)
 	}
 	var steps []string
