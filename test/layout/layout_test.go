@@ -25,6 +25,32 @@ func deps(t *testing.T, pkgs ...string) []string {
 	return strings.Fields(string(out))
 }
 
+// allDeps is every package of the module (tests left out) with what it
+// links, by import path.
+func allDeps(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-test=false", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
+	}
+	all := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			all[f[0]] = f[1:]
+		}
+	}
+	if len(all) < 40 {
+		t.Fatalf("go list gave %d packages: not the module's list", len(all))
+	}
+	return all
+}
+
 func TestDaemonLinksNoPolicyEngine(t *testing.T) {
 	all := deps(t, "./cmd/ndp-daemon")
 	if len(all) < 50 {
@@ -59,35 +85,21 @@ func TestOnlyThePlannerLinksOPA(t *testing.T) {
 			break
 		}
 	}
-	cmd := exec.Command("go", "list", "-test=false", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./...")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("go list: %v\n%s", err, stderr)
-	}
 	linkers := map[string]bool{}
 	for _, p := range opaLinkers {
 		linkers[module+p] = true
 	}
 	linking := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		opa, above := false, linkers[f[0]]
-		for _, d := range f[1:] {
+	for pkg, pkgDeps := range allDeps(t) {
+		opa, above := false, linkers[pkg]
+		for _, d := range pkgDeps {
 			opa = opa || strings.HasPrefix(d, "github.com/open-policy-agent/opa")
 			above = above || linkers[d]
 		}
 		if opa {
 			linking++
 			if !above {
-				t.Errorf("%s links OPA without the planner or policyset: only they and what stands above them may", f[0])
+				t.Errorf("%s links OPA without the planner or policyset: only they and what stands above them may", pkg)
 			}
 		}
 	}
