@@ -29,9 +29,12 @@ PACKAGE_PROFILES ?= $(sort $(patsubst test-go,test,$(filter test test-go cluster
 VMS ?= $(or $(NDP_CLUSTER_VMS),2)
 export NDP_CLUSTER_VMS := $(VMS)
 # SCENARIOS: for development, make cluster runs only these of the worker-VM scenarios (comma-separated: leader, preview,
-# chrony, kubelet, reboot or os-update, upgrade) after the pool's first rollout; empty: all. NDP_CLUSTER_SCENARIOS too.
+# chrony, kubelet, rollout, reboot or os-update, upgrade) after the pool's first rollout; empty: all. NDP_CLUSTER_SCENARIOS too.
 SCENARIOS ?= $(NDP_CLUSTER_SCENARIOS)
 export NDP_CLUSTER_SCENARIOS := $(SCENARIOS)
+# KEEP=1: make cluster leaves the cluster running after a run that passed, and says how to reach and stop it.
+# NDP_CLUSTER_KEEP=1 in the environment too.
+KEEP ?= $(NDP_CLUSTER_KEEP)
 
 ## packages: checks, and as root on Debian installs, what the goals given with it need (make test, cluster and
 ## local-cluster run it first; alone: make packages PACKAGE_PROFILES="test cluster local-cluster")
@@ -83,14 +86,14 @@ test: test-go test-rego test-fuzz
 # The cluster tests (test/cluster, test/node) run envtest against the real binaries in $(BIN);
 # test/node also runs systemd user managers (root, /lib/systemd/systemd, unshare).
 # Every package runs under the race detector (needs cgo: gcc) except those matching NORACE_PKGS:
-# - test/cluster, test/node, test/mco, test/scale, test/docs, hack/cluster(/vm): suites that start API servers, daemons, systemd
+# - test/cluster, test/node, test/mco, test/scale, test/docs, test/e2e, test/framework(/vm): suites that start API servers, daemons, systemd
 #   managers or VMs; much of what they test runs in other, uninstrumented processes, and -race's slowdown on top of
 #   theirs would cost more than the CI budget allows (NDP_RACE=1 builds test/node's daemon with -race on demand);
 # - mcorules: pure functions, but its agreement test replays 10,400 recorded MCO verdicts, over 10 minutes under -race.
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
 # so they skip under -race and run here without it.
-NORACE_PKGS := /test/(cluster|node|mco|scale|docs)$$|/hack/cluster(/vm)?$$|/mcorules$$
-# NDP_REQUIRE_PROMETHEUS: rolloutgates' test (and hack/cluster's check of its monitoring configs with
+NORACE_PKGS := /test/(cluster|node|mco|scale|docs)$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
+# NDP_REQUIRE_PROMETHEUS: rolloutgates' test (and test/framework's check of its monitoring configs with
 # promtool and amtool) fails, not skips, without Debian's prometheus and prometheus-alertmanager
 # (hack/packages.sh test installs them).
 test-go: packages control-plane
@@ -215,12 +218,14 @@ node-binaries:
 ## cluster: the quick start: ndp installed from its install manifests (image by digest, from a registry on loopback)
 ## on a real one-node Kubernetes cluster on this machine (kubelet, containerd, runc, kube-proxy, kube-controller-manager,
 ## kube-scheduler in namespaces of their own) and VMS worker VMs (default 2; VMS=0: none, the smaller scenario), used
-## through kubectl, then everything stopped. Needs root; installs the Debian packages it needs first (make packages)
+## through kubectl, then everything stopped (KEEP=1 leaves it running). Needs root; installs the Debian packages it needs
+## first (make packages). The scenarios are the Go test test/e2e (TestCluster) over test/framework; NDP_E2E=1 runs it,
+## uncached; the timeout leaves the waits, which follow progress, room (the test stops everything 10 minutes before it)
 cluster: packages build image control-plane node-binaries $(if $(filter-out 0,$(VMS)),vm-image)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/pause ./hack/pause
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/rpm-ostree-standin ./hack/rpm-ostree-standin
 	$(GO) build -o $(BIN)/image-tool ./hack/image
-	$(GO) run ./hack/cluster
+	NDP_E2E=1 NDP_CLUSTER_KEEP=$(KEEP) $(GO) test ./test/e2e -run '^TestCluster$$' -v -count=1 -timeout 3h
 
 ## cluster-under-load: make cluster while busy loops keep every core busy (as test-under-load); prints how long it took.
 ## The log: bin/cluster-under-load.log
@@ -236,7 +241,7 @@ vm-image:
 ## test-vm: boots a worker VM from bin/vm-image under qemu and drives it through its guest agent (exec, reboot,
 ## power cut, 9p share, restricted network); about 5 minutes under TCG. Needs qemu-system-x86 and socat
 test-vm: vm-image
-	NDP_VM_TEST=1 NDP_VM_IMAGE=$(BIN)/vm-image $(GO) test -v -count 1 -timeout 30m ./hack/cluster/vm/
+	NDP_VM_TEST=1 NDP_VM_IMAGE=$(BIN)/vm-image $(GO) test -v -count 1 -timeout 30m ./test/framework/vm/
 
 ## demo: `ndp plan` on every shipped example
 demo: build
@@ -299,12 +304,24 @@ OPENSHIFT_CRDS := \
 PROMETHEUS_OPERATOR_VERSION ?= v0.85.0
 TEST_CRDS := test/cluster/testdata/crds
 
+# ndp-controller's role per mode, from the markers of the code that runs in it: the mode decision
+# (cmd/ndp-controller), the policy controller and validation, the previewer, and the mode's own controllers
+# and webhook answers. The advisor's is overlays/openshift's, manifests/rbac/advisor. The base runs
+# --mode=auto, which turns to the advisor where the MCO runs, so its role (manifests/rbac) is both modes',
+# with the auto mode's own reads (controllers/rbac.go).
+SHARED_RBAC_PATHS := paths=./cmd/ndp-controller paths=./controllers/nodedisruptionpolicy/... paths=./webhook/preview/... paths=./webhook/nodedisruptionpolicy/...
+EXECUTOR_ONLY_RBAC_PATHS := paths=./controllers/executor/... paths=./webhook/executor/... paths=./webhook/certs/...
+ADVISOR_ONLY_RBAC_PATHS := paths=./controllers/advisor/... paths=./webhook/advisor/...
+AUTO_RBAC_PATHS := $(SHARED_RBAC_PATHS) $(EXECUTOR_ONLY_RBAC_PATHS) $(ADVISOR_ONLY_RBAC_PATHS) paths=./controllers
+ADVISOR_RBAC_PATHS := $(SHARED_RBAC_PATHS) $(ADVISOR_ONLY_RBAC_PATHS)
+
 ## generate: deepcopy functions and CRDs (manifests/crds/) for apis/ with controller-gen, and
 ## openshift/api's CRDs for the types ndp uses, copied from the pinned module
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=manifests/crds
-	$(CONTROLLER_GEN) rbac:roleName=ndp-controller paths=./controllers/... paths=./webhook/... output:rbac:dir=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=ndp-controller $(AUTO_RBAC_PATHS) output:rbac:dir=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=ndp-controller $(ADVISOR_RBAC_PATHS) output:rbac:dir=manifests/rbac/advisor
 	$(CONTROLLER_GEN) rbac:roleName=ndp-daemon paths=./daemon/... output:rbac:dir=manifests/rbac/daemon
 	$(CONTROLLER_GEN) rbac:roleName=ndp-diff paths=./clusterdiff/... output:rbac:dir=manifests/rbac/diff
 	@mkdir -p manifests/crds/openshift; dir=$$($(GO) list -m -f '{{.Dir}}' github.com/openshift/api); \

@@ -97,10 +97,9 @@ func runNdp(b *testing.B, bin string, want int, args ...string) {
 // it) and the change set's directory, and returns their paths.
 func benchSnapshot(b testing.TB) (state, changes string) {
 	b.Helper()
-	src := filepath.Join(testkit.MCORef(), "realconfigs", "no-version-upgrading")
-	files, _ := filepath.Glob(filepath.Join(src, "*.yaml"))
-	if testkit.MCORef() == "" || len(files) == 0 {
-		b.Skip("no real cluster's configs (../shared/mco-ref/realconfigs)")
+	files, _ := filepath.Glob(filepath.Join(testkit.RequireMCORef(b, "realconfigs", "no-version-upgrading"), "*.yaml"))
+	if len(files) == 0 {
+		b.Fatal("no MachineConfig in mco-ref/realconfigs/no-version-upgrading")
 	}
 	var objs []client.Object
 	var base []*ndpmcv1.MachineConfig

@@ -7,16 +7,14 @@ import (
 	"reflect"
 	"sort"
 
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/nodeconfig"
-	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -225,15 +223,16 @@ func (g *generator) lookupOwner(o *Objects, k generatedKind, name string) client
 }
 
 // registries renders every pool's 99-<pool>-generated-registries with the
-// image-mirror objects and image config of after: the MCO's rendering
-// (registries.RenderMCO) from the pool's template files, or ndp's
-// (render.RegistriesConfig) from ndp's base.
+// image-mirror objects and image config of after: the MCO's files
+// (mcorender.RegistriesIgnition) from the pool's template files, or ndp's
+// (render.RegistriesConfig) from ndp's base; registries.conf is the same
+// rendering in both.
 func (g *generator) registries(ctx context.Context, owners []string, only poolFilter) error {
 	pools, err := poolsOf(g.after)
 	if err != nil {
 		return err
 	}
-	in, err := mirrorInputs(ctx, g.after)
+	in, err := mcorender.RegistriesInputs(ctx, g.after)
 	if err != nil {
 		return err
 	}
@@ -254,7 +253,7 @@ func (g *generator) registries(ctx context.Context, owners []string, only poolFi
 			if err != nil {
 				return err
 			}
-			if ign, err = render.MCORegistriesIgnition(pool.Name, mcs, in); err != nil {
+			if ign, err = mcorender.RegistriesIgnition(pool.Name, mcs, in); err != nil {
 				return err
 			}
 		}
@@ -265,27 +264,6 @@ func (g *generator) registries(ctx context.Context, owners []string, only poolFi
 		}
 	}
 	return nil
-}
-
-// mirrorInputs are the image-mirror objects and image config cluster's
-// registry sources of o.
-func mirrorInputs(ctx context.Context, o *Objects) (registries.MCOInputs, error) {
-	var in registries.MCOInputs
-	var idms configv1.ImageDigestMirrorSetList
-	var itms configv1.ImageTagMirrorSetList
-	var icsp operatorv1alpha1.ImageContentSourcePolicyList
-	for _, l := range []client.ObjectList{&idms, &itms, &icsp} {
-		if err := o.List(ctx, l); err != nil {
-			return in, err
-		}
-	}
-	in.IDMS, in.ITMS, in.ICSP = idms.Items, itms.Items, icsp.Items
-	var img configv1.Image
-	if err := o.Get(ctx, client.ObjectKey{Name: "cluster"}, &img); err == nil {
-		rs := img.Spec.RegistrySources
-		in.Insecure, in.Blocked, in.Allowed, in.Search = rs.InsecureRegistries, rs.BlockedRegistries, rs.AllowedRegistries, rs.ContainerRuntimeSearchRegistries
-	}
-	return in, nil
 }
 
 // put writes a generated MachineConfig into after, keeping the cluster's

@@ -113,8 +113,9 @@ func forecastActions(as []ndpmcv1.PlanAction) []v1alpha1.ForecastAction {
 	return out
 }
 
-// planSummary: "drain, Restart chronyd.service", "drain, Reboot", "None".
-func planSummary(p *ndpmcv1.PostConfigActions) string {
+// PlanSummary is a plan on one line, as a node's NodeHistory has it:
+// "drain, Restart chronyd.service", "drain, Reboot", "None".
+func PlanSummary(p *ndpmcv1.PostConfigActions) string {
 	var parts []string
 	if p.Drain {
 		parts = append(parts, "drain")
@@ -238,7 +239,7 @@ func historyEntry(j *Journal) v1alpha1.NodeUpdate {
 		Changes:  changes, ChangesOmitted: omitted,
 		Plan: &v1alpha1.UpdatePlan{
 			Source:         conditions.Truncate("MachineConfig "+j.To+" status", 512),
-			Summary:        conditions.Truncate(planSummary(&j.Plan), 1024),
+			Summary:        conditions.Truncate(PlanSummary(&j.Plan), 1024),
 			Actions:        forecastActions(j.Plan.Actions),
 			Drain:          j.Plan.Drain,
 			Reboot:         j.Plan.Reboot,

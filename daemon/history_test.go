@@ -86,8 +86,8 @@ func TestPlanSummary(t *testing.T) {
 		{ndpmcv1.PostConfigActions{Drain: true, Reboot: true, Actions: []ndpmcv1.PlanAction{{Type: "Reboot"}}}, "drain, Reboot"},
 		{ndpmcv1.PostConfigActions{Drain: true, Actions: []ndpmcv1.PlanAction{{Type: "DaemonReload"}, restartAction("a.service")}}, "drain, DaemonReload, Restart a.service"},
 	} {
-		if got := planSummary(&tc.plan); got != tc.want {
-			t.Errorf("planSummary(%+v) = %q, want %q", tc.plan, got, tc.want)
+		if got := PlanSummary(&tc.plan); got != tc.want {
+			t.Errorf("PlanSummary(%+v) = %q, want %q", tc.plan, got, tc.want)
 		}
 	}
 }
@@ -136,6 +136,17 @@ func TestHistoryEntry(t *testing.T) {
 	restartPlanOut := &v1alpha1.UpdatePlan{Source: "MachineConfig rendered-b status", Summary: "Restart chronyd.service",
 		Actions: []v1alpha1.ForecastAction{{Type: "Restart", Service: "chronyd.service"}}, PolicyRevision: "sha256:rev"}
 	restartStep := &v1alpha1.ForecastAction{Type: "Restart", Service: "chronyd.service"}
+	rebootChanges := []v1alpha1.UpdateChange{{Change: "osImageURL: changed", DecidedBy: "(none)", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}, Detail: "no policy claims this change"}}
+	rebootPlanOut := &v1alpha1.UpdatePlan{Source: "MachineConfig rendered-b status", Summary: "drain, Reboot", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}, Drain: true, Reboot: true, PolicyRevision: "sha256:rev"}
+	// doneSteps are the steps Done one after the other, as journalOf has
+	// them: two seconds each from the update's start.
+	doneSteps := func(names ...string) []v1alpha1.UpdateStep {
+		var out []v1alpha1.UpdateStep
+		for i, n := range names {
+			out = append(out, v1alpha1.UpdateStep{Name: n, Started: mt(2*i + 1), Finished: mt(2*i + 2), Result: "Done"})
+		}
+		return out
+	}
 	base := func(u v1alpha1.NodeUpdate) v1alpha1.NodeUpdate {
 		u.From, u.To, u.Pool, u.Executor, u.Started = "rendered-a", "rendered-b", "worker", v1alpha1.ExecutorNDP, *mt(0)
 		u.BootIDs.Before = "boot-1"
@@ -156,23 +167,15 @@ func TestHistoryEntry(t *testing.T) {
 			j := journalOf(restartPlan, 3, true)
 			j.Sources = sources
 			return j
-		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateInProgress, Changes: restartChanges, Plan: restartPlanOut, Steps: []v1alpha1.UpdateStep{
-			{Name: "backup", Started: mt(1), Finished: mt(2), Result: "Done"},
-			{Name: "files", Started: mt(3), Finished: mt(4), Result: "Done"},
-			{Name: "current-config", Started: mt(5), Finished: mt(6), Result: "Done"},
-			{Name: "action", Action: restartStep, Started: mt(7), Result: "Running"},
-		}})},
+		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateInProgress, Changes: restartChanges, Plan: restartPlanOut,
+			Steps: append(doneSteps("backup", "files", "current-config"), v1alpha1.UpdateStep{Name: "action", Action: restartStep, Started: mt(7), Result: "Running"})})},
 		{"done", func() *Journal {
 			j := journalOf(restartPlan, 4, false)
 			j.Sources = sources
 			j.Completed, j.CompletedAt, j.EndBootID = true, at(8), "boot-1"
 			return j
-		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateDone, Finished: mt(8), BootIDs: v1alpha1.BootIDs{After: "boot-1"}, Changes: restartChanges, Plan: restartPlanOut, Steps: []v1alpha1.UpdateStep{
-			{Name: "backup", Started: mt(1), Finished: mt(2), Result: "Done"},
-			{Name: "files", Started: mt(3), Finished: mt(4), Result: "Done"},
-			{Name: "current-config", Started: mt(5), Finished: mt(6), Result: "Done"},
-			{Name: "action", Action: restartStep, Started: mt(7), Finished: mt(8), Result: "Done"},
-		}})},
+		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateDone, Finished: mt(8), BootIDs: v1alpha1.BootIDs{After: "boot-1"}, Changes: restartChanges, Plan: restartPlanOut,
+			Steps: append(doneSteps("backup", "files", "current-config"), v1alpha1.UpdateStep{Name: "action", Action: restartStep, Started: mt(7), Finished: mt(8), Result: "Done"})})},
 		{"failed at its action", func() *Journal {
 			j := journalOf(restartPlan, 3, true)
 			j.Failed = &Failure{Step: j.Steps[3].Title(), Error: "step action 1 (Restart chronyd.service) failed: job failed", At: *at(9)}
@@ -182,41 +185,22 @@ func TestHistoryEntry(t *testing.T) {
 			ch := []v1alpha1.UpdateChange{restartChanges[0], restartChanges[1]}
 			ch[0].MachineConfigs, ch[1].MachineConfigs = nil, nil
 			return base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateFailed, Finished: mt(9), Message: "step action 1 (Restart chronyd.service) failed: job failed",
-				BootIDs: v1alpha1.BootIDs{After: "boot-1"}, Changes: ch, Plan: restartPlanOut, Steps: []v1alpha1.UpdateStep{
-					{Name: "backup", Started: mt(1), Finished: mt(2), Result: "Done"},
-					{Name: "files", Started: mt(3), Finished: mt(4), Result: "Done"},
-					{Name: "current-config", Started: mt(5), Finished: mt(6), Result: "Done"},
-					{Name: "action", Action: restartStep, Started: mt(7), Finished: mt(9), Result: "Failed", Detail: "step action 1 (Restart chronyd.service) failed: job failed"},
-				}})
+				BootIDs: v1alpha1.BootIDs{After: "boot-1"}, Changes: ch, Plan: restartPlanOut,
+				Steps: append(doneSteps("backup", "files", "current-config"),
+					v1alpha1.UpdateStep{Name: "action", Action: restartStep, Started: mt(7), Finished: mt(9), Result: "Failed", Detail: "step action 1 (Restart chronyd.service) failed: job failed"})})
 		}()},
 		{"drain and reboot, rebooted and done", func() *Journal {
 			j := journalOf(rebootPlan, 6, false) // cordon drain backup files current-config reboot, then uncordon
 			j.Steps[6].Started, j.Steps[6].Done, j.Steps[6].BootID, j.Steps[6].StartedAt, j.Steps[6].DoneAt = true, true, "boot-2", at(20), at(21)
 			j.Completed, j.CompletedAt, j.EndBootID = true, at(21), "boot-2"
 			return j
-		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateDone, Finished: mt(21), BootIDs: v1alpha1.BootIDs{After: "boot-2"},
-			Changes: []v1alpha1.UpdateChange{{Change: "osImageURL: changed", DecidedBy: "(none)", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}, Detail: "no policy claims this change"}},
-			Plan:    &v1alpha1.UpdatePlan{Source: "MachineConfig rendered-b status", Summary: "drain, Reboot", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}, Drain: true, Reboot: true, PolicyRevision: "sha256:rev"},
-			Steps: []v1alpha1.UpdateStep{
-				{Name: "cordon", Started: mt(1), Finished: mt(2), Result: "Done"},
-				{Name: "drain", Started: mt(3), Finished: mt(4), Result: "Done"},
-				{Name: "backup", Started: mt(5), Finished: mt(6), Result: "Done"},
-				{Name: "files", Started: mt(7), Finished: mt(8), Result: "Done"},
-				{Name: "current-config", Started: mt(9), Finished: mt(10), Result: "Done"},
-				{Name: "reboot", Started: mt(11), Finished: mt(12), Result: "Done", Detail: "requested in boot boot-1"},
-				{Name: "uncordon", Started: mt(20), Finished: mt(21), Result: "Done"},
-			}})},
-		{"rebooting", func() *Journal { return journalOf(rebootPlan, 5, true) }, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateInProgress,
-			Changes: []v1alpha1.UpdateChange{{Change: "osImageURL: changed", DecidedBy: "(none)", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}, Detail: "no policy claims this change"}},
-			Plan:    &v1alpha1.UpdatePlan{Source: "MachineConfig rendered-b status", Summary: "drain, Reboot", Actions: []v1alpha1.ForecastAction{{Type: "Reboot"}}, Drain: true, Reboot: true, PolicyRevision: "sha256:rev"},
-			Steps: []v1alpha1.UpdateStep{
-				{Name: "cordon", Started: mt(1), Finished: mt(2), Result: "Done"},
-				{Name: "drain", Started: mt(3), Finished: mt(4), Result: "Done"},
-				{Name: "backup", Started: mt(5), Finished: mt(6), Result: "Done"},
-				{Name: "files", Started: mt(7), Finished: mt(8), Result: "Done"},
-				{Name: "current-config", Started: mt(9), Finished: mt(10), Result: "Done"},
-				{Name: "reboot", Started: mt(11), Result: "Running", Detail: "requested in boot boot-1"},
-			}})},
+		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateDone, Finished: mt(21), BootIDs: v1alpha1.BootIDs{After: "boot-2"}, Changes: rebootChanges, Plan: rebootPlanOut,
+			Steps: append(doneSteps("cordon", "drain", "backup", "files", "current-config"),
+				v1alpha1.UpdateStep{Name: "reboot", Started: mt(11), Finished: mt(12), Result: "Done", Detail: "requested in boot boot-1"},
+				v1alpha1.UpdateStep{Name: "uncordon", Started: mt(20), Finished: mt(21), Result: "Done"})})},
+		{"rebooting", func() *Journal { return journalOf(rebootPlan, 5, true) }, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateInProgress, Changes: rebootChanges, Plan: rebootPlanOut,
+			Steps: append(doneSteps("cordon", "drain", "backup", "files", "current-config"),
+				v1alpha1.UpdateStep{Name: "reboot", Started: mt(11), Result: "Running", Detail: "requested in boot boot-1"})})},
 		{"cordoned before the update: kept", func() *Journal {
 			p := rebootPlan
 			p.Reboot, p.Actions, p.Reasons = false, []ndpmcv1.PlanAction{{Type: "None"}}, nil

@@ -3,7 +3,7 @@
 # <repo>/bin): by default the test control plane (etcd, kube-apiserver,
 # kubectl) for envtest via KUBEBUILDER_ASSETS=BIN_DIR; named ones otherwise,
 # e.g. the real node's kubelet, kube-controller-manager, kube-scheduler and
-# kube-proxy (hack/cluster.sh). Each comes from its own module under
+# kube-proxy (make cluster, test/framework). Each comes from its own module under
 # hack/controlplane/ so its dependencies stay out of the root go.mod.
 # A binary that already reports the version pinned in its go.mod is skipped;
 # bumping the pin rebuilds it. Delete a binary to force a rebuild.

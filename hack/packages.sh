@@ -43,7 +43,7 @@ for p in "$@"; do
 	test)
 		goals+=("make test")
 		base
-		# hack/cluster/vm's test starts a real qemu (it skips without one).
+		# test/framework/vm's test starts a real qemu (it skips without one).
 		req cmd qemu-system-x86_64 qemu-system-x86 "the worker VM test"
 		req cmd qemu-img qemu-utils "the worker VM test's disk"
 		req cmd gcc gcc "the race detector (cgo)"

@@ -15,16 +15,13 @@ import (
 // registries.conf rendered from image-mirror objects, planned with the
 // default policy: what the registries controller's output will cost nodes.
 func TestPlansOfRenderedMirrorSets(t *testing.T) {
-	base, err := registries.Parse([]byte("unqualified-search-registries = [\"registry.access.redhat.com\", \"docker.io\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := []byte("unqualified-search-registries = [\"registry.access.redhat.com\", \"docker.io\"]\n")
 	render := func(name string, idms []configv1.ImageDigestMirrorSet, itms []configv1.ImageTagMirrorSet) *machineconfig.Config {
-		rules, errs := registries.MirrorRules(idms, itms, nil)
-		if len(errs) > 0 {
-			t.Fatal(errs)
+		data, err := registries.Render(base, registries.Inputs{IDMS: idms, ITMS: itms})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return builder.MachineConfig(name).WithFiles(builder.File(registries.ConfPath, string(registries.Marshal(registries.Render(base, rules))))).Config(t)
+		return builder.MachineConfig(name).WithFiles(builder.File(registries.ConfPath, string(data))).Config(t)
 	}
 	digest := []configv1.ImageDigestMirrorSet{{ObjectMeta: metav1.ObjectMeta{Name: "release"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
 		{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []configv1.ImageMirror{"mirror.example.com/ocp/release"}}}}}}

@@ -43,9 +43,10 @@ var fuzzSeeds = []string{
 // on arbitrary input: Parse never panics and says what is wrong with a file
 // it refuses (a TOML error with a line of the file, or ErrInvalid); a
 // parsed file diffed with itself, or with a second parse of the same bytes,
-// is no change; and what Marshal writes for a parsed file parses again to
+// is no change; what Marshal writes for a parsed file parses again to
 // the same registries (Marshal drops unmodelled keys, by contract), and is
-// written again byte for byte.
+// written again byte for byte; and Render with nothing to add writes the
+// same registries.
 func FuzzRegistriesConf(f *testing.F) {
 	for _, s := range append(fuzzSeeds, registries.TestdataConfs...) {
 		f.Add([]byte(s))
@@ -88,8 +89,14 @@ func FuzzRegistriesConf(f *testing.F) {
 		if again := registries.Marshal(back); !bytes.Equal(again, rendered) {
 			t.Fatalf("Marshal is not stable:\nfirst:\n%s\nsecond:\n%s", rendered, again)
 		}
-		if d := registries.Diff(c, registries.Render(c, nil)); !d.Empty() {
-			t.Fatalf("rendering no mirror rules changes the base: %+v", d)
+		out, err := registries.Render(data, registries.Inputs{})
+		if err != nil {
+			t.Fatalf("rendering nothing over it: %v\ninput:\n%s", err, data)
+		}
+		if rc, err := registries.Parse(out); err != nil {
+			t.Fatalf("rendering nothing over it wrote a registries.conf that does not parse: %v\ninput:\n%s\nrendered:\n%s", err, data, out)
+		} else if d := registries.Diff(&modelled, rc); !d.Empty() {
+			t.Fatalf("rendering nothing over it changes it: %+v\ninput:\n%s\nrendered:\n%s", d, data, out)
 		}
 	})
 }

@@ -4,13 +4,14 @@
 //     runs, containers/image's sysregistriesv2
 //     (go.podman.io/image/v5/pkg/sysregistriesv2);
 //   - diff.go computes a semantic diff between two versions of it;
-//   - mirrors.go turns the image-mirror objects (ImageDigestMirrorSets,
-//     ImageTagMirrorSets, ImageContentSourcePolicies) into mirror rules and
-//     adds them to a base (render.RegistriesConfig makes the pool's
-//     MachineConfig of it), and marshal.go writes the result as CRI-O reads it;
-//   - mcorender.go restates what the Machine Config Operator's
-//     container-runtime-config controller writes for the same objects
-//     (RenderMCO), for the advisor's previews and the MCO tests.
+//   - render.go validates the image-mirror objects (ImageDigestMirrorSets,
+//     ImageTagMirrorSets, ImageContentSourcePolicies) and image.config's
+//     registry sources, and renders them into a base registries.conf, as
+//     the Machine Config Operator's container-runtime-config controller
+//     does (Validate, Render): the one rendering of both modes, ndp's
+//     registries controller (render.RegistriesConfig) and the advisor's
+//     (mcorender.RegistriesIgnition, which adds the MCO's other files);
+//   - marshal.go writes a Config as CRI-O's own files are laid out.
 //
 // The planner feeds the result of Diff to Rego policies that decide whether a change can
 // be applied with a CRI-O reload instead of a drain, so the diff ignores

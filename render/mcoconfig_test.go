@@ -1,17 +1,13 @@
 package render_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	"sigs.k8s.io/yaml"
 
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -32,25 +28,11 @@ func TestFromIgnitionIsNew(t *testing.T) {
 			role("60-none", "worker", nil, mcfgv1.MachineConfigSpec{Extensions: []string{"usbguard"}}),
 		},
 	}
-	paths, _ := filepath.Glob(filepath.Join(testkit.RealConfigs(t), "ocpbugs-60768", "*.yaml"))
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, mc := range testkit.RealCluster(t, "ocpbugs-60768") {
+		if !strings.HasPrefix(mc.Name, "rendered-") {
+			src := render.SourceOf(mc.MachineConfig, mc.Config)
+			byPool[src.Role] = append(byPool[src.Role], src)
 		}
-		var mc ndpmcv1.MachineConfig
-		if err := yaml.Unmarshal(data, &mc); err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(mc.Name, "rendered-") {
-			continue
-		}
-		cfg, err := machineconfig.Parse(p, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := render.SourceOf(&mc, cfg)
-		byPool[src.Role] = append(byPool[src.Role], src)
 	}
 	if len(byPool) < 3 {
 		t.Fatalf("pools %v: the real cluster's sources are missing", len(byPool))

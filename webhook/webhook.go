@@ -1,11 +1,20 @@
-// Package webhook holds ndp's admission handlers: the dry-run preview of
-// MachineConfig, image-mirror, KubeletConfig and ContainerRuntimeConfig changes, returned as warnings (one per
-// pool, with node counts, actions, drain and reboot, and the deciding
-// policies), and the validation of NodeDisruptionPolicies. In advisor mode
-// (the MCO runs the nodes) the previews say what the MCO will do, with
-// ndp's plan beside it, also for image.config and MachineConfiguration
-// cluster, and deny nothing. They call the same render, planner and
-// policy-check code as the controllers, in memory, and never write.
+// Package webhook wires ndp's admission handlers into a manager's webhook
+// server, for either of ndp-controller's modes, at the paths of
+// manifests/webhook/webhook.yaml: the dry-run preview of MachineConfig,
+// image-mirror, KubeletConfig and ContainerRuntimeConfig changes, returned
+// as warnings (one per pool), and the validation of NodeDisruptionPolicies.
+// The handlers are the packages below:
+//
+//   - preview: what both modes stand on (the previewer, which renders and
+//     plans in memory with the same code as the controllers, and never
+//     writes; the frames of the previews; the what-if of a policy edit);
+//   - nodedisruptionpolicy: the policy validation, both modes;
+//   - executor: the executor's answers (ndp's own plans; denials of what
+//     its controllers would refuse) (SetupWithManager);
+//   - advisor: the advisor's (what the Machine Config Operator will do,
+//     with ndp's plan beside it; nothing denied), and its previews of
+//     image.config and MachineConfiguration cluster
+//     (SetupAdvisorWithManager).
 //
 // Failure policies are deliberate (manifests/webhook): a preview never
 // blocks a MachineConfig when the webhook is down (Ignore), while policy
@@ -24,6 +33,10 @@ import (
 
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/render"
+	"github.com/ndp-dev/ndp/webhook/advisor"
+	"github.com/ndp-dev/ndp/webhook/executor"
+	"github.com/ndp-dev/ndp/webhook/nodedisruptionpolicy"
+	"github.com/ndp-dev/ndp/webhook/preview"
 )
 
 // Paths the handlers are served at (manifests/webhook/webhook.yaml).
@@ -39,41 +52,17 @@ const (
 	MachineConfigurationPath = "/preview-machineconfiguration"
 )
 
-// DefaultPreviewDeadline and ValidationDeadline are the deadlines of the
-// handlers: below the timeoutSeconds of their webhook configurations (5 s
-// and 15 s), so the handler answers before the API server gives up on it.
-// A preview handler's Deadline overrides DefaultPreviewDeadline.
-const DefaultPreviewDeadline = 4 * time.Second
-
-// ValidationDeadline is the policy validation handler's: see DefaultPreviewDeadline.
-const ValidationDeadline = 12 * time.Second
-
-// previewDeadline is a preview handler's deadline: d, or
-// DefaultPreviewDeadline when zero.
-func previewDeadline(d time.Duration) time.Duration {
-	if d == 0 {
-		return DefaultPreviewDeadline
-	}
-	return d
-}
-
 // Options configure the handlers.
 type Options struct {
 	// RegistriesBase is the registries.conf image mirrors are added to
 	// (render.DefaultRegistriesBase when empty), as the registries
-	// controller's.
+	// controller's; the executor's.
 	RegistriesBase string
 	// TestTimeout bounds each Rego test of a validated policy.
 	TestTimeout time.Duration
 	// PreviewDeadline is the preview handlers' deadline
-	// (DefaultPreviewDeadline when zero).
+	// (preview.DefaultPreviewDeadline when zero).
 	PreviewDeadline time.Duration
-	// Advisor: the Machine Config Operator runs the nodes. The previews
-	// say what it will do (its render, its daemon's decision, with the
-	// cluster's MachineConfiguration policies), with ndp's own plan beside
-	// it where less disruptive, and deny nothing; image.config and
-	// MachineConfiguration cluster are previewed too.
-	Advisor bool
 	// MCOEntries is ndp-controller's --mco-entries: "off" (or empty),
 	// "static" or "all". As the advisor, unless off, the policy webhook
 	// also warns what ndp would write in MachineConfiguration cluster's
@@ -82,71 +71,81 @@ type Options struct {
 	MCOEntries string
 }
 
-// SetupWithManager registers the handlers on the manager's webhook server.
-// They use the replica's active policy set, which the policy controller
-// keeps on every replica.
-func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts Options) (*Previewer, error) {
-	srv := mgr.GetWebhookServer()
-	decoder := admission.NewDecoder(mgr.GetScheme())
-	previewer := NewPreviewer(mgr.GetClient(), active)
-	previewer.Advisor = opts.Advisor
+// SetupWithManager registers the executor's handlers on the manager's
+// webhook server. They use the replica's active policy set, which the
+// policy controller keeps on every replica.
+func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts Options) (*preview.Previewer, error) {
+	p := preview.NewPreviewer(mgr.GetClient(), active)
 	base := opts.RegistriesBase
 	if base == "" {
 		base = render.DefaultRegistriesBase
 	}
-	preview := func(h admission.Handler) *admission.Webhook {
-		if opts.Advisor {
-			h = neverDeny{h}
+	decoder := register(mgr, p, &executor.Answers{Previewer: p, RegistriesBase: base}, nil, opts)
+	mgr.GetWebhookServer().Register(PolicyPath, &admission.Webhook{Handler: policyValidation(mgr, p, decoder, opts)})
+	if err := watchInputs(mgr, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// SetupAdvisorWithManager registers the advisor's handlers on the manager's
+// webhook server: the previews say what the Machine Config Operator will
+// do, and deny nothing (advisor.NeverDeny); image.config and
+// MachineConfiguration cluster are previewed too.
+func SetupAdvisorWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, opts Options) (*advisor.Previewer, error) {
+	p := advisor.NewPreviewer(mgr.GetClient(), active)
+	decoder := register(mgr, p.Previewer, &advisor.Answers{Previewer: p}, advisor.NeverDeny, opts)
+	srv := mgr.GetWebhookServer()
+	srv.Register(ImageConfigPath, &admission.Webhook{Handler: advisor.NeverDeny(&advisor.ImageConfigPreview{Previewer: p, Decoder: decoder, Deadline: opts.PreviewDeadline})})
+	srv.Register(MachineConfigurationPath, &admission.Webhook{Handler: advisor.NeverDeny(&advisor.MachineConfigurationPreview{Previewer: p, Decoder: decoder, Deadline: opts.PreviewDeadline})})
+	validation := policyValidation(mgr, p.Previewer, decoder, opts)
+	if advisor.MCOEntriesOn(opts.MCOEntries) {
+		validation.Also = &advisor.MCOEntriesPreview{Previewer: p, Mode: opts.MCOEntries, APIReader: mgr.GetAPIReader(), Deadline: opts.PreviewDeadline}
+	}
+	srv.Register(PolicyPath, &admission.Webhook{Handler: validation})
+	if err := watchInputs(mgr, p.Previewer); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// register registers the previews both modes serve, answered by answers
+// and, when set, wrapped by wrap; it returns their decoder.
+func register(mgr ctrl.Manager, p *preview.Previewer, answers preview.Answers, wrap func(admission.Handler) admission.Handler, opts Options) admission.Decoder {
+	srv := mgr.GetWebhookServer()
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	hook := func(h admission.Handler) *admission.Webhook {
+		if wrap != nil {
+			h = wrap(h)
 		}
 		return &admission.Webhook{Handler: h}
 	}
-	mcPreview := NewMachineConfigPreview(previewer, decoder)
-	mcPreview.Deadline = opts.PreviewDeadline
-	srv.Register(MachineConfigPath, preview(mcPreview))
-	srv.Register(ImageMirrorsPath, preview(&ImageMirrorPreview{Previewer: previewer, Decoder: decoder, Client: mgr.GetClient(), RegistriesBase: base, Deadline: opts.PreviewDeadline}))
-	srv.Register(GeneratedConfigsPath, preview(&GeneratedConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
-	if opts.Advisor {
-		srv.Register(ImageConfigPath, preview(&ImageConfigPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
-		srv.Register(MachineConfigurationPath, preview(&MachineConfigurationPreview{Previewer: previewer, Decoder: decoder, Deadline: opts.PreviewDeadline}))
-	}
-	validation := &PolicyValidation{
-		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: active, TestTimeout: opts.TestTimeout},
-		Decoder:   decoder,
-		Previewer: previewer,
-	}
-	if opts.Advisor && mcoEntriesOn(opts.MCOEntries) {
-		validation.MCOEntries = opts.MCOEntries
-		validation.APIReader = mgr.GetAPIReader()
-		validation.PreviewDeadline = opts.PreviewDeadline
-	}
-	srv.Register(PolicyPath, &admission.Webhook{Handler: validation})
-	// Every replica serves, so every replica watches (not leader-elected).
-	if err := mgr.Add(inputsWatch{previewer, mgr.GetCache()}); err != nil {
-		return nil, err
-	}
-	return previewer, nil
+	mc := preview.NewMachineConfigPreview(p, answers, decoder)
+	mc.Deadline = opts.PreviewDeadline
+	srv.Register(MachineConfigPath, hook(mc))
+	srv.Register(ImageMirrorsPath, hook(&preview.ImageMirrorPreview{Answers: answers, Decoder: decoder, Client: mgr.GetClient(), Deadline: opts.PreviewDeadline}))
+	srv.Register(GeneratedConfigsPath, hook(&preview.GeneratedConfigPreview{Previewer: p, Answers: answers, Decoder: decoder, Deadline: opts.PreviewDeadline}))
+	return decoder
 }
 
-// neverDeny admits whatever a preview handler answers: beside the MCO, ndp
-// must never block a change of the MCO's objects, so a denial or an error
-// (an undecodable object) becomes a warning. The MCO's own CRD validation
-// still runs.
-type neverDeny struct{ admission.Handler }
+// policyValidation is the NodeDisruptionPolicy validation both modes serve,
+// with the what-if preview of dry-runs.
+func policyValidation(mgr ctrl.Manager, p *preview.Previewer, decoder admission.Decoder, opts Options) *nodedisruptionpolicy.PolicyValidation {
+	return &nodedisruptionpolicy.PolicyValidation{
+		Checker:   &policyset.PolicyChecker{Client: mgr.GetClient(), Active: p.Active, TestTimeout: opts.TestTimeout},
+		Decoder:   decoder,
+		Previewer: p,
+	}
+}
 
-func (n neverDeny) Handle(ctx context.Context, req admission.Request) admission.Response {
-	resp := n.Handler.Handle(ctx, req)
-	if resp.Allowed {
-		return resp
-	}
-	msg := "the preview failed"
-	if resp.Result != nil && resp.Result.Message != "" {
-		msg = resp.Result.Message
-	}
-	return admission.Allowed("").WithWarnings(fitMCOWarnings(append(resp.Warnings, "MCO: no preview: "+msg))...)
+// watchInputs keeps the previewer's count of its inputs' changes. Every
+// replica serves, so every replica watches (not leader-elected).
+func watchInputs(mgr ctrl.Manager, p *preview.Previewer) error {
+	return mgr.Add(inputsWatch{p, mgr.GetCache()})
 }
 
 type inputsWatch struct {
-	p         *Previewer
+	p         *preview.Previewer
 	informers cache.Informers
 }
 

@@ -10,7 +10,8 @@
 //     validation;
 //   - advisor: beside the MCO, ndp writes only its own objects
 //     (controllers.SetupAdvisorWithManager, the webhook's advisor
-//     previews), with a client that refuses any other write;
+//     previews: webhook.SetupAdvisorWithManager), with a client that
+//     refuses any other write;
 //   - auto (the default) picks advisor where the MCO is present, executor
 //     elsewhere, at start; when that changes, it exits so that its
 //     Deployment restarts it in the other mode.
@@ -220,7 +221,13 @@ func main() {
 		}
 	}
 	if webhookPort > 0 {
-		if _, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: mode == modeAdvisor, PreviewDeadline: previewDeadline, MCOEntries: mcoEntries}); err != nil {
+		hooks := webhook.Options{PreviewDeadline: previewDeadline, MCOEntries: mcoEntries}
+		if mode == modeAdvisor {
+			_, err = webhook.SetupAdvisorWithManager(mgr, active, hooks)
+		} else {
+			_, err = webhook.SetupWithManager(mgr, active, hooks)
+		}
+		if err != nil {
 			setup.Error(err, "setting up the webhooks")
 			os.Exit(1)
 		}

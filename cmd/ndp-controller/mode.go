@@ -13,6 +13,12 @@ import (
 	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
+// Before either mode's code runs, --mode=auto decides the mode (and then
+// watches it) from the MCO's ClusterOperator and its daemon's DaemonSet,
+// each by name (mcoguard.Guard): both modes' roles grant these reads.
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusteroperators,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch,resourceNames=machine-config-daemon
+
 // The modes (--mode).
 const (
 	modeAuto     = "auto"
@@ -59,23 +65,43 @@ type modeWatch struct {
 func (w *modeWatch) NeedLeaderElection() bool { return false }
 
 func (w *modeWatch) Start(ctx context.Context) error {
+	// The guard's events so far (its first sync, at least) are what the
+	// mode was decided on: take them and look once; from then on every
+	// event is a change. Saying so tells the operator why the container
+	// may restart (and tests that the watch has looked).
+	for len(w.changes) > 0 {
+		<-w.changes
+	}
+	if err := w.check(); err != nil {
+		return err
+	}
+	w.log.Info("watching the Machine Config Operator's presence (--mode=auto): when it changes, ndp-controller exits to restart in the other mode", "running", w.mode)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.changes:
 		}
-		v, err := w.guard.Verdict()
-		if err != nil {
-			continue // not known: no decision on a guess
-		}
-		if now := decideMode(modeAuto, v); now != w.mode {
-			found := "nothing"
-			if len(v.Found) > 0 {
-				found = strings.Join(v.Found, ", ")
-			}
-			w.log.Info("the Machine Config Operator's presence changed: exiting to restart as "+now, "running", w.mode, "found", found)
-			return fmt.Errorf("%w: running as %s, the Machine Config Operator's objects are now: %s", errModeChanged, w.mode, found)
+		if err := w.check(); err != nil {
+			return err
 		}
 	}
+}
+
+// check fails (errModeChanged) when auto mode would now pick another mode
+// than the one running.
+func (w *modeWatch) check() error {
+	v, err := w.guard.Verdict()
+	if err != nil {
+		return nil // not known: no decision on a guess
+	}
+	if now := decideMode(modeAuto, v); now != w.mode {
+		found := "nothing"
+		if len(v.Found) > 0 {
+			found = strings.Join(v.Found, ", ")
+		}
+		w.log.Info("the Machine Config Operator's presence changed: exiting to restart as "+now, "running", w.mode, "found", found)
+		return fmt.Errorf("%w: running as %s, the Machine Config Operator's objects are now: %s", errModeChanged, w.mode, found)
+	}
+	return nil
 }

@@ -121,9 +121,7 @@ change the MCO would refuse; 2 an error, a usage error too (nothing is printed o
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, markdown, json or yaml")
 	f.StringVar(&o.failOn, "fail-on", "", "exit 1 only when some nodes' plan does this: reboot, drain (or reboot) or any change (default: any change, as kubectl diff)")
 	f.StringVar(&o.mode, "mode", "auto", "whose plans: mco (the MCO decides, ndp's plan beside it), ndp (ndp decides) or auto (mco when the state holds the MCO's ControllerConfig)")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for each request to the API server (0: no limit)")
+	o.addClusterFlags(cmd, "")
 	return cmd
 }
 

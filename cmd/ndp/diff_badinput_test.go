@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
 // TestDiffBadInputNamesFileAndObject runs the real engine on bad input
@@ -29,22 +32,8 @@ func TestDiffBadInputNamesFileAndObject(t *testing.T) {
 	noTemplate := writeFile(t, dir, "no-template.yaml", string(data[:docStart])+string(data[docEnd:]))
 	syntax := writeFile(t, dir, "syntax.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 50-worker-x\n  labels: [unclosed\n")
 	unknown := writeFile(t, dir, "deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n")
-	refused := writeFile(t, dir, "refused.yaml", `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 50-worker-relative
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: etc/relative.conf
-        contents:
-          source: data:,x
-`)
+	// A relative path: the MCO's render refuses it.
+	refused := writeFile(t, dir, "refused.yaml", string(builder.MachineConfig("50-worker-relative").WithRole("worker").WithFile("etc/relative.conf", "x").Document()))
 	chrony := "../../examples/diff/pull-request/50-worker-chrony.yaml"
 	before := listDir(t, dir)
 	for _, tc := range []struct {
@@ -63,11 +52,7 @@ spec:
 			if code != exitDiffError || out != "" {
 				t.Fatalf("exit %d, stdout %q; want exit %d and nothing on stdout\nstderr: %s", code, out, exitDiffError, errOut)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errOut)
-				}
-			}
+			testkit.CheckContains(t, "stderr", errOut, tc.want...)
 		})
 	}
 	if after := listDir(t, dir); strings.Join(after, ",") != strings.Join(before, ",") {

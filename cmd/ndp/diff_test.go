@@ -17,6 +17,7 @@ import (
 
 	"github.com/ndp-dev/ndp/clusterdiff"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
 // diffReport is a report as the engine makes it: on OpenShift, the
@@ -125,23 +126,9 @@ func useFakeDiff(t *testing.T, f *fakeDiff) *fakeDiff {
 	return f
 }
 
-const diffManifest = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 50-worker-chrony
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    storage:
-      files:
-      - path: /etc/chrony.conf
-        mode: 420
-        contents:
-          source: data:,pool%200.rhel.pool.ntp.org%20iburst%0A
-`
+// diffManifest adds chrony.conf to the worker pool.
+var diffManifest = string(builder.MachineConfig("50-worker-chrony").WithRole("worker").
+	WithFiles(builder.File("/etc/chrony.conf", "pool 0.rhel.pool.ntp.org iburst\n").With("mode", 0o644)).Document())
 
 // diffFiles writes a manifest and a small snapshot (the worker pool and
 // the ControllerConfig) and returns their paths.
@@ -213,52 +200,42 @@ func TestDiffOutputs(t *testing.T) {
 	manifest, snapshot := diffFiles(t)
 	for _, tc := range []struct {
 		format string
+		wants  []string // in the output
 		check  func(t *testing.T, out string)
 	}{
-		{"text", func(t *testing.T, out string) {
-			for _, want := range []string{
-				"Diff of 2 objects against snapshot cluster-snapshot/ (MCO mode: the MCO's plans, ndp's beside them)\n",
-				"  create     MachineConfig 50-worker-chrony  manifests/50-worker-chrony.yaml:2\n",
-				"  unchanged  MachineConfig 99-worker-generated-kubelet  pool worker, from KubeletConfig set-max-pods\n",
-				"pool master: rendered-master-f898aa7d05f995ca972f6930b43c6b5b unchanged, 3 nodes\n",
-				"pool worker: rendered-worker-2a854b4a0c86cb8484ee1697c7d0686c → rendered-worker-5c1e0f3d9a8b7c6d5e4f3a2b1c0d9e8f, 3 nodes\n" +
-					"  causes: MachineConfig 50-worker-chrony\n" +
-					"  3 nodes on 2a854b4a (worker-0, worker-1, worker-2):\n" +
-					"    MCO: drain, Reboot\n" +
-					"      file /etc/chrony.conf  Reboot  no nodeDisruptionPolicy entry | default  MachineConfig 50-worker-chrony\n" +
-					"    ndp: Restart chronyd.service\n" +
-					"      file /etc/chrony.conf: added  Restart chronyd.service  policy chrony  MachineConfig 50-worker-chrony\n" +
-					"    MachineConfiguration entries that make the MCO do ndp's plan:\n" +
-					"      /etc/chrony.conf: Restart chronyd.service\n" +
-					"  rollout: RolloutPolicy workers; waiting: outside the maintenance window, opens Sat 02:00 UTC; gates: no firing alerts\n",
-				"\n1 of 2 pools changes; most disruptive plan: reboot.\nNotes:\n  - the snapshot has no `Nodes` | counts from status\n",
-			} {
-				if !strings.Contains(out, want) {
-					t.Errorf("text lacks %q:\n%s", want, out)
-				}
-			}
-		}},
-		{"markdown", func(t *testing.T, out string) {
-			for _, want := range []string{
-				"### kubectl ndp diff: 1 of 2 MachineConfigPools change, the most disruptive plan: nodes reboot\n",
-				"| pool | nodes | from → to | plan (MCO) | ndp | rollout |\n| --- | ---: | --- | --- | --- | --- |\n",
-				"| master | 3 | `f898aa7d` (unchanged) | – | – | – |\n",
-				"| worker | 3 | `2a854b4a` → `5c1e0f3d` | **drain, Reboot** | Restart chronyd.service | **held**: waiting: outside the maintenance window, opens Sat 02:00 UTC |\n",
-				"<details><summary>worker: reboot, 3 nodes</summary>\n\n",
-				"| change | rule | actions | from objects |\n| --- | --- | --- | --- |\n",
-				// The rule's pipe must not split the cell.
-				"| `file /etc/chrony.conf` | no nodeDisruptionPolicy entry \\| default | Reboot | MachineConfig 50-worker-chrony |\n",
-				"| `file /etc/chrony.conf: added` | policy chrony | Restart chronyd.service | MachineConfig 50-worker-chrony |\n",
-				"- `/etc/chrony.conf`: Restart chronyd.service\n",
-				"</details>\n",
-				"| create | MachineConfig `50-worker-chrony` | `manifests/50-worker-chrony.yaml:2` |\n",
-				// Backticks, pipes and HTML in prose are escaped.
-				"- the snapshot has no \\`Nodes\\` \\| counts from status\n- MachineConfiguration cluster: \\<none\\>\n",
-			} {
-				if !strings.Contains(out, want) {
-					t.Errorf("markdown lacks %q:\n%s", want, out)
-				}
-			}
+		{"text", []string{
+			"Diff of 2 objects against snapshot cluster-snapshot/ (MCO mode: the MCO's plans, ndp's beside them)\n",
+			"  create     MachineConfig 50-worker-chrony  manifests/50-worker-chrony.yaml:2\n",
+			"  unchanged  MachineConfig 99-worker-generated-kubelet  pool worker, from KubeletConfig set-max-pods\n",
+			"pool master: rendered-master-f898aa7d05f995ca972f6930b43c6b5b unchanged, 3 nodes\n",
+			"pool worker: rendered-worker-2a854b4a0c86cb8484ee1697c7d0686c → rendered-worker-5c1e0f3d9a8b7c6d5e4f3a2b1c0d9e8f, 3 nodes\n" +
+				"  causes: MachineConfig 50-worker-chrony\n" +
+				"  3 nodes on 2a854b4a (worker-0, worker-1, worker-2):\n" +
+				"    MCO: drain, Reboot\n" +
+				"      file /etc/chrony.conf  Reboot  no nodeDisruptionPolicy entry | default  MachineConfig 50-worker-chrony\n" +
+				"    ndp: Restart chronyd.service\n" +
+				"      file /etc/chrony.conf: added  Restart chronyd.service  policy chrony  MachineConfig 50-worker-chrony\n" +
+				"    MachineConfiguration entries that make the MCO do ndp's plan:\n" +
+				"      /etc/chrony.conf: Restart chronyd.service\n" +
+				"  rollout: RolloutPolicy workers; waiting: outside the maintenance window, opens Sat 02:00 UTC; gates: no firing alerts\n",
+			"\n1 of 2 pools changes; most disruptive plan: reboot.\nNotes:\n  - the snapshot has no `Nodes` | counts from status\n",
+		}, nil},
+		{"markdown", []string{
+			"### kubectl ndp diff: 1 of 2 MachineConfigPools change, the most disruptive plan: nodes reboot\n",
+			"| pool | nodes | from → to | plan (MCO) | ndp | rollout |\n| --- | ---: | --- | --- | --- | --- |\n",
+			"| master | 3 | `f898aa7d` (unchanged) | – | – | – |\n",
+			"| worker | 3 | `2a854b4a` → `5c1e0f3d` | **drain, Reboot** | Restart chronyd.service | **held**: waiting: outside the maintenance window, opens Sat 02:00 UTC |\n",
+			"<details><summary>worker: reboot, 3 nodes</summary>\n\n",
+			"| change | rule | actions | from objects |\n| --- | --- | --- | --- |\n",
+			// The rule's pipe must not split the cell.
+			"| `file /etc/chrony.conf` | no nodeDisruptionPolicy entry \\| default | Reboot | MachineConfig 50-worker-chrony |\n",
+			"| `file /etc/chrony.conf: added` | policy chrony | Restart chronyd.service | MachineConfig 50-worker-chrony |\n",
+			"- `/etc/chrony.conf`: Restart chronyd.service\n",
+			"</details>\n",
+			"| create | MachineConfig `50-worker-chrony` | `manifests/50-worker-chrony.yaml:2` |\n",
+			// Backticks, pipes and HTML in prose are escaped.
+			"- the snapshot has no \\`Nodes\\` \\| counts from status\n- MachineConfiguration cluster: \\<none\\>\n",
+		}, func(t *testing.T, out string) {
 			if n, m := strings.Count(out, "<details>"), strings.Count(out, "</details>"); n != 2 || m != 2 {
 				t.Errorf("markdown has %d <details> and %d </details>, want 2 each (the worker pool, the objects)", n, m)
 			}
@@ -269,7 +246,7 @@ func TestDiffOutputs(t *testing.T) {
 				}
 			}
 		}},
-		{"json", func(t *testing.T, out string) {
+		{"json", nil, func(t *testing.T, out string) {
 			if !strings.HasPrefix(out, "{\n  \"apiVersion\": \"ndp.dev/v1alpha1\",\n  \"kind\": \"DiffReport\",\n  \"mode\": \"mco\",\n") {
 				t.Errorf("json does not start with apiVersion, kind, mode in the struct's order:\n%s", out)
 			}
@@ -283,7 +260,7 @@ func TestDiffOutputs(t *testing.T) {
 				t.Errorf("json round trip (-want +got):\n%s", d)
 			}
 		}},
-		{"yaml", func(t *testing.T, out string) {
+		{"yaml", nil, func(t *testing.T, out string) {
 			var got clusterdiff.Report
 			if err := yaml.UnmarshalStrict([]byte(out), &got); err != nil {
 				t.Fatalf("yaml does not decode into a clusterdiff.Report: %v\n%s", err, out)
@@ -302,7 +279,10 @@ func TestDiffOutputs(t *testing.T) {
 			if errOut != "" {
 				t.Errorf("stderr: %s", errOut)
 			}
-			tc.check(t, out)
+			testkit.CheckContains(t, tc.format, out, tc.wants...)
+			if tc.check != nil {
+				tc.check(t, out)
+			}
 			if len(f.cs.Apply) != 1 || f.cs.Apply[0].Object.GetName() != "50-worker-chrony" || f.opts.Mode != "" {
 				t.Errorf("the engine got apply %v, mode %q", f.cs.Apply, f.opts.Mode)
 			}
@@ -357,11 +337,7 @@ func requireOutput(t *testing.T, r *clusterdiff.Report, format string, wants ...
 	if err := writeDiff(&b, r, format); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range wants {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("%s lacks %q:\n%s", format, want, b.String())
-		}
-	}
+	testkit.CheckContains(t, format, b.String(), wants...)
 }
 
 func TestDiffEmptyReportIsStable(t *testing.T) {
@@ -721,22 +697,9 @@ a.yaml:   name: a # a comment
 }
 
 // An SSH key for core: the MCO's default policy does nothing for it.
-const sshKeyManifest = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 60-worker-ssh-ci
-  labels:
-    machineconfiguration.openshift.io/role: worker
-spec:
-  config:
-    ignition:
-      version: 3.4.0
-    passwd:
-      users:
-      - name: core
-        sshAuthorizedKeys:
-        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTheNdpDiffPreCommitHookTest ci@example.com
-`
+var sshKeyManifest = string(builder.MachineConfig("60-worker-ssh-ci").WithRole("worker").
+	WithEntries("passwd", "users", builder.Entry{"name": "core", "sshAuthorizedKeys": []string{
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTheNdpDiffPreCommitHookTest ci@example.com"}}).Document())
 
 // The pre-commit hook of examples/ci, end to end: a repository with a
 // committed snapshot (the real MachineConfigs of a 4.16 cluster, its
@@ -750,10 +713,7 @@ func TestPreCommitHookInAGitRepo(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not on PATH")
 	}
-	ref := testkit.MCORef()
-	if ref == "" {
-		t.Skip("no MCO reference (../shared/mco-ref or $NDP_MCO_REF): the snapshot's MachineConfigs come from its realconfigs")
-	}
+	realConfigs := testkit.RealConfigs(t) // the snapshot's MachineConfigs
 	hook := hookPath(t)
 	bin := testkit.KubectlNdp(t)
 	r := newGitRepo(t, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -762,9 +722,9 @@ func TestPreCommitHookInAGitRepo(t *testing.T) {
 	git := r.git
 
 	snap := filepath.Join(repo, "cluster-snapshot")
-	mcs, err := filepath.Glob(filepath.Join(ref, "realconfigs", "4.16.0-compact", "*.yaml"))
+	mcs, err := filepath.Glob(filepath.Join(realConfigs, "4.16.0-compact", "*.yaml"))
 	if err != nil || len(mcs) == 0 {
-		t.Fatalf("no realconfigs in %s: %v", ref, err)
+		t.Fatalf("no MachineConfigs in %s/4.16.0-compact: %v", realConfigs, err)
 	}
 	if err := os.MkdirAll(snap, 0o755); err != nil {
 		t.Fatal(err)

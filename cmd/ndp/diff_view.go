@@ -314,10 +314,9 @@ func namesText(g clusterdiff.Group) string {
 	return " (" + strings.Join(names, ", ") + more + ")"
 }
 
-// summaryText is the report's last word: "1 of 2 pools changes; most
-// disruptive plan: reboot."
-func summaryText(r *clusterdiff.Report) string {
-	changed, failed := 0, 0
+// poolCounts counts the report's pools that change and those that cannot
+// be rendered.
+func poolCounts(r *clusterdiff.Report) (changed, failed int) {
 	for _, p := range r.Pools {
 		switch {
 		case p.Error != "":
@@ -326,6 +325,13 @@ func summaryText(r *clusterdiff.Report) string {
 			changed++
 		}
 	}
+	return changed, failed
+}
+
+// summaryText is the report's last word: "1 of 2 pools changes; most
+// disruptive plan: reboot."
+func summaryText(r *clusterdiff.Report) string {
+	changed, failed := poolCounts(r)
 	if changed == 0 && failed == 0 {
 		if len(r.Pools) == 0 {
 			return "No MachineConfigPools."
@@ -393,15 +399,7 @@ func effectPhrase(effect string) string {
 func diffMarkdown(r *clusterdiff.Report) string {
 	var b strings.Builder
 	mco := r.Mode == clusterdiff.ModeMCO
-	changed, failed := 0, 0
-	for _, p := range r.Pools {
-		switch {
-		case p.Error != "":
-			failed++
-		case p.Changed:
-			changed++
-		}
-	}
+	changed, failed := poolCounts(r)
 	heading := "no MachineConfigPool changes"
 	if changed > 0 || failed > 0 {
 		heading = fmt.Sprintf("%d of %d MachineConfigPools change, the most disruptive plan: %s", changed, len(r.Pools), effectPhrase(r.Effect))

@@ -38,12 +38,9 @@ func newExportCommand() *cobra.Command {
 }
 
 type exportOptions struct {
+	updateOptions
 	policies             []string
 	bundles              []string
-	from, to             string
-	singleNode           bool
-	pool                 string
-	poolLabels           map[string]string
 	machineConfiguration string
 	output               string
 }
@@ -139,23 +136,15 @@ func (o *exportOptions) run(cmd *cobra.Command) error {
 	}
 	in := mcoentries.ExportInput{Planner: pl, Policies: pols, Admin: admin}
 	if o.from != "" {
-		from, err := readMachineConfig(o.from)
+		req, err := o.request(cmd)
 		if err != nil {
 			return err
-		}
-		to, err := readMachineConfig(o.to)
-		if err != nil {
-			return err
-		}
-		req := planner.Request{From: from, To: to, Pool: o.pool, SingleNode: o.singleNode}
-		if cmd.Flags().Changed("pool-labels") {
-			req.PoolLabels = o.poolLabels
 		}
 		plan, err := pl.Plan(ctx, req)
 		if err != nil {
 			return err
 		}
-		in.Update = &mcoentries.Update{From: from, To: to, Plan: plan, SingleNode: o.singleNode}
+		in.Update = &mcoentries.Update{From: req.From, To: req.To, Plan: plan, SingleNode: o.singleNode}
 	}
 	res, err := mcoentries.Export(ctx, in)
 	if err != nil {

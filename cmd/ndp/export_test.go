@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,23 +68,7 @@ func planVerdict(p planner.Plan) verdict {
 // decide runs mco-decide on a pair with the MachineConfiguration at mc.
 func decide(t *testing.T, tool, pair, mc string) verdict {
 	t.Helper()
-	out, err := exec.Command(tool, "--from", examples+pair+"/old.yaml", "--to", examples+pair+"/new.yaml", "--machineconfiguration", mc).Output()
-	if err != nil {
-		t.Fatalf("mco-decide on %s with %s: %v\n%s", pair, mc, err, out)
-	}
-	var d struct {
-		Reconcilable bool   `json:"reconcilable"`
-		Error        string `json:"error"`
-		Actions      []struct {
-			Type    string `json:"type"`
-			Service string `json:"service"`
-		} `json:"actions"`
-		Drain  bool `json:"drain"`
-		Reboot bool `json:"reboot"`
-	}
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("mco-decide: %v\n%s", err, out)
-	}
+	d := testkit.MCODecide(t, tool, examples+pair+"/old.yaml", examples+pair+"/new.yaml", mc)
 	if !d.Reconcilable || d.Error != "" {
 		t.Fatalf("mco-decide on %s: reconcilable %t, error %q", pair, d.Reconcilable, d.Error)
 	}
@@ -215,11 +198,7 @@ func TestExportMachineConfiguration(t *testing.T) {
 			if diff := cmp.Diff(tc.entries, entriesOf(mc.Spec.NodeDisruptionPolicy)); diff != "" {
 				t.Errorf("entries (-want +got):\n%s\nstderr: %s", diff, errOut)
 			}
-			for _, w := range tc.stderr {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr does not have %q:\n%s", w, errOut)
-				}
-			}
+			testkit.CheckContains(t, "stderr", errOut, tc.stderr...)
 			// The same again: the output does not move.
 			if _, again, _ := ndp(t, args...); again != out {
 				t.Errorf("a second run printed otherwise:\n%s\n%s", out, again)
@@ -245,7 +224,6 @@ func TestExportMachineConfiguration(t *testing.T) {
 }
 
 func TestExportMachineConfigurationErrors(t *testing.T) {
-	dir := t.TempDir()
 	badRego := "apiVersion: ndp.dev/v1alpha1\nkind: NodeDisruptionPolicy\nmetadata:\n  name: bad\nspec:\n  rego: |\n    package ndp.policy.bad\n\n    claims contains x if {\n      x :=\n    }\n"
 	var full strings.Builder
 	full.WriteString("apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  name: cluster\nspec:\n  nodeDisruptionPolicy:\n    files:\n")
@@ -254,13 +232,7 @@ func TestExportMachineConfigurationErrors(t *testing.T) {
 	}
 	const restart = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  name: cluster\nspec:\n  nodeDisruptionPolicy:\n    units:\n    - name: app.service\n      actions:\n      - type: Restart\n"
 	chrony := policiesDir + "chrony.yaml"
-	for _, tc := range []struct {
-		name string
-		args []string
-		file string // written to $F
-		code int
-		want []string // in stderr
-	}{
+	runFailCases(t, []string{"export", "machineconfiguration"}, []failCase{
 		{"a Rego syntax error", []string{"--policy", "$F"}, badRego, exitInvalid,
 			[]string{`Error: $F: NodeDisruptionPolicy "bad": `, `spec.rego line 5: rego_parse_error: unexpected } token`}},
 		{"a missing policy", []string{"--policy", "$F"}, "", exitInvalid, []string{"Error: policy $F: no such file or directory\n"}},
@@ -275,29 +247,7 @@ func TestExportMachineConfigurationErrors(t *testing.T) {
 		{"-o text", []string{"--policy", chrony, "-o", "text"}, "", exitUsage, []string{`Error: --output must be yaml or json, not "text"`}},
 		{"--bundle not a bundle", []string{"--bundle", chrony}, "", exitUsage, []string{"expected an OPA bundle .tar.gz"}},
 		{"an argument", []string{"--policy", chrony, "extra"}, "", exitUsage, []string{`unexpected arguments ["extra"]`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
-			if tc.file != "" {
-				if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			args := []string{"export", "machineconfiguration"}
-			for _, a := range tc.args {
-				args = append(args, strings.ReplaceAll(a, "$F", file))
-			}
-			code, out, errOut := ndp(t, args...)
-			if code != tc.code || out != "" {
-				t.Errorf("ndp %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, tc.code, out, errOut)
-			}
-			for _, w := range tc.want {
-				if w = strings.ReplaceAll(w, "$F", file); !strings.Contains(errOut, w) {
-					t.Errorf("ndp %v: stderr does not have %q:\n%s", args, w, errOut)
-				}
-			}
-		})
-	}
+	})
 	for _, args := range [][]string{{"export"}, {"export", "foo"}} {
 		if code, _, errOut := ndp(t, args...); code != exitUsage {
 			t.Errorf("ndp %v: exit %d, want 2\n%s", args, code, errOut)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -92,7 +91,7 @@ Exit codes: 0 held; 1 no cluster reachable, an unknown node or another error; 2 
 			return nil
 		},
 	}
-	holdFlags(cmd, o)
+	o.addClusterFlags(cmd, "")
 	cmd.Flags().StringVar(&reason, "reason", "", "why the node is held (shown in the pool's condition and ndp status)")
 	cmd.Flags().StringVar(&by, "by", "", "who holds the node (default: the kubeconfig's user)")
 	return cmd
@@ -129,15 +128,8 @@ Exit codes: 0 released (or not held); 1 no cluster reachable, an unknown node or
 			return nil
 		},
 	}
-	holdFlags(cmd, o)
+	o.addClusterFlags(cmd, "")
 	return cmd
-}
-
-func holdFlags(cmd *cobra.Command, o *statusOptions) {
-	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for each request to the API server (0: no limit)")
 }
 
 // annotateNode sets (a string) or removes (nil) the node's annotations

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -44,9 +43,7 @@ func newImportCommand() *cobra.Command {
 type importOptions struct {
 	name           string
 	includeCovered bool
-	kubeconfig     string
-	context        string
-	timeout        time.Duration
+	clusterOptions
 }
 
 func newImportMachineConfigurationCommand() *cobra.Command {
@@ -71,20 +68,13 @@ left out, and which entries override a default, is reported on stderr and as com
 of the YAML.
 
 Exit codes: 0 converted (also when nothing needs importing); 1 invalid input or no cluster; 2 usage.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("want one FILE, - (stdin) or cluster, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: oneArg("want one FILE, - (stdin) or cluster, got %d arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", mcoimport.DefaultName, "metadata.name of the NodeDisruptionPolicy")
 	f.BoolVar(&o.includeCovered, "include-covered", false, "also import the entries ndp's built-in defaults already cover")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with cluster: path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "with cluster: the kubeconfig context to use")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "with cluster: how long to wait for the API server (0: no limit)")
+	o.addClusterFlags(cmd, "with cluster: ")
 	return cmd
 }
 
@@ -148,7 +138,7 @@ func readImport(origin string, r io.Reader) (*mcoimport.Source, []string, error)
 // readCluster reads the live MachineConfiguration "cluster".
 func (o *importOptions) readCluster(cmd *cobra.Command) (*mcoimport.Source, error) {
 	ctrllog.SetLogger(logr.Discard())
-	cfg, err := (&statusOptions{kubeconfig: o.kubeconfig, context: o.context, timeout: o.timeout}).restConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,16 +75,9 @@ func TestImportMachineConfigurationFromStdin(t *testing.T) {
 }
 
 func TestImportMachineConfigurationErrors(t *testing.T) {
-	dir := t.TempDir()
 	const head = "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  name: cluster\nspec:\n"
 	const unit = head + "  nodeDisruptionPolicy:\n    units:\n    - name: app.service\n      actions:\n"
-	for _, tc := range []struct {
-		name string
-		args []string
-		file string // written to $F, which args and want name
-		code int
-		want []string // in stderr
-	}{
+	runFailCases(t, nil, []failCase{
 		{"no argument", []string{"import", "machineconfiguration"}, "", exitUsage,
 			[]string{"Error: want one FILE, - (stdin) or cluster, got 0 arguments\n"}},
 		{"two arguments", []string{"import", "machineconfiguration", "a", "b"}, "", exitUsage, []string{"got 2 arguments"}},
@@ -107,27 +99,5 @@ func TestImportMachineConfigurationErrors(t *testing.T) {
 		{"Special on a unit", []string{"import", "machineconfiguration", "$F"}, unit + "      - type: Special\n", exitInvalid,
 			[]string{`Error: $F: MachineConfiguration "cluster": spec.nodeDisruptionPolicy.units[0].actions[0].type: line 10: Special is the MCO's internal action`,
 				"it has no meaning for unit app.service\n"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
-			if tc.file != "" {
-				if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			args := make([]string, len(tc.args))
-			for i, a := range tc.args {
-				args[i] = strings.ReplaceAll(a, "$F", file)
-			}
-			code, out, errOut := ndp(t, args...)
-			if code != tc.code || out != "" {
-				t.Errorf("ndp %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, tc.code, out, errOut)
-			}
-			for _, w := range tc.want {
-				if w = strings.ReplaceAll(w, "$F", file); !strings.Contains(errOut, w) {
-					t.Errorf("ndp %v: stderr does not have %q:\n%s", args, w, errOut)
-				}
-			}
-		})
-	}
+	})
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
@@ -125,11 +127,7 @@ func TestPlanOutputs(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"actions: Restart chronyd.service", "drain:   no", "file /etc/chrony.conf: added  policy chrony: Restart chronyd.service"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("text output lacks %q:\n%s", want, out)
-		}
-	}
+	testkit.CheckContains(t, "text output", out, "actions: Restart chronyd.service", "drain:   no", "file /etc/chrony.conf: added  policy chrony: Restart chronyd.service")
 	code, out, _ = ndp(t, append([]string{"plan", "-o", "yaml"}, example("mirror-removed")...)...)
 	var p planner.Plan
 	if err := yaml.Unmarshal([]byte(out), &p); code != exitOK || err != nil || !p.Drain {
@@ -148,6 +146,44 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// failCase is a command line that fails: its exit code and what stderr
+// says. $F in args and want is a file of the case's own, holding file
+// (absent when file is empty).
+type failCase struct {
+	name string
+	args []string
+	file string
+	code int
+	want []string // in stderr
+}
+
+// runFailCases runs each case as ndp prefix... args..., a subtest each:
+// nothing on stdout, the case's exit code and stderr with each want.
+func runFailCases(t *testing.T, prefix []string, cases []failCase) {
+	dir := t.TempDir()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			if tc.file != "" {
+				writeFile(t, dir, filepath.Base(file), tc.file)
+			}
+			args := slices.Clone(prefix)
+			for _, a := range tc.args {
+				args = append(args, strings.ReplaceAll(a, "$F", file))
+			}
+			code, out, errOut := ndp(t, args...)
+			if code != tc.code || out != "" {
+				t.Errorf("ndp %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, tc.code, out, errOut)
+			}
+			var want []string
+			for _, w := range tc.want {
+				want = append(want, strings.ReplaceAll(w, "$F", file))
+			}
+			testkit.CheckContains(t, "stderr", errOut, want...)
+		})
+	}
 }
 
 const chronyPolicyTemplate = `apiVersion: ndp.dev/v1alpha1
@@ -206,11 +242,7 @@ claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
 			if code != exitInvalid {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitInvalid, out, errOut)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errOut)
-				}
-			}
+			testkit.CheckContains(t, "stderr", errOut, tc.want...)
 			if strings.Contains(errOut, "goroutine") || strings.Contains(errOut, "panic") {
 				t.Errorf("stderr shows a panic:\n%s", errOut)
 			}

@@ -77,7 +77,7 @@ Exit codes: 0 released (or nothing to release); 1 no cluster reachable or anothe
 			return nil
 		},
 	}
-	holdFlags(cmd, o)
+	o.addClusterFlags(cmd, "")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every entry ndp keeps, the static ones too (before uninstalling)")
 	return cmd
 }

@@ -20,13 +20,37 @@ import (
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
-type planOptions struct {
+// updateOptions are the update a command plans: the configs nodes move
+// from and to (--from, --to) and what the policies read of the pool.
+type updateOptions struct {
 	from, to   string
-	policies   []string
-	noDefaults bool
 	singleNode bool
 	pool       string
 	poolLabels map[string]string
+}
+
+// request reads the two configs into the planner's request for the
+// update; the pool's labels only when --pool-labels was given.
+func (o *updateOptions) request(cmd *cobra.Command) (planner.Request, error) {
+	from, err := readMachineConfig(o.from)
+	if err != nil {
+		return planner.Request{}, err
+	}
+	to, err := readMachineConfig(o.to)
+	if err != nil {
+		return planner.Request{}, err
+	}
+	req := planner.Request{From: from, To: to, Pool: o.pool, SingleNode: o.singleNode}
+	if cmd.Flags().Changed("pool-labels") {
+		req.PoolLabels = o.poolLabels
+	}
+	return req, nil
+}
+
+type planOptions struct {
+	updateOptions
+	policies   []string
+	noDefaults bool
 	output     string
 	// comparePolicies: plan again with these policies added (--compare-policy).
 	comparePolicies []string
@@ -105,24 +129,16 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err := o.checkMCOFlags(cmd); err != nil {
 		return err
 	}
-	from, err := readMachineConfig(o.from)
-	if err != nil {
-		return err
-	}
-	to, err := readMachineConfig(o.to)
+	req, err := o.request(cmd)
 	if err != nil {
 		return err
 	}
 	if o.mco {
-		return o.runMCO(cmd, from, to)
+		return o.runMCO(cmd, req.From, req.To)
 	}
 	pols, _, err := loadPolicies(o.policies, !o.noDefaults)
 	if err != nil {
 		return err
-	}
-	req := planner.Request{From: from, To: to, Pool: o.pool, SingleNode: o.singleNode}
-	if cmd.Flags().Changed("pool-labels") {
-		req.PoolLabels = o.poolLabels
 	}
 	if len(o.comparePolicies) > 0 {
 		return o.compare(cmd, pols, req)

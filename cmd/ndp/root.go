@@ -24,6 +24,17 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 
+// oneArg takes exactly one argument; any other number is a usage error,
+// format saying what is wanted and how many were given (%d).
+func oneArg(format string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageError{fmt.Errorf(format, len(args))}
+		}
+		return nil
+	}
+}
+
 // exitError carries an exit code chosen by a command (exit 3 prints the
 // plan and needs no message).
 type exitError struct{ code int }

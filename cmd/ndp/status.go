@@ -28,11 +28,25 @@ import (
 	"github.com/ndp-dev/ndp/rolloutcontrol"
 )
 
-type statusOptions struct {
+// clusterOptions find the cluster as kubectl does (see restConfig).
+type clusterOptions struct {
 	kubeconfig string
 	context    string
 	timeout    time.Duration
-	output     string
+}
+
+// addClusterFlags adds --kubeconfig, --context and --request-timeout; a
+// scope, if any, starts their help ("with cluster: ").
+func (o *clusterOptions) addClusterFlags(cmd *cobra.Command, scope string) {
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", scope+"path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&o.context, "context", "", scope+"the kubeconfig context to use")
+	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, scope+"how long to wait for each request to the API server (0: no limit)")
+}
+
+type statusOptions struct {
+	clusterOptions
+	output string
 }
 
 // newStatusClient connects to the cluster; the tests replace it.
@@ -49,7 +63,7 @@ var newStatusClient = func(o *statusOptions) (client.Reader, error) {
 // restConfig loads the client configuration the way kubectl does:
 // --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the pod's
 // service account. Run as a kubectl plugin, ndp gets only the environment.
-func (o *statusOptions) restConfig() (*rest.Config, error) {
+func (o *clusterOptions) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
@@ -83,11 +97,8 @@ The cluster is found like kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/c
 Exit codes: 0 shown; 1 no cluster reachable, an unknown pool or another error; 2 usage.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for each request to the API server (0: no limit)")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	o.addClusterFlags(cmd, "")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
 }
 

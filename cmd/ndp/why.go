@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -51,21 +50,14 @@ as stored.
 The cluster is found like kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, in-cluster.
 Exit codes: 0 shown (also a known node with no update recorded); 1 unknown node, --update out of
 range, unreadable file, no cluster reachable or another error; 2 usage.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("accepts one NODE, received %d", len(args))}
-			}
-			return nil
-		},
+		Args: oneArg("accepts one NODE, received %d"),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.update, "update", 0, "show only the Nth update, 1 = the newest (default: all)")
 	f.BoolVar(&o.evidence, "evidence", false, "list every evidence line an observed update rests on (text; json and yaml always hold them)")
 	f.StringVar(&o.file, "file", "", "read the NodeHistory from FILE (yaml or json) instead of the cluster")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for each request to the API server (0: no limit)")
+	o.addClusterFlags(cmd, "")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
@@ -188,27 +189,19 @@ func TestWhyTextEvidenceIsCountedUnlessAsked(t *testing.T) {
 	u := advisorUpdate()
 	u.Checks[1].Evidence = []string{"Node bootID boot-1 -> boot-2", "Event Rebooted (kubelet)", "MachineConfigNode RebootedNode=True"}
 	short := whyText(t, whyView{Node: "w1", History: history("w1", u)})
-	for _, want := range []string{"    Node bootID boot-1 -> boot-2\n    Event Rebooted (kubelet)\n    (and 1 more)\n",
-		"Evidence: 2 lines seen while it ran (--evidence lists them)\n"} {
-		if !strings.Contains(short, want) {
-			t.Errorf("without --evidence, no %q in:\n%s", want, short)
-		}
-	}
+	testkit.CheckContains(t, "without --evidence, the text", short, "    Node bootID boot-1 -> boot-2\n    Event Rebooted (kubelet)\n    (and 1 more)\n",
+		"Evidence: 2 lines seen while it ran (--evidence lists them)\n")
 	if strings.Contains(short, "MachineConfigNode RebootedNode=True") || strings.Contains(short, "Node annotation state: Done -> Working") {
 		t.Errorf("without --evidence, every line is shown:\n%s", short)
 	}
 	full := whyText(t, whyView{Node: "w1", History: history("w1", u), Evidence: true})
-	for _, want := range []string{"    MachineConfigNode RebootedNode=True\n", "  09:00:00 Node annotation state: Done -> Working\n"} {
-		if !strings.Contains(full, want) {
-			t.Errorf("with --evidence, no %q in:\n%s", want, full)
-		}
-	}
+	testkit.CheckContains(t, "with --evidence, the text", full, "    MachineConfigNode RebootedNode=True\n", "  09:00:00 Node annotation state: Done -> Working\n")
 }
 
 func TestWhyTextFailedUpdate(t *testing.T) {
 	got := whyText(t, whyView{Node: "w1", History: history("w1", failedUpdate(), executorUpdate()),
 		State: &WhyNodeState{Current: whyFrom, Desired: whyTo, State: "Degraded", Reason: "step action 1 failed", Updating: true}})
-	for _, want := range []string{
+	testkit.CheckContains(t, "text", got,
 		"Node w1 now: runs rendered-worker-aaaa, sent to rendered-worker-bbbb, state Degraded (step action 1 failed): an update is in progress.\n",
 		"Node w1: 2 updates recorded, newest first (ndp keeps the last 10 updates of each node; the history is deleted with the node).\n",
 		"\nUpdate 1 of 2 (newest): rendered-worker-aaaa -> rendered-worker-bbbb\n",
@@ -218,11 +211,7 @@ func TestWhyTextFailedUpdate(t *testing.T) {
 		"  11:00:01  action Restart chronyd.service  Failed  took 2s  job failed (result exit-code)\n",
 		"Boot: before boot-1, after not known yet\n",
 		"\nUpdate 2 of 2: rendered-worker-aaaa -> rendered-worker-bbbb\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("text lacks %q:\n%s", want, got)
-		}
-	}
+	)
 	if i, j := strings.Index(got, "Update 1 of 2"), strings.Index(got, "Update 2 of 2"); i < 0 || j < i {
 		t.Errorf("updates not newest first:\n%s", got)
 	}

@@ -2,6 +2,7 @@ package advisor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -184,7 +185,9 @@ func TestWantForecasts(t *testing.T) {
 	}, {
 		name: "the MCO's decision fails: Ready False with its error, ndp's plan still there",
 		in: func(in *forecastInput) {
-			in.Decide = func(mcorules.Input) (*mcorules.Decision, error) { return nil, mcorules.ErrNotImplemented }
+			in.Decide = func(mcorules.Input) (*mcorules.Decision, error) {
+				return nil, errors.New("mcorules: no target config (Input.To)")
+			}
 		},
 		nodes: []forecastNode{n("w1", r1, r1)},
 		want:  []wantForecast{{r1, r2, toPredicted, []string{"w1"}, "", "Restart chronyd.service", "DecisionFailed"}},

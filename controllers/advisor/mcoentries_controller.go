@@ -44,6 +44,11 @@ const (
 	MCOEntriesPerUpdate = "all"
 )
 
+// The entries' report on each NodeDisruptionPolicy's status.mco (a status
+// patch). Its patch of MachineConfiguration cluster is granted by the
+// opt-in overlays/openshift-mco-entries alone.
+// +kubebuilder:rbac:groups=ndp.dev,resources=nodedisruptionpolicies/status,verbs=get;update;patch
+
 // MCOEntriesReconciler keeps ndp's entries in the Machine Config Operator's
 // node disruption policy, MachineConfiguration cluster's
 // spec.nodeDisruptionPolicy (docs/openshift.md#ndps-policies-in-the-mco):

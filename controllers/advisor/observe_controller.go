@@ -37,7 +37,8 @@ import (
 // +kubebuilder:rbac:groups=ndp.dev,resources=nodehistories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfignodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=machineconfigurations,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=openshift-machine-config-operator,resources=events,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=default,resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // The observer's metrics.

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -29,19 +31,91 @@ import (
 )
 
 // configKind is what the KubeletConfig and ContainerRuntimeConfig
-// controllers differ in; generatedConfigs does the rest, the same way for
-// both, as the MCO's two controllers do.
-type configKind interface {
-	kind() nodeconfig.Kind
-	typeName() string // KubeletConfig
-	newObject() client.Object
-	list(ctx context.Context, c client.Reader) ([]client.Object, error)
-	owner(client.Object) nodeconfig.Owner
-	ignition(pool string, mcs []*ndpmcv1.MachineConfig, obj client.Object) ([]byte, error)
+// controllers differ in (newConfigKind makes it); generatedConfigs does
+// the rest, the same way for both, as the MCO's two controllers do.
+type configKind struct {
+	kind      nodeconfig.Kind
+	typeName  string // KubeletConfig
+	newObject func() client.Object
+	list      func(ctx context.Context, c client.Reader) ([]client.Object, error)
+	owner     func(client.Object) nodeconfig.Owner
+	ignition  func(pool string, mcs []*ndpmcv1.MachineConfig, obj client.Object) ([]byte, error)
 	// setCondition appends the condition to obj's status as the MCO's
 	// cleanUpStatusConditions does, and sets observedGeneration; false
 	// when the status already says so.
-	setCondition(obj client.Object, success bool, reason, msg string) bool
+	setCondition func(obj client.Object, success bool, reason, msg string) bool
+}
+
+// mcoCondition is the MCO's KubeletConfigCondition and
+// ContainerRuntimeConfigCondition alike: the same fields, tags included,
+// but for the type of Type (CT). Constrained to it, either converts to it
+// and back, so that one status update serves both.
+type mcoCondition[CT ~string] = struct {
+	Type               CT                     `json:"type"`
+	Status             corev1.ConditionStatus `json:"status,omitempty"`
+	LastTransitionTime metav1.Time            `json:"lastTransitionTime"`
+	Reason             string                 `json:"reason,omitempty"`
+	Message            string                 `json:"message,omitempty"`
+}
+
+// newConfigKind is the configKind of the MCO's config type T (its list
+// L): its generated MachineConfigs' kind, the owner and the Ignition
+// config its pools get, and its status (conditions and
+// observedGeneration).
+func newConfigKind[T, L any, PT interface {
+	*T
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}, C interface{ ~mcoCondition[CT] }, CT ~string](
+	kind nodeconfig.Kind,
+	owner func(PT) nodeconfig.Owner,
+	ignition func(pool string, mcs []*ndpmcv1.MachineConfig, obj PT) ([]byte, error),
+	status func(PT) (conditions *[]C, observedGeneration *int64),
+) configKind {
+	return configKind{
+		kind:      kind,
+		typeName:  reflect.TypeFor[T]().Name(),
+		newObject: func() client.Object { return PT(new(T)) },
+		list: func(ctx context.Context, c client.Reader) ([]client.Object, error) {
+			l := PL(new(L))
+			if err := c.List(ctx, l); err != nil {
+				return nil, err
+			}
+			items, err := meta.ExtractList(l)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]client.Object, len(items))
+			for i, o := range items {
+				out[i] = o.(client.Object)
+			}
+			return out, nil
+		},
+		owner: func(o client.Object) nodeconfig.Owner { return owner(o.(PT)) },
+		ignition: func(pool string, mcs []*ndpmcv1.MachineConfig, o client.Object) ([]byte, error) {
+			return ignition(pool, mcs, o.(PT))
+		},
+		setCondition: func(o client.Object, success bool, reason, msg string) bool {
+			conds, observed := status(o.(PT))
+			typ := CT("Failure") // as both types name their Failure and Success
+			if success {
+				typ = "Success"
+			}
+			var changed bool
+			*conds, changed = appendCondition(*conds,
+				C(mcoCondition[CT]{Type: typ, Status: conditionStatus(success), LastTransitionTime: metav1.Now(), Reason: reason, Message: msg}),
+				func(a, b C) bool {
+					x, y := mcoCondition[CT](a), mcoCondition[CT](b)
+					return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
+				})
+			if *observed != o.GetGeneration() {
+				*observed, changed = o.GetGeneration(), true
+			}
+			return changed
+		},
+	}
 }
 
 // generatedConfigs renders one KubeletConfig or ContainerRuntimeConfig into
@@ -53,7 +127,9 @@ type generatedConfigs struct {
 	kind     configKind
 }
 
-func (r *generatedConfigs) setup(mgr ctrl.Manager, name string) error {
+// SetupWithManager watches the kind's objects, their MachineConfigs, the
+// pools and the base MachineConfigs.
+func (r *generatedConfigs) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		objs, err := r.kind.list(ctx, r.Client)
 		if err != nil {
@@ -70,7 +146,7 @@ func (r *generatedConfigs) setup(mgr ctrl.Manager, name string) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
+		Named(strings.ToLower(r.kind.typeName)).
 		For(r.kind.newObject(), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Its MachineConfigs, put back when edited or deleted.
 		Owns(&ndpmcv1.MachineConfig{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
@@ -103,7 +179,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	if obj.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, r.cascadeDelete(ctx, obj)
 	}
-	object := fmt.Sprintf("%s %q", r.kind.typeName(), obj.GetName())
+	object := fmt.Sprintf("%s %q", r.kind.typeName, obj.GetName())
 
 	var pools mcfgv1.MachineConfigPoolList
 	if err := r.Client.List(ctx, &pools); err != nil {
@@ -144,7 +220,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	var outs []out
 	for _, pool := range selected {
-		name, err := nodeconfig.ManagedName(r.kind.kind(), pool, r.kind.owner(obj), owners, func(n string) bool {
+		name, err := nodeconfig.ManagedName(r.kind.kind, pool, r.kind.owner(obj), owners, func(n string) bool {
 			var mc ndpmcv1.MachineConfig
 			return r.Client.Get(ctx, client.ObjectKey{Name: n}, &mc) == nil
 		})
@@ -174,7 +250,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 		annotations = map[string]string{}
 	}
 	if _, ok := annotations[nodeconfig.MCNameSuffixAnnotation]; !ok {
-		annotations[nodeconfig.MCNameSuffixAnnotation] = nodeconfig.Suffix(r.kind.kind(), outs[0].pool.Name, outs[0].name)
+		annotations[nodeconfig.MCNameSuffixAnnotation] = nodeconfig.Suffix(r.kind.kind, outs[0].pool.Name, outs[0].name)
 		obj.SetAnnotations(annotations)
 	}
 	for _, o := range outs {
@@ -227,7 +303,7 @@ func (r *generatedConfigs) Reconcile(ctx context.Context, req reconcile.Request)
 // generated — those its finalizers name, as the MCO's cascadeDelete, and
 // any other it controls — then its finalizers.
 func (r *generatedConfigs) cascadeDelete(ctx context.Context, obj client.Object) error {
-	mine := func(name string) bool { return isGeneratedFinalizer(r.kind.kind(), name) }
+	mine := func(name string) bool { return isGeneratedFinalizer(r.kind.kind, name) }
 	if err := r.deleteOwned(ctx, obj, func(string) bool { return true }); err != nil {
 		return err
 	}
@@ -242,7 +318,7 @@ func (r *generatedConfigs) cascadeDelete(ctx context.Context, obj client.Object)
 		if err := r.Client.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting MachineConfig %s: %w", f, err)
 		}
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, "MachineConfigDeleted", "Delete", "%s deleted with %s %q", f, r.kind.typeName(), obj.GetName())
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, "MachineConfigDeleted", "Delete", "%s deleted with %s %q", f, r.kind.typeName, obj.GetName())
 	}
 	if len(keep) == len(obj.GetFinalizers()) {
 		return nil
@@ -276,7 +352,7 @@ func (r *generatedConfigs) deleteOwned(ctx context.Context, obj client.Object, d
 		if err := r.Client.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting MachineConfig %s: %w", mc.Name, err)
 		}
-		r.Recorder.Eventf(obj, mc, corev1.EventTypeNormal, "MachineConfigDeleted", "Delete", "%s deleted: %s %q no longer selects its pool", mc.Name, r.kind.typeName(), obj.GetName())
+		r.Recorder.Eventf(obj, mc, corev1.EventTypeNormal, "MachineConfigDeleted", "Delete", "%s deleted: %s %q no longer selects its pool", mc.Name, r.kind.typeName, obj.GetName())
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/controllers/poolevents"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
+	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -37,9 +38,10 @@ import (
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;update;delete
 
 // RegistriesReconciler renders ImageDigestMirrorSets, ImageTagMirrorSets
-// and ImageContentSourcePolicies into /etc/containers/registries.conf, as
-// the MachineConfig 99-<pool>-generated-registries of every pool, so that
-// their disruption is planned like any other config change.
+// and ImageContentSourcePolicies into /etc/containers/registries.conf as
+// the MCO does (render.RegistriesConfig), as the MachineConfig
+// 99-<pool>-generated-registries of every pool, so that their disruption
+// is planned like any other config change.
 type RegistriesReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
@@ -94,11 +96,12 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if base == "" {
 		base = render.DefaultRegistriesBase
 	}
-	ign, nrules, err := render.RegistriesConfig(base, idms.Items, itms.Items, icsp.Items)
-	var invalid *render.InvalidMirrorsError
+	ign, entries, err := render.RegistriesConfig(base, idms.Items, itms.Items, icsp.Items)
+	var invalid *registries.InvalidError
 	if errors.As(err, &invalid) {
-		// The previous file stays: a half-applied mirror set could send
-		// pulls to the wrong place.
+		// The previous file stays, as the MCO keeps its own: a
+		// half-applied mirror set could send pulls to the wrong place
+		// (registries.Validate).
 		msg := "registries.conf is left unchanged: " + invalid.Error()
 		r.Recorder.Eventf(&pool, nil, corev1.EventTypeWarning, "InvalidImageMirrors", "RenderRegistries", "%s", conditions.Truncate(msg, 1000))
 		return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionTrue, "InvalidImageMirrors", msg)
@@ -119,9 +122,9 @@ func (r *RegistriesReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	}
 	if op != controllerutil.OperationResultNone {
-		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "RegistriesRendered", "RenderRegistries", "%s %s from %d image-mirror rules", mc.Name, op, nrules)
+		r.Recorder.Eventf(&pool, mc, corev1.EventTypeNormal, "RegistriesRendered", "RenderRegistries", "%s %s from %d image-mirror entries", mc.Name, op, entries)
 	}
-	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror rules", mc.Name, nrules))
+	return reconcile.Result{}, r.setCondition(ctx, &pool, corev1.ConditionFalse, "Rendered", fmt.Sprintf("%s holds %d image-mirror entries", mc.Name, entries))
 }
 
 func (r *RegistriesReconciler) setCondition(_ context.Context, pool *mcfgv1.MachineConfigPool, status corev1.ConditionStatus, reason, msg string) error {

@@ -32,8 +32,8 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, mco *m
 	for name, r := range map[string]interface{ SetupWithManager(ctrl.Manager) error }{
 		"render":                 &RenderReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-render-controller"), Conditions: conds},
 		"registries":             &RegistriesReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-registries-controller"), Conditions: conds},
-		"kubeletconfig":          &KubeletConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller")},
-		"containerruntimeconfig": &ContainerRuntimeConfigReconciler{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller")},
+		"kubeletconfig":          &generatedConfigs{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-kubeletconfig-controller"), kind: kubeletConfigs},
+		"containerruntimeconfig": &generatedConfigs{MCO: mco, Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-containerruntimeconfig-controller"), kind: containerRuntimeConfigs},
 		"plan":                   &PlanReconciler{Client: mgr.GetClient(), Nodes: nodes, Active: active},
 		"rollout":                &RolloutReconciler{MCO: mco, Client: mgr.GetClient(), Nodes: nodes, Recorder: mgr.GetEventRecorder("ndp-rollout-controller"), Conditions: conds, Gates: gates, board: board},
 		"rolloutpolicy":          &RolloutPolicyStatusReconciler{Client: mgr.GetClient(), Gates: gates, board: board},

@@ -144,26 +144,12 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 
-	target := fmt.Sprintf("target: rego within %.0f× of the oracle at files=%d/changed=%s (%s)", targetRatio, targetFiles, targetChanged, targetBench)
 	r := results[key{targetBench, targetFiles, targetChanged}]
-	switch ratio, ok := ratioOf(r["rego"], r["oracle"]); {
-	case !ok:
-		fmt.Fprintf(out, "\n%s: not measured\n", target)
-	case ratio <= targetRatio:
-		fmt.Fprintf(out, "\n%s: met (%.2f×)\n", target, ratio)
-	default:
-		fmt.Fprintf(out, "\n%s: NOT met (%.2f×)\n", target, ratio)
-	}
+	fmt.Fprintf(out, "\ntarget: rego within %.0f× of the oracle at files=%d/changed=%s (%s): %s\n",
+		targetRatio, targetFiles, targetChanged, targetBench, verdict(r["rego"], r["oracle"], targetRatio))
 	if len(floor) > 0 {
-		target := fmt.Sprintf("target: rego plan within %.0f× of the floor (a JSON decode of both documents) at files=%d/changed=%s", floorRatio, targetFiles, targetChanged)
-		switch ratio, ok := ratioOf(r["rego"], floor[key{files: targetFiles, changed: targetChanged}]); {
-		case !ok:
-			fmt.Fprintf(out, "%s: not measured\n", target)
-		case ratio <= floorRatio:
-			fmt.Fprintf(out, "%s: met (%.2f×)\n", target, ratio)
-		default:
-			fmt.Fprintf(out, "%s: NOT met (%.2f×)\n", target, ratio)
-		}
+		fmt.Fprintf(out, "target: rego plan within %.0f× of the floor (a JSON decode of both documents) at files=%d/changed=%s: %s\n",
+			floorRatio, targetFiles, targetChanged, verdict(r["rego"], floor[key{files: targetFiles, changed: targetChanged}], floorRatio))
 	}
 	if len(cont) > 0 {
 		fmt.Fprintln(out)
@@ -231,6 +217,19 @@ func ratioOf(rego, oracle *runs) (float64, bool) {
 		return 0, false
 	}
 	return median(rego.ns) / median(oracle.ns), true
+}
+
+// verdict says whether a's median time is within limit times b's: "not
+// measured", "met (1.10×)" or "NOT met (3.20×)".
+func verdict(a, b *runs, limit float64) string {
+	switch ratio, ok := ratioOf(a, b); {
+	case !ok:
+		return "not measured"
+	case ratio <= limit:
+		return fmt.Sprintf("met (%.2f×)", ratio)
+	default:
+		return fmt.Sprintf("NOT met (%.2f×)", ratio)
+	}
 }
 
 func ratioString(rego, oracle *runs) string {

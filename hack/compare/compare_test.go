@@ -197,14 +197,13 @@ func miniCorpus(t *testing.T, body string, dirs ...string) string {
 		}
 	}
 	copyFile("mco-machineconfiguration.yaml", "mco-machineconfiguration.yaml")
-	copyFile("mco-registries.yaml", "mco-registries.yaml")
 	for _, d := range dirs {
 		for _, f := range []string{"old.yaml", "new.yaml"} {
 			copyFile(filepath.Join(d, f), filepath.Join(d, f))
 		}
 	}
 	manifest := filepath.Join(dir, "corpus.yaml")
-	head := "mco:\n  machineConfiguration: mco-machineconfiguration.yaml\n  models: [mco-registries.yaml]\n"
+	head := "mco:\n  machineConfiguration: mco-machineconfiguration.yaml\n"
 	if err := os.WriteFile(manifest, []byte(head+body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +300,9 @@ func TestMCODriftIsReported(t *testing.T) {
 
 // TestMCOAnchorUsesNoNDPPolicy: the "MCO today" plan of a change planned
 // with an ndp policy does not use it (05: kubelet-live restarts the
-// kubelet, the MCO reboots), and the MCO's registries check is modelled
-// (11: ndp drains, the MCO does not).
+// kubelet, the MCO reboots), nor ndp's defaults: the registries check is
+// the MCO's (11: ndp drains, the MCO does not) and so is the default list
+// (02: ndp's default is None, the reference MCO has none and reboots).
 func TestMCOAnchorUsesNoNDPPolicy(t *testing.T) {
 	r, err := Run(context.Background(), corpusManifest, DefaultCosts, mcoDecide(t))
 	if err != nil {
@@ -321,10 +321,42 @@ func TestMCOAnchorUsesNoNDPPolicy(t *testing.T) {
 			if !row.Plan.Drain || row.MCO.Drain {
 				t.Errorf("11: ndp %s, MCO today %s; want ndp to drain and the MCO not", describe(*row.Plan), describe(*row.MCO))
 			}
+		case "02-internal-registry-pull-secret":
+			found++
+			if row.Plan.Reboot || !row.MCO.Reboot {
+				t.Errorf("02: ndp %s, MCO today %s; want None and a reboot", describe(*row.Plan), describe(*row.MCO))
+			}
 		}
 	}
-	if found != 2 {
-		t.Errorf("found %d of the 2 changes checked", found)
+	if found != 3 {
+		t.Errorf("found %d of the 3 changes checked", found)
+	}
+}
+
+// TestMCOTodayIsTheMCOsOwnDecision: every "MCO today" plan the manifest
+// records (which TestCorpus holds mcorules to) is what the MCO's own code,
+// mco-decide, does with the administrator's MachineConfiguration: the same
+// action set, drain and reboot.
+func TestMCOTodayIsTheMCOsOwnDecision(t *testing.T) {
+	tool := mcoDecide(t)
+	m, err := LoadManifest(corpusManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Dir(corpusManifest)
+	admin := filepath.Join(base, m.MCO.MachineConfiguration)
+	for _, e := range m.Changes {
+		t.Run(e.Dir, func(t *testing.T) {
+			t.Parallel() // a process each
+			dir := filepath.Join(base, e.Dir)
+			d, err := mcoDecides(context.Background(), tool, filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml"), admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := decisionOutcome(d); !sameSet(got, *e.ExpectMCO) {
+				t.Errorf("the MCO (mco-decide) does %s, the manifest's expectMCO is %s", describe(got), describe(*e.ExpectMCO))
+			}
+		})
 	}
 }
 

@@ -5,14 +5,12 @@
 // node-minutes of disruption each costs a pool, under a stated per-action
 // cost model, and the totals:
 //
-//   - "MCO today": the Machine Config Operator of OpenShift 4.17+, its
-//     default node disruption policies plus the MachineConfiguration entries
-//     an administrator could safely write for the corpus's changes
-//     (examples/corpus/mco-machineconfiguration.yaml, imported with
-//     mcoimport), planned with ndp's defaults (which mcoimport's defaults
-//     table checks are the MCO's), the imported policy and the manifest's
-//     models of MCO behaviour ndp's defaults do not share
-//     (examples/corpus/mco-registries.yaml); no ndp-specific policy;
+//   - "MCO today": the Machine Config Operator's own decision (mcorules, its
+//     rules at the reference commit, which agree with its code) with its
+//     default node disruption policies merged with the MachineConfiguration
+//     entries an administrator could safely write for the corpus's changes
+//     (examples/corpus/mco-machineconfiguration.yaml), as its operator
+//     merges them; nothing of ndp's takes part;
 //   - "reboot on any change": the MCO before node disruption policies, every
 //     change drains and reboots the node.
 //
@@ -73,17 +71,12 @@ type Manifest struct {
 	Changes []Entry   `json:"changes"`
 }
 
-// MCOAnchor describes the "MCO today" column: paths relative to the
-// manifest.
+// MCOAnchor describes the "MCO today" column.
 type MCOAnchor struct {
 	// MachineConfiguration is the operator.openshift.io/v1
-	// MachineConfiguration whose spec.nodeDisruptionPolicy is imported with
-	// mcoimport, as `ndp import machineconfiguration` does.
+	// MachineConfiguration whose spec.nodeDisruptionPolicy the MCO merges
+	// with its defaults, relative to the manifest.
 	MachineConfiguration string `json:"machineConfiguration"`
-	// Models are policies reproducing what the MCO itself does where ndp's
-	// defaults differ from it (its registries.conf check), loaded above
-	// the defaults and below the imported policy.
-	Models []string `json:"models,omitempty"`
 }
 
 // Entry is one change of the corpus.
@@ -99,8 +92,8 @@ type Entry struct {
 	// ExpectDefaultsOnly is the plan with the defaults alone; required
 	// when Policies is not empty, and only then.
 	ExpectDefaultsOnly *Outcome `json:"expectDefaultsOnly,omitempty"`
-	// ExpectMCO is the "MCO today" plan: the defaults, the MCO models and
-	// the imported MachineConfiguration, never Policies. Required.
+	// ExpectMCO is the "MCO today" plan: the MCO's decision with the
+	// MachineConfiguration, never Policies. Required.
 	ExpectMCO *Outcome `json:"expectMCO"`
 }
 
@@ -131,9 +124,11 @@ func (o Outcome) equal(p Outcome) bool {
 	return o.String() == p.String() && o.Drain == p.Drain && o.Reboot == p.Reboot
 }
 
-func outcomeOf(p *planner.Plan) Outcome {
-	o := Outcome{Actions: make([]string, 0, len(p.Actions)), Drain: p.Drain, Reboot: p.Reboot}
-	for _, a := range p.Actions {
+func outcomeOf(p *planner.Plan) Outcome { return outcome(p.Actions, p.Drain, p.Reboot) }
+
+func outcome(actions []policy.Action, drain, reboot bool) Outcome {
+	o := Outcome{Actions: make([]string, 0, len(actions)), Drain: drain, Reboot: reboot}
+	for _, a := range actions {
 		o.Actions = append(o.Actions, planner.FormatActions([]policy.Action{a}))
 	}
 	return o
@@ -350,10 +345,6 @@ func Run(ctx context.Context, path string, costs Costs, mcoDecide string) (*Repo
 		}
 		return c.pl.Plan(ctx, req)
 	}
-	mcoPolicies, err := mcoAnchorPolicies(base, m.MCO)
-	if err != nil {
-		return nil, err
-	}
 	admin, err := readMachineConfiguration(filepath.Join(base, m.MCO.MachineConfiguration))
 	if err != nil {
 		return nil, err
@@ -363,10 +354,6 @@ func Run(ctx context.Context, path string, costs Costs, mcoDecide string) (*Repo
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	mcoPlanner, err := planner.New(ctx, mcoPolicies, engine.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("%s: the \"MCO today\" policies: %w", path, err)
-	}
 	r := &Report{Manifest: path, Costs: costs, MCODecide: mcoDecide}
 	var exports []*mcoentries.ExportResult // by row
 	pool := float64(costs.Nodes)
@@ -408,11 +395,10 @@ func Run(ctx context.Context, path string, costs Costs, mcoDecide string) (*Repo
 				r.Drift = append(r.Drift, fmt.Sprintf("%s: with the defaults alone ndp plans %s, the manifest expects %s", e.Dir, describe(d), describe(*e.ExpectDefaultsOnly)))
 			}
 		}
-		mp, err := mcoPlanner.Plan(ctx, req)
+		mo, err := mcoToday(from, to, admin)
 		if err != nil {
 			return nil, fmt.Errorf("%s: MCO today: %w", e.Dir, err)
 		}
-		mo := outcomeOf(mp)
 		row.MCO = &mo
 		row.MCONodeMin = pool * costs.PerNode(mo)
 		row.SavedVsMCO = row.MCONodeMin - row.NDP
@@ -477,14 +463,11 @@ func Run(ctx context.Context, path string, costs Costs, mcoDecide string) (*Repo
 	return r, nil
 }
 
-// mcoAnchorPolicies are the policies of the "MCO today" column: ndp's
-// defaults (mcoimport's defaults table, checked against them, is the
-// MCO's defaultClusterPolicies), the models of MCO behaviour they do not
-// share, and the MachineConfiguration imported as `ndp import
-// machineconfiguration` imports it. A warning of the import is an error:
-// the file should say exactly what it means.
-func mcoAnchorPolicies(base string, a MCOAnchor) ([]policy.Policy, error) {
-	path := filepath.Join(base, a.MachineConfiguration)
+// readMachineConfiguration reads the administrator's MachineConfiguration
+// of the "MCO today" column, as `ndp plan --mco --machineconfiguration`
+// does: strictly, and refused where the MCO's API would refuse it. A
+// warning is an error: the file should say exactly what it means.
+func readMachineConfiguration(path string) (*operatorv1.MachineConfiguration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -493,45 +476,43 @@ func mcoAnchorPolicies(base string, a MCOAnchor) ([]policy.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := mcoimport.Convert(src, mcoimport.Options{Name: "mco-today"})
-	if err != nil {
-		return nil, err
-	}
-	if warnings = append(warnings, res.Warnings...); len(warnings) > 0 {
+	if len(warnings) > 0 {
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(warnings, "; "))
 	}
-	paths := make([]string, len(a.Models))
-	for i, p := range a.Models {
-		paths[i] = filepath.Join(base, p)
-	}
-	var pols []policy.Policy
-	if len(paths) > 0 {
-		if pols, _, err = loader.Load(paths...); err != nil {
-			return nil, err
-		}
-	}
-	if res.Policy != nil {
-		pols = append(pols, policy.FromAPI(path, res.Policy, 0, 0))
-	}
-	return policy.WithDefaultPolicy(pols), nil
-}
-
-// readMachineConfiguration reads the administrator's MachineConfiguration
-// of the "MCO today" column, as `ndp export --machineconfiguration` does.
-func readMachineConfiguration(path string) (*operatorv1.MachineConfiguration, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	src, _, err := mcoimport.Read(path, data)
-	if err != nil {
-		return nil, err
+	if err := mcorules.Validate(src.Object.Spec.NodeDisruptionPolicy); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return src.Object, nil
 }
 
+// mcoToday is the "MCO today" plan of a change: the MCO's decision
+// (mcorules) with the administrator's MachineConfiguration.
+func mcoToday(from, to *machineconfig.Config, admin *operatorv1.MachineConfiguration) (Outcome, error) {
+	in, _ := mcorules.For(from, to, admin, false)
+	d, err := mcorules.Decide(in)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := costable(d); err != nil {
+		return Outcome{}, err
+	}
+	return decisionOutcome(d), nil
+}
+
+// costable: a row can cost a decision the MCO applies. The corpus's
+// changes are ones ndp plans, so a refused or failed update is an error.
+func costable(d *mcorules.Decision) error {
+	switch {
+	case len(d.Refused) > 0:
+		return fmt.Errorf("the MCO refuses the update: %s", d.Refused[0])
+	case d.Error != "":
+		return fmt.Errorf("the MCO's daemon fails the update: %s", d.Error)
+	}
+	return nil
+}
+
 // decideWith writes the export to file and runs mco-decide on the pair
-// with it: the MCO's own code decides, not mcorules.
+// with it.
 func decideWith(ctx context.Context, tool string, ex *mcoentries.ExportResult, from, to, file string) (*mcorules.Decision, error) {
 	obj, err := ex.Object()
 	if err != nil {
@@ -544,6 +525,12 @@ func decideWith(ctx context.Context, tool string, ex *mcoentries.ExportResult, f
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		return nil, err
 	}
+	return mcoDecides(ctx, tool, from, to, file)
+}
+
+// mcoDecides runs mco-decide on the pair with the MachineConfiguration in
+// file: the MCO's own code decides, not mcorules.
+func mcoDecides(ctx context.Context, tool, from, to, file string) (*mcorules.Decision, error) {
 	var stderr strings.Builder
 	cmd := exec.CommandContext(ctx, tool, "--from", from, "--to", to, "--machineconfiguration", file)
 	cmd.Stderr = &stderr
@@ -561,41 +548,17 @@ func decideWith(ctx context.Context, tool string, ex *mcoentries.ExportResult, f
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
-	switch {
-	case !res.Reconcilable:
-		// Not in the corpus, whose changes ndp plans: a row cannot cost it.
-		return nil, errors.New("the MCO refuses the update")
-	case res.Error != "":
-		return nil, fmt.Errorf("the MCO's daemon fails the update: %s", res.Error)
+	d := &mcorules.Decision{Actions: res.Actions, Drain: res.Drain, Reboot: res.Reboot, Error: res.Error}
+	if !res.Reconcilable {
+		d.Refused = []string{"not reconcilable (mco-decide)"}
 	}
-	return &mcorules.Decision{Actions: res.Actions, Drain: res.Drain, Reboot: res.Reboot}, nil
+	return d, costable(d)
 }
 
-// decisionOutcome is the MCO's decision as an Outcome in ndp's terms:
-// Special is the CRI-O reload it runs, Drain the flag, None only when
-// alone, each action once (the MCO keeps duplicates), in order.
+// decisionOutcome is the MCO's decision as an Outcome in the terms of
+// ndp's plans (mcoimport.DecisionPlan).
 func decisionOutcome(d *mcorules.Decision) Outcome {
-	o := Outcome{Actions: []string{}, Drain: d.Drain, Reboot: d.Reboot}
-	if d.Reboot {
-		o.Actions = []string{string(policy.ActionReboot)}
-		return o
-	}
-	for _, a := range d.Actions {
-		s := a.String()
-		switch a.Type {
-		case operatorv1.DrainStatusAction, operatorv1.NoneStatusAction:
-			continue
-		case operatorv1.SpecialStatusAction:
-			s = "Reload crio.service"
-		}
-		if !slices.Contains(o.Actions, s) {
-			o.Actions = append(o.Actions, s)
-		}
-	}
-	if len(o.Actions) == 0 {
-		o.Actions = []string{string(policy.ActionNone)}
-	}
-	return o
+	return outcome(mcoimport.DecisionPlan(d))
 }
 
 // sameSet: the same action set, drain and reboot (the MCO orders
@@ -643,8 +606,8 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "Cost model, minutes per node: drain %s, reboot %s, restart %s, reload %s, daemon-reload %s, none 0.\n",
 		num(c.Drain), num(c.Reboot), num(c.Restart), num(c.Reload), num(c.DaemonReload))
 	b.WriteString("A plan costs the sum of its steps (a reboot plan: drain + reboot); node-minutes = minutes per node x nodes.\n")
-	b.WriteString("MCO today: the MCO (4.17+) with its default node disruption policies and the MachineConfiguration\n" +
-		"entries an administrator can safely write (mco-machineconfiguration.yaml: paths and units, no conditions).\n")
+	b.WriteString("MCO today: the MCO's own decision (mcorules: its rules at the reference commit) with its default node disruption\n" +
+		"policies and the MachineConfiguration entries an administrator can safely write (mco-machineconfiguration.yaml).\n")
 	fmt.Fprintf(&b, "Reboot on any change (the MCO before node disruption policies): drain + reboot = %s min per node, %s node-minutes per change.\n\n",
 		num(c.RebootOnAny()), num(float64(c.Nodes)*c.RebootOnAny()))
 

@@ -1,4 +1,4 @@
-// Command pause is the pod sandbox ("pause") image of hack/cluster's node,
+// Command pause is the pod sandbox ("pause") image of make cluster's node (test/framework),
 // built here because nothing may be pulled from outside this machine: as
 // PID 1 of a pod it waits for SIGTERM or SIGINT and reaps the children
 // that are re-parented to it. The drain scenario also runs it as a

@@ -1,7 +1,9 @@
 // Package testkit is what ndp's test suites share: waits, free ports, a
 // process's last log lines, the envtest control plane (on top of
-// internal/controlplane, which the non-test tools use too) and where the
-// MCO's reference tools are (MCORef). Its MachineConfig and Ignition
+// internal/controlplane, which the non-test tools use too), MachineConfig
+// files read (ReadConfig, ReadMachineConfig), where the MCO's reference
+// tools are (MCORef, RealConfigs) and the MCO's own decision
+// (MCODecide). Its MachineConfig, MachineConfiguration and Ignition
 // builders are in testkit/builder, its small policies and default planner
 // in testkit/policytest.
 package testkit
@@ -107,4 +109,15 @@ func WithoutCommentLines(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// CheckContains fails the test, and goes on, for each of wants that got
+// lacks; what names got in the message ("text", "stderr").
+func CheckContains(t testing.TB, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, got)
+		}
+	}
 }

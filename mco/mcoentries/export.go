@@ -156,18 +156,9 @@ type heldEntries map[string][]operatorv1.NodeDisruptionPolicySpecAction
 // entry that is not ndp's is the administrator's.
 func heldOtherwise(want, admin Entries) (Entries, heldEntries) {
 	held := heldEntries{}
-	have := map[string][]operatorv1.NodeDisruptionPolicySpecAction{}
-	for _, f := range admin.Files {
-		have["file:"+f.Path] = f.Actions
-	}
-	for _, u := range admin.Units {
-		have["unit:"+string(u.Name)] = u.Actions
-	}
-	if len(admin.SSHKey.Actions) > 0 {
-		have["sshkey"] = admin.SSHKey.Actions
-	}
+	have := BySubject(admin)
 	for _, s := range subjectActions(want) {
-		if a, ok := have[s[0]]; ok && keys(a) != s[1] {
+		if a, ok := have[s[0]]; ok && planner.FormatActions(a) != s[1] {
 			held[s[0]] = a
 		}
 	}
@@ -184,7 +175,7 @@ func (h heldEntries) notes(by map[string][]string) []Unexpressed {
 		out = append(out, Unexpressed{
 			Policy:  strings.Join(by[s], ", "),
 			Subject: SubjectText(s),
-			Reason:  fmt.Sprintf("the administrator's entry for it in MachineConfiguration cluster has other actions (%s); ndp does not overwrite it", keys(h[s])),
+			Reason:  fmt.Sprintf("the administrator's entry for it in MachineConfiguration cluster has other actions (%s); ndp does not overwrite it", planner.FormatActions(h[s])),
 		})
 	}
 	return out

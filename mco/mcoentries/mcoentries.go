@@ -29,6 +29,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 
 	"github.com/ndp-dev/ndp/mco/mcorules"
+	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/policy"
 )
 
@@ -84,16 +85,8 @@ func toSpec(in []policy.Action) []operatorv1.NodeDisruptionPolicySpecAction {
 	return out
 }
 
-func key(a policy.Action) string {
-	k := string(a.Type)
-	switch {
-	case a.Reload != nil:
-		k += " " + string(a.Reload.ServiceName)
-	case a.Restart != nil:
-		k += " " + string(a.Restart.ServiceName)
-	}
-	return k
-}
+// key is an action as text: "Restart chronyd.service".
+func key(a policy.Action) string { return planner.FormatActions([]policy.Action{a}) }
 
 // effect is what a list of actions does to a node, order aside: the MCO
 // runs different files' actions in random order, so only the set counts.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mco/mcoentries"
@@ -116,18 +116,7 @@ func TestStatic(t *testing.T) {
 
 func loadPlan(t *testing.T, pl *planner.Planner, dir string) (*machineconfig.Config, *machineconfig.Config, *planner.Plan) {
 	t.Helper()
-	read := func(n string) *machineconfig.Config {
-		data, err := os.ReadFile(dir + "/" + n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := machineconfig.Parse(n, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	from, to := read("old.yaml"), read("new.yaml")
+	from, to := testkit.ReadConfig(t, dir+"/old.yaml"), testkit.ReadConfig(t, dir+"/new.yaml")
 	p, err := pl.Plan(context.Background(), planner.Request{From: from, To: to})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package mcoentries
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -86,6 +87,24 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 	withhold := func(pol, subject, why string) {
 		res.Unexpressed = append(res.Unexpressed, Unexpressed{Policy: pol, Subject: subject, Reason: why})
 	}
+	// entry is the static entry of subject, declared by the policies pol:
+	// its actions and the policies that decide them, from probe, unless
+	// the first of whys, or probe, gives a reason to withhold it (ok
+	// false, the reason said).
+	entry := func(pol, subject string, whys []string, probe func() ([]operatorv1.NodeDisruptionPolicySpecAction, []string, string, error)) (
+		acts []operatorv1.NodeDisruptionPolicySpecAction, deciders []string, ok bool, err error) {
+		why := cmp.Or(whys...)
+		if why == "" {
+			if acts, deciders, why, err = probe(); err != nil {
+				return nil, nil, false, err
+			}
+		}
+		if why != "" {
+			withhold(pol, subject, why)
+			return nil, nil, false, nil
+		}
+		return acts, deciders, true, nil
+	}
 
 	// Files, shortest path first: an override beneath an entry is decided
 	// with the entry in place.
@@ -111,26 +130,18 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 	var static []string
 	for _, k := range paths {
 		c := byPath[k]
-		subject := "file " + k
-		pol := strings.Join(c.pols, ", ")
+		var special string
 		if k == registries.ConfPath {
-			withhold(pol, subject, "the MCO decides registries.conf by its own rule (Special), by contents; per update only")
-			continue
+			special = "the MCO decides registries.conf by its own rule (Special), by contents; per update only"
 		}
-		if why := pooledOver(k, pooled); why != "" {
-			withhold(pol, subject, why)
-			continue
-		}
-		if why := regoOver(k, regoPaths); why != "" {
-			withhold(pol, subject, why)
-			continue
-		}
-		acts, deciders, why, err := pr.file(k, c.pols)
+		acts, deciders, ok, err := entry(strings.Join(c.pols, ", "), "file "+k, []string{special, pooledOver(k, pooled), regoOver(k, regoPaths)},
+			func() ([]operatorv1.NodeDisruptionPolicySpecAction, []string, string, error) {
+				return pr.file(k, c.pols)
+			})
 		if err != nil {
 			return nil, err
 		}
-		if why != "" {
-			withhold(pol, subject, why)
+		if !ok {
 			continue
 		}
 		res.Entries.Files = append(res.Entries.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: k, Actions: acts})
@@ -198,21 +209,14 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		pol, subject := strings.Join(units[n], ", "), "unit "+n
-		if why := pooledUnit(n, pooled); why != "" {
-			withhold(pol, subject, why)
-			continue
-		}
-		if why := regoNames(n, regoUnits); why != "" {
-			withhold(pol, subject, why)
-			continue
-		}
-		acts, deciders, why, err := pr.unit(n, units[n])
+		acts, deciders, ok, err := entry(strings.Join(units[n], ", "), "unit "+n, []string{pooledUnit(n, pooled), regoNames(n, regoUnits)},
+			func() ([]operatorv1.NodeDisruptionPolicySpecAction, []string, string, error) {
+				return pr.unit(n, units[n])
+			})
 		if err != nil {
 			return nil, err
 		}
-		if why != "" {
-			withhold(pol, subject, why)
+		if !ok {
 			continue
 		}
 		res.Entries.Units = append(res.Entries.Units, operatorv1.NodeDisruptionPolicySpecUnit{Name: operatorv1.NodeDisruptionPolicyServiceName(n), Actions: acts})
@@ -227,20 +231,18 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 		}
 	}
 	if len(sshPols) > 0 {
-		pol := strings.Join(sshPols, ", ")
+		var poolsOnly string
 		if i := slices.IndexFunc(pooled, func(p policy.Policy) bool { return p.SSHKey != nil }); i >= 0 {
-			withhold(pol, "sshkey", fmt.Sprintf("policy %s decides SSH keys for some pools only, the MCO's policies are cluster-wide", pooled[i].Name))
-		} else {
-			acts, deciders, why, err := pr.ssh(sshPols)
-			if err != nil {
-				return nil, err
-			}
-			if why != "" {
-				withhold(pol, "sshkey", why)
-			} else {
-				res.Entries.SSHKey = operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: acts}
-				res.From["sshkey"] = deciders
-			}
+			poolsOnly = fmt.Sprintf("policy %s decides SSH keys for some pools only, the MCO's policies are cluster-wide", pooled[i].Name)
+		}
+		acts, deciders, ok, err := entry(strings.Join(sshPols, ", "), "sshkey", []string{poolsOnly},
+			func() ([]operatorv1.NodeDisruptionPolicySpecAction, []string, string, error) { return pr.ssh(sshPols) })
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			res.Entries.SSHKey = operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: acts}
+			res.From["sshkey"] = deciders
 		}
 	}
 	res.Entries = Sorted(res.Entries)
@@ -366,12 +368,10 @@ func (pr *prober) file(p string, want []string) ([]operatorv1.NodeDisruptionPoli
 	var deciders []string
 	for _, target := range []string{p, p + "/ndp-probe.conf"} {
 		for i, e := range probeEdits {
-			from, to := fileConfig(target, e[0], true), fileConfig(target, e[1], e[1] != "")
-			plan, err := pr.planner.Plan(pr.ctx, planner.Request{From: from, To: to})
+			plan, acts, who, err := pr.claims(fileConfig(target, e[0], true), fileConfig(target, e[1], e[1] != ""), "file:"+target, "a change of "+target)
 			if err != nil {
-				return nil, nil, "", fmt.Errorf("planning a change of %s: %w", target, err)
+				return nil, nil, "", err
 			}
-			acts, who := claimsOf(plan, "file:"+target)
 			if i == 0 && target == p {
 				first, deciders = acts, who
 			}
@@ -396,12 +396,10 @@ func (pr *prober) unit(n string, want []string) ([]operatorv1.NodeDisruptionPoli
 	var first []operatorv1.NodeDisruptionPolicySpecAction
 	var deciders []string
 	for i, e := range probeEdits {
-		from, to := unitConfig(n, e[0], true), unitConfig(n, e[1], e[1] != "")
-		plan, err := pr.planner.Plan(pr.ctx, planner.Request{From: from, To: to})
+		plan, acts, who, err := pr.claims(unitConfig(n, e[0], true), unitConfig(n, e[1], e[1] != ""), "unit:"+n, "a change of "+n)
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("planning a change of %s: %w", n, err)
+			return nil, nil, "", err
 		}
-		acts, who := claimsOf(plan, "unit:"+n)
 		if i == 0 {
 			first, deciders = acts, who
 		}
@@ -417,15 +415,25 @@ func (pr *prober) unit(n string, want []string) ([]operatorv1.NodeDisruptionPoli
 
 func (pr *prober) ssh(want []string) ([]operatorv1.NodeDisruptionPolicySpecAction, []string, string, error) {
 	from, to := sshConfig("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOldOldOldOldOldOldOldOldOldOldOldOldOld1 old"), sshConfig("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINewNewNewNewNewNewNewNewNewNewNewNewNew2 new")
-	plan, err := pr.planner.Plan(pr.ctx, planner.Request{From: from, To: to})
+	plan, acts, who, err := pr.claims(from, to, "sshkey", "an SSH key change")
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("planning an SSH key change: %w", err)
+		return nil, nil, "", err
 	}
-	acts, who := claimsOf(plan, "sshkey")
 	if !declaredBy(plan, "sshkey", "", want, pr.planner) {
 		return nil, who, fmt.Sprintf("another claim decides SSH keys (%s), not the entry", strings.Join(who, ", ")), nil
 	}
 	return acts, who, "", nil
+}
+
+// claims plans from → to, the change what, and is the plan with the
+// decision of its change id (claimsOf).
+func (pr *prober) claims(from, to *machineconfig.Config, id, what string) (*planner.Plan, []operatorv1.NodeDisruptionPolicySpecAction, []string, error) {
+	plan, err := pr.planner.Plan(pr.ctx, planner.Request{From: from, To: to})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("planning %s: %w", what, err)
+	}
+	acts, who := claimsOf(plan, id)
+	return plan, acts, who, nil
 }
 
 // claimsOf is the decision of one change of a plan, as one entry's list,

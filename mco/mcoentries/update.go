@@ -437,24 +437,15 @@ func sameMove(a, b Move) bool {
 func subjectActions(e Entries) [][2]string {
 	var out [][2]string
 	for _, f := range e.Files {
-		out = append(out, [2]string{"file:" + f.Path, keys(f.Actions)})
+		out = append(out, [2]string{"file:" + f.Path, planner.FormatActions(f.Actions)})
 	}
 	for _, u := range e.Units {
-		out = append(out, [2]string{"unit:" + string(u.Name), keys(u.Actions)})
+		out = append(out, [2]string{"unit:" + string(u.Name), planner.FormatActions(u.Actions)})
 	}
 	if len(e.SSHKey.Actions) > 0 {
-		out = append(out, [2]string{"sshkey", keys(e.SSHKey.Actions)})
+		out = append(out, [2]string{"sshkey", planner.FormatActions(e.SSHKey.Actions)})
 	}
 	return out
-}
-
-// keys is an action list as text, in order.
-func keys(as []operatorv1.NodeDisruptionPolicySpecAction) string {
-	var ks []string
-	for _, a := range as {
-		ks = append(ks, key(a))
-	}
-	return strings.Join(ks, ", ")
 }
 
 func firstIn(subjects []string, set map[string]bool) string {

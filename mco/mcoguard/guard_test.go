@@ -2,6 +2,7 @@ package mcoguard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -14,15 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 // countingTransport counts the requests a client sends, and of them the
-// DaemonSet's and discovery's.
+// DaemonSet's, the ClusterOperator's and discovery's.
 type countingTransport struct {
-	n, daemonSets, discovery atomic.Int64
-	next                     http.RoundTripper
+	n, daemonSets, clusterOperators, discovery atomic.Int64
+	next                                       http.RoundTripper
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -30,7 +32,9 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch p := r.URL.Path; {
 	case strings.Contains(p, "/daemonsets"):
 		c.daemonSets.Add(1)
-	case !strings.Contains(p, "/clusteroperators"):
+	case strings.Contains(p, "/clusteroperators"):
+		c.clusterOperators.Add(1)
+	default:
 		c.discovery.Add(1)
 	}
 	return c.next.RoundTrip(r)
@@ -39,7 +43,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // The Guard on a real API server that first does not serve ClusterOperators
 // (plain Kubernetes): it syncs (no ClusterOperator), notices the kind once
 // its CRD is installed, follows the ClusterOperator and the DaemonSet
-// coming, changing and going — telling its subscribers each time, and
+// coming, changing and going — telling its subscribers once each time, and
 // nothing for other ClusterOperators, other DaemonSets or status writes —
 // and answers Observe from memory, without a request.
 func TestGuardFollowsTheMCOsObjects(t *testing.T) {
@@ -56,44 +60,46 @@ func TestGuardFollowsTheMCOsObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.NotServedRecheck = 500 * time.Millisecond
-	changes := g.Subscribe()
+	// changes hears every change event the Guard sends: a subscriber's
+	// channel holds one (Subscribe), this one all, so that they count.
+	changes := make(chan event.GenericEvent, 64)
+	g.subs = append(g.subs, changes)
 	if _, err := g.Observe(ctx, nil); err == nil || !strings.Contains(err.Error(), "not known yet") {
 		t.Errorf("before its first list, Observe answered: %v", err)
 	}
 	go func() { _ = g.Start(ctx) }()
 
-	// expect waits for a change event after which Observe (for node, when
-	// given) says want.
+	// quiet names the writes since the last expect that must send no
+	// change event (another object, a status): the next expect's count
+	// proves it. Each object has one watch, which the Guard reads in
+	// order and whose every event it handles before Observe answers from
+	// it: once Observe says what a later write on the same watch made,
+	// the Guard has handled the quiet writes before it, and sent what
+	// they sent.
+	var quiet []string
+	// expect waits until Observe (for node, when given) says want, then
+	// takes the change events sent meanwhile: one, the change's.
 	expect := func(what string, node *corev1.Node, want Observed) {
 		t.Helper()
-		deadline := time.After(time.Minute)
-		for {
-			select {
-			case <-changes:
-				o, err := g.Observe(ctx, node)
-				if err == nil && o == want {
-					return
-				}
-			case <-deadline:
-				o, err := g.Observe(ctx, node)
-				t.Fatalf("%s: no change event with %+v; Observe says %+v, %v", what, want, o, err)
-			}
+		testkit.Eventually(t, what, func() (bool, string) {
+			o, err := g.Observe(ctx, node)
+			return err == nil && o == want, fmt.Sprintf("Observe says %+v, %v", o, err)
+		}, testkit.Within(time.Minute))
+		if n := len(changes); n != 1 {
+			t.Errorf("%s: %d change events, want 1 (and none for %s)", what, n, strings.Join(quiet, ", "))
 		}
-	}
-	// quiet asserts that no change event comes while something else changes.
-	quiet := func(what string) {
-		t.Helper()
-		select {
-		case <-changes:
-			t.Errorf("%s: a change event", what)
-		case <-time.After(2 * time.Second):
+		for len(changes) > 0 {
+			<-changes
 		}
+		quiet = nil
 	}
 	expect("the first sync, without the ClusterOperator kind", nil, Observed{})
 	// At the start, the DaemonSet is listed and watched, and nothing is
-	// discovered (the unserved kind is listed again, at its pace).
-	testkit.Until(t, "the DaemonSet listed and watched", func() bool { return counter.daemonSets.Load() >= 2 })
-	time.Sleep(time.Second) // anything else the start sends
+	// discovered. The start is over once the unserved kind was listed
+	// again, at its pace (anything discovered for it would come first).
+	testkit.Until(t, "the DaemonSet listed and watched, the unserved kind listed again", func() bool {
+		return counter.daemonSets.Load() >= 2 && counter.clusterOperators.Load() >= 2
+	})
 	if ds, disc := counter.daemonSets.Load(), counter.discovery.Load(); ds != 2 || disc != 0 {
 		t.Errorf("the guard's start sent %d DaemonSet requests (want a list and a watch) and %d others: %d in all", ds, disc, counter.n.Load())
 	}
@@ -117,16 +123,11 @@ func TestGuardFollowsTheMCOsObjects(t *testing.T) {
 	other := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "ndp"}}
 	mco := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: ClusterOperatorName}}
 	testkit.Until(t, "the ClusterOperator kind is served", func() bool { return k8s.Create(ctx, other.DeepCopy()) == nil })
-	quiet("another ClusterOperator")
+	quiet = append(quiet, "another ClusterOperator")
 	if err := k8s.Create(ctx, mco); err != nil {
 		t.Fatal(err)
 	}
 	expect("ClusterOperator machine-config created", nil, Observed{ClusterOperator: true})
-	mco.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: "4.20.0"}}
-	if err := k8s.Status().Update(ctx, mco); err != nil {
-		t.Fatal(err)
-	}
-	quiet("the ClusterOperator's status written")
 
 	// The daemon's DaemonSet, its nodeSelector, and another DaemonSet.
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DaemonSetNamespace}}); err != nil {
@@ -136,7 +137,7 @@ func TestGuardFollowsTheMCOsObjects(t *testing.T) {
 	if err := k8s.Create(ctx, daemonSet("machine-config-server", nil)); err != nil {
 		t.Fatal(err)
 	}
-	quiet("another DaemonSet of the namespace")
+	quiet = append(quiet, "another DaemonSet of the namespace")
 	if err := k8s.Create(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,13 @@ func TestGuardFollowsTheMCOsObjects(t *testing.T) {
 	}
 	expect("the DaemonSet's nodeSelector changed", linux, Observed{ClusterOperator: true, DaemonSet: true, DaemonSetSkipsNode: true})
 
-	// Both go.
+	// Both go; first, the ClusterOperator's status is written (its
+	// deletion, on the same watch, is the next change).
+	mco.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: "4.20.0"}}
+	if err := k8s.Status().Update(ctx, mco); err != nil {
+		t.Fatal(err)
+	}
+	quiet = append(quiet, "the ClusterOperator's status written")
 	if err := k8s.Delete(ctx, mco); err != nil {
 		t.Fatal(err)
 	}

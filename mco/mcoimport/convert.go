@@ -69,7 +69,7 @@ type Entry struct {
 	Actions    []Action
 	// Default names the default this entry equals (Covered) or overrides
 	// (Imported), "" when there is none: "the default for
-	// /etc/crio/policies/"; DefaultActions are that default's actions
+	// /etc/crio/policies"; DefaultActions are that default's actions
 	// ("Reload crio.service"), "" when Default says them.
 	Default, DefaultActions string
 	// Note says why an entry was skipped, or what changed on import.
@@ -228,7 +228,8 @@ func Convert(src *Source, opts Options) (*Result, error) {
 	}
 
 	// Units: exact names. ndp has no default unit rule, so a unit no
-	// entry names needs a reboot, as in the MCO.
+	// entry names needs a reboot, as in the MCO but for its default for
+	// iri-registry.service (mcoOnlyUnits).
 	seenUnits := map[string]string{}
 	for i, u := range spec.Units {
 		fld := fmt.Sprintf("%s.units[%d]", policyField, i)

@@ -1,12 +1,14 @@
 package mcoimport
 
-// DefaultRule is a row of the defaults table, for the tests.
+import "github.com/ndp-dev/ndp/mco/mcorules"
+
+// DefaultRule is a row of the importer's table of ndp's defaults.
 type DefaultRule struct {
 	Path    string
 	Actions []Action
 }
 
-// DefaultFiles exposes the defaults table to the tests.
+// DefaultFiles exposes the table to the tests.
 func DefaultFiles() []DefaultRule {
 	var out []DefaultRule
 	for _, d := range defaultFiles {
@@ -14,3 +16,20 @@ func DefaultFiles() []DefaultRule {
 	}
 	return out
 }
+
+// NDPDefaults, NDPOnlyFiles, MCOOnlyFiles and MCOOnlyUnits expose ndp's
+// defaults and their differences from the reference MCO's.
+func NDPDefaults() mcorules.Policies { return ndpDefaults() }
+
+func NDPOnlyFiles() []string {
+	var out []string
+	for _, f := range ndpOnlyFiles() {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+var (
+	MCOOnlyFiles = mcoOnlyFiles
+	MCOOnlyUnits = mcoOnlyUnits
+)

@@ -4,18 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/mco/mcoimport"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/loader"
@@ -65,10 +64,16 @@ type mcoOutcome struct {
 // imported policy for a change the entry decides must be what the MCO does.
 // The expectations are the MCO's, worked out from its code
 // (MergeClusterPolicies, FindClosestFilePolicyPathMatch, the daemon's
-// action and drain logic), not from ndp's output; a port of those functions
-// (mcoPlan) checks the reasoning.
+// action and drain logic), not from ndp's output, and mcorules (the MCO's
+// rules, which agree with its code) checks each: with the defaults of the
+// MCO release ndp's defaults follow (ndp's defaults in the MCO's terms: the
+// reference MCO's list with their named differences), so that a row checks
+// the import, not the defaults; and with the reference MCO's, which decides
+// otherwise only where those differences are (reference).
 func TestRoundTripMatchesTheMCO(t *testing.T) {
 	src, res, out := importExample(t, mcoimport.Options{})
+	user := src.Object.Spec.NodeDisruptionPolicy
+	earlier, latest := mcorules.MergePoliciesOver(mcoimport.NDPDefaults(), user), mcorules.MergePolicies(user)
 
 	// Strictly a NodeDisruptionPolicy, valid by the API's rules.
 	j, err := yaml.YAMLToJSONStrict(out)
@@ -109,6 +114,11 @@ func TestRoundTripMatchesTheMCO(t *testing.T) {
 	divergences := map[string]string{
 		"file /etc/nginx": "ndp's lib.path_keys looks a file up as itself and as itself plus \"/\", so the entry /etc/nginx/ claims " +
 			"a file at /etc/nginx; in the MCO it does not (a path cannot be both a file and a directory with files beneath it on one node)",
+	}
+	// What the reference MCO does where one of its defaults differs from
+	// ndp's (the rows of the other changes: as the table says).
+	reference := map[string]mcoOutcome{
+		"file /etc/mco/internal-registry-pull-secret.json": {"Reboot", true, true}, // no default there
 	}
 	reload := func(s string) string { return "Reload " + s }
 	restart := func(s string) string { return "Restart " + s }
@@ -163,8 +173,15 @@ func TestRoundTripMatchesTheMCO(t *testing.T) {
 		{"", change{unit: "other.service"}, mcoOutcome{"Reboot", true, true}, "a unit no entry names"},
 	} {
 		t.Run(fmt.Sprintf("%s %s", tc.change, tc.why), func(t *testing.T) {
-			if got := mcoPlan(src.Object.Spec.NodeDisruptionPolicy, tc.change); got != tc.want {
-				t.Errorf("the port of the MCO's functions gives %+v, the table says %+v", got, tc.want)
+			if got := mcoDoes(t, earlier, tc.change); got != tc.want {
+				t.Errorf("the MCO with the defaults ndp follows does %+v, the table says %+v", got, tc.want)
+			}
+			ref, differs := reference[tc.change.String()]
+			if !differs {
+				ref = tc.want
+			}
+			if got := mcoDoes(t, latest, tc.change); got != ref {
+				t.Errorf("the reference MCO does %+v, the table says %+v", got, ref)
 			}
 			pl := planOf(t, p, tc.change)
 			got := mcoOutcome{planner.FormatActions(pl.Actions), pl.Drain, pl.Reboot}
@@ -195,95 +212,15 @@ func TestRoundTripMatchesTheMCO(t *testing.T) {
 	}
 }
 
-// mcoPlan ports the MCO's decision for one change, to check the table's
-// reasoning: MergeClusterPolicies (pkg/apihelpers/apihelpers.go) over the
-// MCO's defaultClusterPolicies as the MCO writes them (directories without a
-// final "/"), FindClosestFilePolicyPathMatch and IsSubdirectory
-// (pkg/controller/common/helpers.go), the unit and sshkey lookups of
-// calculatePostConfigChangeNodeDisruptionActionFromMCDiffs
-// (pkg/daemon/update.go), and the drain decision: Reboot or Drain drains;
-// Special reloads CRI-O and drains unless the change is safe.
-func mcoPlan(user operatorv1.NodeDisruptionPolicyConfig, c change) mcoOutcome {
-	type file struct {
-		path    string
-		actions []string
+// mcoDoes is what the MCO decides for the change with these policies
+// (mcorules), in plan terms.
+func mcoDoes(t *testing.T, pols mcorules.Policies, c change) mcoOutcome {
+	t.Helper()
+	from, to := c.configs(t)
+	d, err := mcorules.Decide(mcorules.Input{From: from, To: to, Policies: pols})
+	if err != nil || len(d.Refused) > 0 || d.Error != "" {
+		t.Fatalf("%s: the MCO decides %v, %v", c, d, err)
 	}
-	crio := []string{"Reload crio.service"}
-	merged := []file{ // defaultClusterPolicies, in its order
-		{"/etc/mco/internal-registry-pull-secret.json", []string{"None"}},
-		{"/var/lib/kubelet/config.json", []string{"None"}},
-		{"/etc/machine-config-daemon/no-reboot/containers-gpg.pub", crio},
-		{"/etc/containers/policy.json", crio},
-		{"/etc/containers/registries.conf", []string{"Special"}},
-		{"/etc/containers/registries.d", crio},
-		{"/etc/crio/policies", crio},
-		{"/etc/nmstate/openshift", []string{"None"}},
-		{"/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", []string{"Restart coreos-update-ca-trust.service", "Restart crio.service"}},
-		{"/etc/kubernetes/credential-providers", []string{"Restart kubelet.service"}},
-		{"/etc/systemd/system/kubelet.service.d/40-kubelet-crio-image-credential-provider.conf", []string{"DaemonReload", "Restart kubelet.service"}},
-	}
-	names := func(as []operatorv1.NodeDisruptionPolicySpecAction) []string {
-		var out []string
-		for _, a := range as {
-			out = append(out, strings.TrimSpace(planner.FormatActions([]operatorv1.NodeDisruptionPolicySpecAction{a})))
-		}
-		return out
-	}
-	for _, u := range user.Files {
-		replaced := false
-		for i := range merged {
-			if merged[i].path == u.Path {
-				merged[i].actions, replaced = names(u.Actions), true
-				break
-			}
-		}
-		if !replaced {
-			merged = append(merged, file{u.Path, names(u.Actions)})
-		}
-	}
-	isSubdirectory := func(dir, target string) bool {
-		return strings.HasPrefix(filepath.Clean(target), filepath.Clean(dir)+"/")
-	}
-	actions := []string{"Reboot"} // no policy found
-	switch {
-	case c.file != "":
-		best := 0
-		for _, f := range merged {
-			if (c.file == f.path || isSubdirectory(f.path, c.file)) && len(f.path) > best {
-				best, actions = len(f.path), f.actions
-			}
-		}
-	case c.unit != "":
-		for _, u := range user.Units {
-			if string(u.Name) == c.unit {
-				actions = names(u.Actions)
-			}
-		}
-	default: // sshkey or password: the passwd diff
-		actions = []string{"None"}
-		if len(user.SSHKey.Actions) > 0 {
-			actions = names(user.SSHKey.Actions)
-		}
-	}
-	var out mcoOutcome
-	var run []string
-	for _, a := range actions {
-		switch a {
-		case "Reboot":
-			return mcoOutcome{"Reboot", true, true}
-		case "Drain":
-			out.drain = true
-		case "None":
-		case "Special":
-			run = append(run, "Reload crio.service")
-			out.drain = out.drain || c.to != registriesMirrorAdded // the two registries changes the table makes
-		default:
-			run = append(run, a)
-		}
-	}
-	out.actions = strings.Join(run, ", ")
-	if out.actions == "" {
-		out.actions = "None"
-	}
-	return out
+	actions, drain, reboot := mcoimport.DecisionPlan(d)
+	return mcoOutcome{planner.FormatActions(actions), drain, reboot}
 }

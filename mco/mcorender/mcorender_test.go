@@ -1,7 +1,6 @@
 package mcorender_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,9 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
-	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -130,38 +127,22 @@ func TestMergeSpec(t *testing.T) {
 // rendered by MCOs that still left an empty compression ("") in place, so
 // only this one is compared.
 func TestMergeOfARealCluster(t *testing.T) {
-	dir := filepath.Join(testkit.RealConfigs(t), "ocpbugs-60768")
-	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no MachineConfigs in %s (%v)", dir, err)
-	}
+	const cluster = "ocpbugs-60768"
 	byPool := map[string][]render.Source{}
 	rendered := map[string]*machineconfig.Config{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := machineconfig.Parse(p, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mc ndpmcv1.MachineConfig
-		if err := yaml.Unmarshal(data, &mc); err != nil {
-			t.Fatal(err)
-		}
+	for _, mc := range testkit.RealCluster(t, cluster) {
 		if strings.HasPrefix(mc.Name, "rendered-") {
-			rendered[mc.Name] = cfg
+			rendered[mc.Name] = mc.Config
 			continue
 		}
-		src := render.SourceOf(&mc, cfg)
+		src := render.SourceOf(mc.MachineConfig, mc.Config)
 		byPool[src.Role] = append(byPool[src.Role], src)
 	}
 	// The configs each pool runs after the upgrade the capture ends with.
 	for pool, name := range map[string]string{"worker": "rendered-worker-2b807ab49e9d8a7040a5bcc4085e31c1", "master": "rendered-master-505a1e08a37430cbe1ee421928f810ec"} {
 		want := rendered[name]
 		if want == nil {
-			t.Fatalf("%s: no %s", dir, name)
+			t.Fatalf("%s: no %s", cluster, name)
 		}
 		got, err := mcorender.Merge(pool, byPool[pool], mcorender.Base{OSImageURL: want.Spec.OSImageURL, BaseOSExtensionsContainerImage: want.Spec.BaseOSExtensionsContainerImage})
 		if err != nil {
@@ -193,16 +174,9 @@ func TestNameOfRealRenderedConfigs(t *testing.T) {
 	}
 	reproduced := 0
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(data), "XXXXXXXXXXXXXXXX") {
+		cfg := testkit.ReadConfig(t, p)
+		if strings.Contains(string(cfg.Spec.Config.Raw), "XXXXXXXXXXXXXXXX") {
 			continue // captured with its SSH key blanked out: no longer the spec its name hashes
-		}
-		cfg, err := machineconfig.Parse(p, data)
-		if err != nil {
-			t.Fatal(err)
 		}
 		pool := strings.TrimPrefix(cfg.Name, "rendered-")
 		pool = pool[:strings.LastIndex(pool, "-")]

@@ -1,37 +1,28 @@
 package mcorules_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
 // FuzzMCOAgreement: a real rendered config (chosen with the case index),
 // a mutation class and up to four more mutations (extra, one class a byte),
 // run live through mcorules.Decide and mco-decide; any disagreement on
 // refusal, the action set, drain or reboot fails. Skipped without
-// mco-decide (../shared/mco-ref) and while Decide is a stub. Seeds:
-// testdata/fuzz/FuzzMCOAgreement.
+// mco-decide (../shared/mco-ref; it fails instead with
+// NDP_REQUIRE_MCO_REF=1). Seeds: testdata/fuzz/FuzzMCOAgreement.
 func FuzzMCOAgreement(f *testing.F) {
+	tool := mcoDecide(f)
 	bs, err := loadBases()
 	if err != nil {
 		f.Fatalf("the real configs: %v", err)
 	}
-	tool := mcoDecide()
 	f.Fuzz(func(t *testing.T, index uint16, class uint8, extra []byte) {
-		if tool == "" {
-			t.Skip("mco-decide not found (../shared/mco-ref/mco-decide or NDP_MCO_DECIDE)")
-		}
 		if len(extra) > 4 {
 			extra = extra[:4]
 		}
 		c := generateCase(int(index), bs, int(class), extra)
-		got, err := decideNDP(parseCase(c))
-		if errors.Is(err, mcorules.ErrNotImplemented) {
-			t.Skip("mcorules.Decide is not implemented yet")
-		}
+		got := decideNDP(parseCase(c))
 		want, _, err := runTool(tool, t.TempDir(), c)
 		if err != nil {
 			t.Fatal(err)

@@ -133,23 +133,29 @@ type recordingHeader struct {
 	Took      string `json:"took"`
 }
 
-// mcoDecide is the reference tool ($NDP_MCO_DECIDE, else mco-decide in
-// testkit.MCORef), "" when absent.
-func mcoDecide() string {
-	candidates := []string{os.Getenv("NDP_MCO_DECIDE")}
-	if ref := testkit.MCORef(); ref != "" {
-		candidates = append(candidates, filepath.Join(ref, "mco-decide"))
-	}
-	for _, p := range candidates {
-		if p == "" {
-			continue
+// mcoDecide is the reference tool: $NDP_MCO_DECIDE, else mco-decide in
+// the MCO reference (testkit.RequireMCORef: t skips without it, or fails
+// with NDP_REQUIRE_MCO_REF=1).
+func mcoDecide(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("NDP_MCO_DECIDE"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			abs, _ := filepath.Abs(p)
-			return abs
-		}
+		return abs
 	}
-	return ""
+	return testkit.RequireMCORef(t, "mco-decide")
+}
+
+// liveTool is mcoDecide for a test that also judges without it (by its
+// recording, or by mcorules.Decide alone): its subtest "mco-decide" finds
+// the tool, skips, or fails with NDP_REQUIRE_MCO_REF=1, and the test goes
+// on; "" when the tool is absent.
+func liveTool(t *testing.T) (tool string) {
+	t.Helper()
+	t.Run("mco-decide", func(t *testing.T) { tool = mcoDecide(t) })
+	return tool
 }
 
 type toolOutput struct {
@@ -253,30 +259,26 @@ func parseCase(c *agreementCase) parsed {
 	return p
 }
 
-// decideNDP is mcorules.Decide's verdict. errNotImplemented passes the
-// stub's error through.
-func decideNDP(p parsed) (verdict, error) {
+// decideNDP is mcorules.Decide's verdict.
+func decideNDP(p parsed) verdict {
 	if p.err != nil {
-		return verdict{Invalid: p.err.Error()}, nil
+		return verdict{Invalid: p.err.Error()}
 	}
 	// As `ndp plan --mco --machineconfiguration` asks it.
 	in, _ := mcorules.For(p.from, p.to, p.mc, false)
 	d, err := mcorules.Decide(in)
-	if errors.Is(err, mcorules.ErrNotImplemented) {
-		return verdict{}, err
-	}
 	if err != nil {
-		return verdict{Invalid: err.Error()}, nil
+		return verdict{Invalid: err.Error()}
 	}
 	if len(d.Refused) > 0 {
-		return verdict{Refused: true}, nil
+		return verdict{Refused: true}
 	}
 	v := verdict{Drain: d.Drain, Reboot: d.Reboot}
 	for _, a := range d.Actions {
 		v.Actions = append(v.Actions, strings.TrimSpace(string(a.Type)+" "+a.Service))
 	}
 	sort.Strings(v.Actions)
-	return v, nil
+	return v
 }
 
 // The "before" side: ndp's own planner, default policy plus the imported
@@ -421,7 +423,6 @@ type outcome struct {
 	tool           verdict // recorded, or live with -update
 	haveTool       bool
 	after, before  verdict
-	afterErr       error
 	live           *verdict // the live re-run, when sampled
 	desc           []string
 	base           string
@@ -473,7 +474,7 @@ func TestMCOAgreement(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the real configs: %v", err)
 	}
-	tool := mcoDecide()
+	tool := liveTool(t)
 	if *update && tool == "" {
 		t.Fatal("-update needs mco-decide (../shared/mco-ref/mco-decide, or NDP_MCO_DECIDE)")
 	}
@@ -508,7 +509,7 @@ func TestMCOAgreement(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	planners := &beforePlanners{m: map[string]*plannerOnce{}}
 	outcomes := make([]outcome, agreementCases)
-	var next, notImplemented atomic.Int64
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var errs []string
@@ -580,10 +581,7 @@ func TestMCOAgreement(t *testing.T) {
 					}
 				}
 				p := parseCase(c)
-				o.after, o.afterErr = decideNDP(p)
-				if o.afterErr != nil {
-					notImplemented.Add(1)
-				}
+				o.after = decideNDP(p)
 				if *withBefore {
 					o.before = beforeVerdict(planners, c, p)
 				}
@@ -668,9 +666,6 @@ func TestMCOAgreement(t *testing.T) {
 			beforeExamples[o.class] = append(beforeExamples[o.class], fmt.Sprintf("case %d (%s; %s): MCO %s, ndp's planner %s",
 				i, o.base, strings.Join(o.desc, "; "), mcoTerms(o.tool), o.before))
 		}
-		if o.afterErr != nil {
-			continue
-		}
 		if o.after.agrees(o.tool) {
 			r.after++
 			total.after++
@@ -710,9 +705,6 @@ func TestMCOAgreement(t *testing.T) {
 		for _, e := range beforeExamples[n] {
 			t.Logf("before, %s: %s", n, e)
 		}
-	}
-	if n := notImplemented.Load(); n > 0 {
-		t.Skipf("mcorules.Decide is not implemented yet (%d cases): the after figure is not checked", n)
 	}
 	t.Logf("after: mcorules.Decide agrees on %d of %d cases (%.1f%%); %d agreeing cases differ as multisets",
 		total.after, total.cases, 100*float64(total.after)/float64(total.cases), total.multiset)

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mco/mcorules"
 )
@@ -13,13 +14,9 @@ import (
 // changed), parsed beforehand as the webhook and the forecast keep configs.
 func benchPair(b *testing.B) (from, to *machineconfig.Config) {
 	b.Helper()
-	ref := refDir()
-	if ref == "" {
-		b.Skip("no ../shared/mco-ref/realconfigs")
-	}
-	t := &testing.T{}
-	return readConfig(t, filepath.Join(ref, "realconfigs/to-multi-arch/rendered-worker-869799cd72c887a5da8248efd58bb2a9.yaml")),
-		readConfig(t, filepath.Join(ref, "realconfigs/to-multi-arch/rendered-worker-a079988a31206987bed827f0242d7b3f.yaml"))
+	dir := testkit.RequireMCORef(b, "realconfigs", "to-multi-arch")
+	return testkit.ReadConfig(b, filepath.Join(dir, "rendered-worker-869799cd72c887a5da8248efd58bb2a9.yaml")),
+		testkit.ReadConfig(b, filepath.Join(dir, "rendered-worker-a079988a31206987bed827f0242d7b3f.yaml"))
 }
 
 // BenchmarkDecide is one decision on a real pair; compare with

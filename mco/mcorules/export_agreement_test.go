@@ -943,14 +943,8 @@ func makeExportCase(i int, bs []*base, sets []*exportSet, forceSet, forceClass, 
 	} else {
 		nb = ob
 	}
-	c.Base = ob.File
-	g := &gen{r: r, old: mc{deepCopy(ob.doc).(obj)}, new: mc{deepCopy(nb.doc).(obj)}}
-	if cl.name == "real-pair" {
-		c.Base += " → " + nb.File
-		g.say("real pair")
-	} else {
-		child(g.new.o, "metadata")["name"] = fmt.Sprintf("%s-export-%d", ob.doc["metadata"].(obj)["name"], i)
-	}
+	g, bases := newGen(r, ob, nb, "export", i)
+	c.Base = bases
 	cl.mut(g, set)
 	if cl.name != "policy-set-target" && r.IntN(2) == 0 {
 		setTarget(g, set)
@@ -1434,7 +1428,7 @@ func TestMCOExportAgreement(t *testing.T) {
 	if *exportOnly >= 0 {
 		first, n = *exportOnly, *exportOnly+1
 	}
-	tool := mcoDecide()
+	tool := liveTool(t)
 	sample := map[int]bool{}
 	switch {
 	case tool == "":

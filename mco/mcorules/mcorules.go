@@ -145,10 +145,6 @@ type Decision struct {
 	Error string `json:"error,omitempty"`
 }
 
-// ErrNotImplemented was returned by the stub; kept for callers that
-// named it.
-var ErrNotImplemented = errors.New("mcorules: not implemented yet")
-
 // Fixed rules: the spec fields whose change always reboots, whatever the
 // policies say (update.go calculatePostConfigChangeNodeDisruptionAction).
 const (

@@ -2,6 +2,7 @@ package mcorules
 
 import (
 	"encoding/base64"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func cfg(name string, edit ...func(c *machineconfig.Config)) *machineconfig.Conf
 			Storage: igntypes.Storage{Files: []igntypes.File{
 				ignFile("/etc/chrony.conf", "server a\n"),
 				ignFile("/etc/containers/policy.json", "{}"),
-				ignFile(RegistriesConfPath, registriesBase),
+				ignFile(RegistriesConfPath, RegistriesBase),
 			}},
 			Systemd: igntypes.Systemd{Units: []igntypes.Unit{ignUnit("kubelet.service", "[Service]\n")}},
 		}}
@@ -47,7 +48,11 @@ func cfg(name string, edit ...func(c *machineconfig.Config)) *machineconfig.Conf
 	return c
 }
 
-const registriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+// RegistriesBase is a registries.conf as OpenShift writes it, with a
+// digest-only mirror of quay.io: the base the tests edit (exported for
+// the package's external tests too).
+const RegistriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = ""
 
 [[registry]]
   prefix = ""
@@ -81,10 +86,10 @@ func acts(s ...string) []Action {
 
 func specPolicies(files map[string][]operatorv1.NodeDisruptionPolicySpecAction, units map[string][]operatorv1.NodeDisruptionPolicySpecAction, ssh ...operatorv1.NodeDisruptionPolicySpecAction) Policies {
 	var spec operatorv1.NodeDisruptionPolicyConfig
-	for _, p := range sortedKeys(files) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		spec.Files = append(spec.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: p, Actions: files[p]})
 	}
-	for _, u := range sortedKeys(units) {
+	for _, u := range slices.Sorted(maps.Keys(units)) {
 		spec.Units = append(spec.Units, operatorv1.NodeDisruptionPolicySpecUnit{Name: operatorv1.NodeDisruptionPolicyServiceName(u), Actions: units[u]})
 	}
 	spec.SSHKey.Actions = ssh
@@ -168,10 +173,10 @@ func TestDecide(t *testing.T) {
 		{name: "unit order only beside a file", to: func(c *machineconfig.Config) {
 			c.Ignition.Systemd.Units = append([]igntypes.Unit{ignUnit("a.service", "")}, c.Ignition.Systemd.Units...)
 		}, actions: acts("Reboot"), drain: true},
-		{name: "registries.conf safe: no drain", to: setFile(RegistriesConfPath, registriesBase+"\n  [[registry.mirror]]\n    location = \"m2\"\n    pull-from-mirror = \"digest-only\"\n"), actions: acts("Special"), rule: "file policy " + RegistriesConfPath},
+		{name: "registries.conf safe: no drain", to: setFile(RegistriesConfPath, RegistriesBase+"\n  [[registry.mirror]]\n    location = \"m2\"\n    pull-from-mirror = \"digest-only\"\n"), actions: acts("Special"), rule: "file policy " + RegistriesConfPath},
 		{name: "registries.conf unsafe: drain", to: setFile(RegistriesConfPath, "unqualified-search-registries = [\"registry.access.redhat.com\"]\n"), actions: acts("Special"), drain: true},
 		{name: "registries.conf Special beside a reload", to: func(c *machineconfig.Config) {
-			setFile(RegistriesConfPath, "# x\n"+registriesBase)(c)
+			setFile(RegistriesConfPath, "# x\n"+RegistriesBase)(c)
 			setFile("/etc/containers/policy.json", `{"a":1}`)(c)
 		}, actions: acts("Reload crio.service", "Special")},
 		{name: "single node never drains", singleNode: true, to: func(c *machineconfig.Config) { c.Spec.OSImageURL = "y" }, actions: acts("Reboot"), rule: RuleOSImageURL},

@@ -222,25 +222,29 @@ func (m mc) putFile(p string, data []byte) {
 }
 
 func (m mc) removeFile(p string) bool {
-	fs := m.files()
-	for i, f := range fs {
-		if f.(obj)["path"] == p {
-			m.setFiles(slices.Delete(slices.Clone(fs), i, i+1))
-			return true
-		}
+	fs, ok := withoutEntry(m.files(), "path", p)
+	if ok {
+		m.setFiles(fs)
 	}
-	return false
+	return ok
 }
 
 func (m mc) removeUnit(n string) bool {
-	us := m.units()
-	for i, u := range us {
-		if u.(obj)["name"] == n {
-			m.setUnits(slices.Delete(slices.Clone(us), i, i+1))
-			return true
-		}
+	us, ok := withoutEntry(m.units(), "name", n)
+	if ok {
+		m.setUnits(us)
 	}
-	return false
+	return ok
+}
+
+// withoutEntry is a copy of the Ignition list l without its first entry
+// whose key is value, and whether there was one.
+func withoutEntry(l []any, key, value string) ([]any, bool) {
+	i := slices.IndexFunc(l, func(e any) bool { return e.(obj)[key] == value })
+	if i < 0 {
+		return l, false
+	}
+	return slices.Delete(slices.Clone(l), i, i+1), true
 }
 
 func pick[T any](r *rand.Rand, l []T) T { return l[r.IntN(len(l))] }
@@ -254,7 +258,33 @@ type gen struct {
 	n        int // a counter for unique content
 }
 
+// newGen starts a case's generator on copies of the bases old and new:
+// two bases are a real pair, said so; one (new is old) gets the new
+// config renamed <its name>-<tag>-<i>. bases names them for the case.
+func newGen(r *rand.Rand, old, new *base, tag string, i int) (g *gen, bases string) {
+	g = &gen{r: r, old: mc{deepCopy(old.doc).(obj)}, new: mc{deepCopy(new.doc).(obj)}}
+	if new != old {
+		g.say("real pair")
+		return g, old.File + " → " + new.File
+	}
+	child(g.new.o, "metadata")["name"] = fmt.Sprintf("%s-%s-%d", old.doc["metadata"].(obj)["name"], tag, i)
+	return g, old.File
+}
+
 func (g *gen) say(format string, args ...any) { g.desc = append(g.desc, fmt.Sprintf(format, args...)) }
+
+// absentFalseOrTrue leaves the bool field key of entry out, false or
+// true, at random.
+func (g *gen) absentFalseOrTrue(entry obj, key string) {
+	switch g.r.IntN(3) {
+	case 0:
+		delete(entry, key)
+	case 1:
+		entry[key] = false
+	default:
+		entry[key] = true
+	}
+}
 
 func (g *gen) text(what string) []byte {
 	g.n++
@@ -423,15 +453,7 @@ func classList() []classDef {
 		}},
 		{"file-overwrite", func(g *gen) {
 			p := existingFile(g)
-			f := g.new.file(p)
-			switch g.r.IntN(3) {
-			case 0:
-				delete(f, "overwrite")
-			case 1:
-				f["overwrite"] = false
-			default:
-				f["overwrite"] = true
-			}
+			g.absentFalseOrTrue(g.new.file(p), "overwrite")
 			g.say("overwrite of %s", p)
 		}},
 		{"file-remove", func(g *gen) {
@@ -454,14 +476,7 @@ func classList() []classDef {
 		}},
 		{"unit-enabled", func(g *gen) {
 			u := existingUnit(g)
-			switch g.r.IntN(3) {
-			case 0:
-				delete(u, "enabled")
-			case 1:
-				u["enabled"] = false
-			default:
-				u["enabled"] = true
-			}
+			g.absentFalseOrTrue(u, "enabled")
 			g.say("enabled of unit %s", u["name"])
 		}},
 		{"unit-mask", func(g *gen) {
@@ -1201,14 +1216,8 @@ func generateCase(i int, bs []*base, forceClass int, extra []uint8) *agreementCa
 		ob = bs[r.IntN(len(bs))]
 		nb = ob
 	}
-	c.Base = ob.File
-	g := &gen{r: r, old: mc{deepCopy(ob.doc).(obj)}, new: mc{deepCopy(nb.doc).(obj)}}
-	if cl.name == "real-pair" {
-		c.Base += " → " + nb.File
-		g.say("real pair")
-	} else {
-		child(g.new.o, "metadata")["name"] = fmt.Sprintf("%s-gen-%d", ob.doc["metadata"].(obj)["name"], i)
-	}
+	g, bases := newGen(r, ob, nb, "gen", i)
+	c.Base = bases
 	if cl.mut != nil {
 		cl.mut(g)
 	}

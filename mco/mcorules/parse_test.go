@@ -2,15 +2,12 @@ package mcorules_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	ignparse "github.com/coreos/ignition/v2/config/v3_5"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/machineconfig"
@@ -24,42 +21,45 @@ import (
 // real MachineConfig and on configs with empty and absent lists in each
 // spec version.
 func TestParseKeepsIgnitionsNilAndEmpty(t *testing.T) {
-	var raws [][]byte
-	var names []string
-	if ref := refDir(); ref != "" {
-		paths, _ := filepath.Glob(filepath.Join(ref, "realconfigs", "*", "*.yaml"))
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
+	t.Run("empty and absent lists in each spec version", func(t *testing.T) {
+		var raws [][]byte
+		var names []string
+		for _, v := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
+			for _, body := range []string{
+				`"storage":{"files":[],"directories":[],"links":[]},"systemd":{"units":[]},"passwd":{"users":[]}`,
+				`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"},"append":[]}]},"systemd":{"units":[{"name":"a.service","dropins":[]}]},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[]}]}`,
+				`"storage":{},"systemd":{},"passwd":{}`,
+				``,
+			} {
+				raw := `{"ignition":{"version":"` + v + `"}`
+				if body != "" {
+					raw += "," + body
+				}
+				raws, names = append(raws, []byte(raw+"}")), append(names, v+" "+body)
 			}
-			var mc mcfgv1.MachineConfig
-			if err := yaml.Unmarshal(data, &mc); err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
+		}
+		sameParseAsIgnition(t, raws, names)
+	})
+	t.Run("the real clusters' MachineConfigs", func(t *testing.T) {
+		var raws [][]byte
+		var names []string
+		for p, mc := range testkit.RealMachineConfigs(t) {
 			if len(mc.Spec.Config.Raw) == 0 {
 				continue // no Ignition config (99-worker-realtime): nothing to compare
 			}
 			raws, names = append(raws, mc.Spec.Config.Raw), append(names, p)
 		}
-	}
-	for _, v := range []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
-		for _, body := range []string{
-			`"storage":{"files":[],"directories":[],"links":[]},"systemd":{"units":[]},"passwd":{"users":[]}`,
-			`"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a"},"append":[]}]},"systemd":{"units":[{"name":"a.service","dropins":[]}]},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":[]}]}`,
-			`"storage":{},"systemd":{},"passwd":{}`,
-			``,
-		} {
-			raw := `{"ignition":{"version":"` + v + `"}`
-			if body != "" {
-				raw += "," + body
-			}
-			raws, names = append(raws, []byte(raw+"}")), append(names, v+" "+body)
+		if len(raws) == 0 {
+			t.Fatal("no MachineConfig in the real configs")
 		}
-	}
-	if len(raws) < 24 {
-		t.Fatalf("only %d configs", len(raws))
-	}
+		sameParseAsIgnition(t, raws, names)
+	})
+}
+
+// sameParseAsIgnition checks that machineconfig parses each raw config
+// (named by names) to exactly what Ignition's own parse gives.
+func sameParseAsIgnition(t *testing.T, raws [][]byte, names []string) {
+	t.Helper()
 	for i, raw := range raws {
 		want, _, err := ignparse.ParseCompatibleVersion(raw)
 		if err != nil {
@@ -75,12 +75,4 @@ func TestParseKeepsIgnitionsNilAndEmpty(t *testing.T) {
 			t.Errorf("%s: machineconfig's parse differs from Ignition's:\n%s\n%s", names[i], a, b)
 		}
 	}
-}
-
-func refDir() string {
-	d := testkit.MCORef()
-	if _, err := os.Stat(filepath.Join(d, "realconfigs")); d == "" || err != nil {
-		return ""
-	}
-	return d
 }

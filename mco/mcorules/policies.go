@@ -62,7 +62,9 @@ func file(path string, a ...operatorv1.NodeDisruptionPolicyStatusAction) operato
 }
 
 // Defaults is the MCO's default cluster policy list at the reference
-// commit (apihelpers.go defaultClusterPolicies), in its order. It changes
+// commit (apihelpers.go defaultClusterPolicies, as MCO-BEHAVIOUR.md §1.5
+// gives it), in its order: the one copy of the MCO's list. ndp's built-in
+// defaults are not it (mcoimport names the differences). It changes
 // between releases (the OpenShift docs list
 // /etc/mco/internal-registry-pull-secret.json, gone here): on a cluster,
 // read MachineConfiguration cluster's status (PoliciesOf) rather than this.
@@ -100,7 +102,15 @@ func Defaults() Policies {
 // order; the user's SSH policy replaces the default only when it has
 // actions.
 func MergePolicies(spec operatorv1.NodeDisruptionPolicyConfig) Policies {
-	def := Defaults()
+	return MergePoliciesOver(Defaults(), spec)
+}
+
+// MergePoliciesOver is MergePolicies over another default list, such as
+// the one of an MCO release before the reference (the list changes between
+// releases), made from Defaults and that release's differences. def is not
+// modified.
+func MergePoliciesOver(def Policies, spec operatorv1.NodeDisruptionPolicyConfig) Policies {
+	def = *def.DeepCopy()
 	out := Policies{SSHKey: def.SSHKey}
 	out.Files = append(out.Files, def.Files...)
 	for _, f := range spec.Files {

@@ -1,11 +1,15 @@
 package mcorules
 
 import (
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 func TestDefaults(t *testing.T) {
@@ -45,6 +49,73 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestDefaultsAreTheReferenceMCOs checks Defaults against the reference
+// MCO's list as MCO-BEHAVIOUR.md §1.5 gives it (from apihelpers.go
+// defaultClusterPolicies, with file and line): every path, unit and the SSH
+// key policy, with its actions, and nothing more.
+func TestDefaultsAreTheReferenceMCOs(t *testing.T) {
+	data, err := os.ReadFile(testkit.RequireMCORef(t, "MCO-BEHAVIOUR.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "### 1.5 Cluster default policy list")
+	if !ok {
+		t.Fatal("MCO-BEHAVIOUR.md has no section 1.5, the cluster default policy list")
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	text := func(as []operatorv1.NodeDisruptionPolicyStatusAction) string {
+		var out []string
+		for _, a := range statusActions(as) {
+			out = append(out, strings.TrimSpace(string(a.Type)+" "+a.Service))
+		}
+		return strings.Join(out, ", ")
+	}
+	d := Defaults()
+	want := map[string]string{} // "file PATH", "unit NAME", "sshkey": actions
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 4 || !strings.Contains(cells[1], "`") && !strings.Contains(cells[1], "SSH key") {
+			continue
+		}
+		// "**Special** (status-only action; ...)", "Restart a, then Restart b"
+		acts, _, _ := strings.Cut(strings.ReplaceAll(strings.TrimSpace(cells[2]), "**", ""), " (")
+		acts = strings.ReplaceAll(acts, ", then ", ", ")
+		subject := strings.TrimSpace(cells[1])
+		switch {
+		case strings.HasPrefix(subject, "SSH key"):
+			want["sshkey"] = acts
+		case strings.HasPrefix(subject, "unit "):
+			want["unit "+strings.Trim(strings.TrimPrefix(subject, "unit "), "`")] = acts
+		default:
+			for i, part := range strings.Split(subject, "`") {
+				if i%2 == 1 {
+					want["file "+part] = acts
+				}
+			}
+		}
+	}
+	got := map[string]string{"sshkey": text(d.SSHKey.Actions)}
+	for _, f := range d.Files {
+		got["file "+f.Path] = text(f.Actions)
+	}
+	for _, u := range d.Units {
+		got["unit "+string(u.Name)] = text(u.Actions)
+	}
+	if len(want) < 10 {
+		t.Fatalf("MCO-BEHAVIOUR.md §1.5 read as %v: the table's form changed?", want)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; g != w {
+			t.Errorf("%s: Defaults has it %t with %q, MCO-BEHAVIOUR.md §1.5 says %q", k, ok, g, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: Defaults has it (%s), MCO-BEHAVIOUR.md §1.5 does not", k, g)
+		}
+	}
+}
+
 func TestMergePolicies(t *testing.T) {
 	none := []operatorv1.NodeDisruptionPolicySpecAction{specOnly(operatorv1.NoneSpecAction)}
 	spec := operatorv1.NodeDisruptionPolicyConfig{
@@ -77,6 +148,16 @@ func TestMergePolicies(t *testing.T) {
 	}
 	if !reflect.DeepEqual(MergePolicies(operatorv1.NodeDisruptionPolicyConfig{}), def) {
 		t.Error("an empty spec does not merge to the defaults")
+	}
+
+	// Over another list (another release's), which stays as it was.
+	other := Policies{Files: []operatorv1.NodeDisruptionPolicyStatusFile{file("/etc/x", only(operatorv1.NoneStatusAction)), file("/etc/containers/policy.json", reload(serviceCrio))}}
+	m = MergePoliciesOver(other, spec)
+	if len(m.Files) != 3 || m.Files[0].Path != "/etc/x" || m.Files[1].Actions[0].Type != operatorv1.NoneStatusAction || m.Files[2].Path != "/etc/chrony.conf" || len(m.Units) != 2 {
+		t.Errorf("over another list: %+v", m)
+	}
+	if other.Files[1].Actions[0].Type != operatorv1.ReloadStatusAction {
+		t.Error("MergePoliciesOver changed the list it merged over")
 	}
 }
 

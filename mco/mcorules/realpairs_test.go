@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,68 +18,22 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/internal/testkit"
-	"github.com/ndp-dev/ndp/machineconfig"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
-// mcoRef finds the MCO's reference tools (testkit.MCORef) or skips.
+// mcoRef is the MCO reference with mco-decide and the real configs, the
+// MCO's own decision to compare with (testkit.RequireMCORef: t skips
+// without them, or fails with NDP_REQUIRE_MCO_REF=1).
 func mcoRef(t *testing.T) string {
 	t.Helper()
-	if d := testkit.MCORef(); d != "" {
-		if _, err := os.Stat(filepath.Join(d, "mco-decide")); err == nil {
-			return d
-		}
-	}
-	t.Skip("mco-decide not found (../shared/mco-ref/mco-decide): the MCO's own decision is not available to compare with")
-	return ""
+	testkit.RealConfigs(t)
+	return filepath.Dir(testkit.RequireMCORef(t, "mco-decide"))
 }
 
-// refDecision is mco-decide's answer, the fields compared.
-type refDecision struct {
-	Reconcilable bool   `json:"reconcilable"`
-	Error        string `json:"error"`
-	Actions      []struct {
-		Type    string `json:"type"`
-		Service string `json:"service"`
-	} `json:"actions"`
-	Drain        bool     `json:"drain"`
-	Reboot       bool     `json:"reboot"`
-	ChangedFiles []string `json:"changedFiles"`
-	ChangedUnits []string `json:"changedUnits"`
-	SSHChanged   bool     `json:"sshChanged"`
-}
-
-func runMCODecide(t *testing.T, ref, from, to, mcop string) refDecision {
+func runMCODecide(t *testing.T, ref, from, to, mcop string) testkit.MCODecision {
 	t.Helper()
-	args := []string{"--from", from, "--to", to}
-	if mcop != "" {
-		args = append(args, "--machineconfiguration", mcop)
-	}
-	cmd := exec.Command(filepath.Join(ref, "mco-decide"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mco-decide %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var d refDecision
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("mco-decide output: %v\n%s", err, out)
-	}
-	return d
-}
-
-func readConfig(t *testing.T, path string) *machineconfig.Config {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := machineconfig.Parse(path, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return testkit.MCODecide(t, filepath.Join(ref, "mco-decide"), from, to, mcop)
 }
 
 func readMachineConfiguration(t *testing.T, path string) *operatorv1.MachineConfiguration {
@@ -88,14 +41,8 @@ func readMachineConfiguration(t *testing.T, path string) *operatorv1.MachineConf
 	if path == "" {
 		return nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mc := &operatorv1.MachineConfiguration{}
-	if err := yaml.Unmarshal(data, mc); err != nil {
-		t.Fatal(err)
-	}
+	testkit.ReadObject(t, path, mc)
 	return mc
 }
 
@@ -120,7 +67,7 @@ func compare(t *testing.T, ref, from, to, mcop string) string {
 	t.Helper()
 	want := runMCODecide(t, ref, from, to, mcop)
 	mc := readMachineConfiguration(t, mcop)
-	in, _ := mcorules.For(readConfig(t, from), readConfig(t, to), mc, false)
+	in, _ := mcorules.For(testkit.ReadConfig(t, from), testkit.ReadConfig(t, to), mc, false)
 	got, err := mcorules.Decide(in)
 	if err != nil {
 		t.Fatalf("Decide: %v", err)
@@ -240,55 +187,19 @@ func dropFile(mc map[string]any, path string) {
 	setFiles(mc, slices.DeleteFunc(files(mc), func(e any) bool { return e.(map[string]any)["path"] == path }))
 }
 
-const registriesBase = `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
-short-name-mode = ""
+const registriesBase = mcorules.RegistriesBase
 
-[[registry]]
-  prefix = ""
-  location = "quay.io"
+// chronyPolicy is a MachineConfiguration with an entry for chrony.conf,
+// registries.conf (replacing the MCO's Special) and the kubelet unit, and
+// one for SSH keys.
+var chronyPolicy = string(builder.MachineConfiguration().
+	WithFileActions("/etc/chrony.conf", "Restart chronyd.service").
+	WithFileActions("/etc/containers/registries.conf", "Reload crio.service").
+	WithUnitActions("kubelet.service", "DaemonReload", "Restart kubelet.service").
+	WithSSHKeyActions("Drain").Document())
 
-  [[registry.mirror]]
-    location = "mirror-a.example.com"
-    pull-from-mirror = "digest-only"
-`
-
-const chronyPolicy = `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata:
-  name: cluster
-spec:
-  nodeDisruptionPolicy:
-    files:
-    - path: /etc/chrony.conf
-      actions:
-      - type: Restart
-        restart:
-          serviceName: chronyd.service
-    - path: /etc/containers/registries.conf
-      actions:
-      - type: Reload
-        reload:
-          serviceName: crio.service
-    units:
-    - name: kubelet.service
-      actions:
-      - type: DaemonReload
-      - type: Restart
-        restart:
-          serviceName: kubelet.service
-    sshkey:
-      actions:
-      - type: Drain
-`
-
-const disksOverride = `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata:
-  name: cluster
-spec:
-  irreconcilableValidationOverrides:
-    storage: [Disks]
-`
+var disksOverride = string(builder.MachineConfiguration().
+	WithSpec("irreconcilableValidationOverrides", map[string]any{"storage": []string{"Disks"}}).Document())
 
 func units(mc map[string]any) []any {
 	l, _ := sub(ign(mc), "systemd")["units"].([]any)
@@ -452,36 +363,14 @@ var handEdits = []edit{
 	}},
 }
 
-const dirPolicies = `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata:
-  name: cluster
-spec:
-  nodeDisruptionPolicy:
-    files:
-    - path: /etc/containers/registries.conf
-      actions:
-      - type: Drain
-    - path: /etc/containers/registries.d/
-      actions:
-      - type: Restart
-        restart:
-          serviceName: crio.service
-    - path: /etc/app
-      actions:
-      - type: DaemonReload
-      - type: Restart
-        restart:
-          serviceName: app.service
-    - path: /etc/app/certs/
-      actions:
-      - type: Restart
-        restart:
-          serviceName: app-certs.service
-    sshkey:
-      actions:
-      - type: Reboot
-`
+// dirPolicies are entries for directories (with and without a trailing
+// slash) and one nested in another.
+var dirPolicies = string(builder.MachineConfiguration().
+	WithFileActions("/etc/containers/registries.conf", "Drain").
+	WithFileActions("/etc/containers/registries.d/", "Restart crio.service").
+	WithFileActions("/etc/app", "DaemonReload", "Restart app.service").
+	WithFileActions("/etc/app/certs/", "Restart app-certs.service").
+	WithSSHKeyActions("Reboot").Document())
 
 func asList(v any) []any {
 	l, _ := v.([]any)
@@ -567,7 +456,7 @@ func TestEmptyFromAgreesWithMCO(t *testing.T) {
 		t.Fatalf("the 4.16 compact worker config: %v", to)
 	}
 	want := runMCODecide(t, ref, "-empty-", to[0], "")
-	got, err := mcorules.Decide(mcorules.Input{To: readConfig(t, to[0]), Policies: mcorules.Defaults()})
+	got, err := mcorules.Decide(mcorules.Input{To: testkit.ReadConfig(t, to[0]), Policies: mcorules.Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}

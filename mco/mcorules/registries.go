@@ -2,6 +2,7 @@ package mcorules
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -60,12 +61,12 @@ func registriesChangeSafe(from, to *igntypes.Config) (safe bool, why string, err
 		}
 	}
 	oldRegs, newRegs := byScope(o.Registries), byScope(n.Registries)
-	for _, scope := range sortedKeys(oldRegs) {
+	for _, scope := range slices.Sorted(maps.Keys(oldRegs)) {
 		if _, ok := newRegs[scope]; !ok {
 			return false, fmt.Sprintf("unsafe: registry %s was removed", scope), nil
 		}
 	}
-	for _, scope := range sortedKeys(newRegs) {
+	for _, scope := range slices.Sorted(maps.Keys(newRegs)) {
 		nr := newRegs[scope]
 		or, ok := oldRegs[scope]
 		if !ok {
@@ -153,13 +154,4 @@ func allDigestOnly(r sysregistriesv2.Registry) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -11,7 +11,7 @@ func TestTOML11Syntax(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, want string // want: "" for TOML 1.0, else a part of the message
 	}{
-		{"registries", registriesBase, ""},
+		{"registries", RegistriesBase, ""},
 		{"array over lines", "a = [\n  \"x\",\n  \"y\",\n]\n", ""},
 		{"inline table on one line", "a = { b = 1, c = \"}\" }\n", ""},
 		{"array over lines inside an inline table", "a = { b = [\n1,\n2] }\n", ""},
@@ -45,11 +45,11 @@ func TestTOML11Syntax(t *testing.T) {
 }
 
 func TestTOML11SyntaxFailsTheUpdate(t *testing.T) {
-	d, err := Decide(Input{From: cfg("old"), To: cfg("new", setFile(RegistriesConfPath, registriesBase+"\n[aliases]\nx = \"a\\x41\"\n")), Policies: Defaults()})
+	d, err := Decide(Input{From: cfg("old"), To: cfg("new", setFile(RegistriesConfPath, RegistriesBase+"\n[aliases]\nx = \"a\\x41\"\n")), Policies: Defaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(d.Error, `new /etc/containers/registries.conf: failed decoding TOML: line 12: the escape \x`) || d.Drain {
+	if !strings.Contains(d.Error, `new /etc/containers/registries.conf: failed decoding TOML: line 13: the escape \x`) || d.Drain {
 		t.Errorf("error %q drain %t", d.Error, d.Drain)
 	}
 }
@@ -58,7 +58,7 @@ func TestTOML11SyntaxFailsTheUpdate(t *testing.T) {
 // is one ndp's TOML 1.1 decoder would not refuse for that reason alone
 // (checked on the seeds above by TestTOML11Syntax).
 func FuzzTOML11Syntax(f *testing.F) {
-	for _, s := range []string{registriesBase, "a = { b = 1,\n}", `a = "\e"`, "a = '''x'''''", `a = """\`, "a = 07:3", "=0", "a=[{", "\"", "'''"} {
+	for _, s := range []string{RegistriesBase, "a = { b = 1,\n}", `a = "\e"`, "a = '''x'''''", `a = """\`, "a = 07:3", "=0", "a=[{", "\"", "'''"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -151,24 +151,28 @@ func TestContentDiffTruncated(t *testing.T) {
 	}
 }
 
-func TestContentTextDiff(t *testing.T) {
-	old := "# chrony\nserver a iburst\nserver b iburst\ndriftfile /var/lib/chrony/drift\n"
-	new := "# chrony\nserver a iburst\nserver c iburst\nserver d iburst\ndriftfile /var/lib/chrony/drift\nmakestep 1.0 3\n"
-	cc := contentsOf(t, "/etc/chrony.conf", fileEntry("/etc/chrony.conf", old), fileEntry("/etc/chrony.conf", new))
-	want := []changeset.DiffEntry{
-		{Op: "removed", Line: 3, Text: "server b iburst"},
-		{Op: "added", Line: 3, Text: "server c iburst"},
-		{Op: "added", Line: 4, Text: "server d iburst"},
-		{Op: "added", Line: 6, Text: "makestep 1.0 3"},
-	}
-	if cc == nil || cc.DataDiff {
-		t.Fatalf("contents %+v, want a text diff", cc)
+// wantTextDiff checks that cc is a line diff, complete, of the entries
+// want.
+func wantTextDiff(t *testing.T, cc *changeset.ContentChange, want ...changeset.DiffEntry) {
+	t.Helper()
+	if cc == nil || cc.DataDiff || cc.DiffTruncated {
+		t.Fatalf("contents %+v, want a complete text diff", cc)
 	}
 	if d := cmp.Diff(want, cc.Diff); d != "" {
 		t.Errorf("diff (-want +got):\n%s", d)
 	}
+}
+
+func TestContentTextDiff(t *testing.T) {
+	old := "# chrony\nserver a iburst\nserver b iburst\ndriftfile /var/lib/chrony/drift\n"
+	new := "# chrony\nserver a iburst\nserver c iburst\nserver d iburst\ndriftfile /var/lib/chrony/drift\nmakestep 1.0 3\n"
+	wantTextDiff(t, contentsOf(t, "/etc/chrony.conf", fileEntry("/etc/chrony.conf", old), fileEntry("/etc/chrony.conf", new)),
+		changeset.DiffEntry{Op: "removed", Line: 3, Text: "server b iburst"},
+		changeset.DiffEntry{Op: "added", Line: 3, Text: "server c iburst"},
+		changeset.DiffEntry{Op: "added", Line: 4, Text: "server d iburst"},
+		changeset.DiffEntry{Op: "added", Line: 6, Text: "makestep 1.0 3"})
 	// Text on one side, binary on the other: no diff.
-	cc = contentsOf(t, "/etc/x", fileEntry("/etc/x", "a\n"), fileEntry("/etc/x", "a\x00"))
+	cc := contentsOf(t, "/etc/x", fileEntry("/etc/x", "a\n"), fileEntry("/etc/x", "a\x00"))
 	if cc == nil || cc.Diff != nil || cc.New.Format != "binary" {
 		t.Errorf("text → binary: %+v, want no diff", cc)
 	}
@@ -185,20 +189,12 @@ func TestContentTextDiffOfLargeFiles(t *testing.T) {
 	text := func(ls []string) string { return strings.Join(ls, "\n") + "\n" }
 	local := slices.Clone(lines)
 	local[30000] = "option30000 = changed"
-	cc := contentsOf(t, "/etc/big.conf", fileEntry("/etc/big.conf", text(lines)), fileEntry("/etc/big.conf", text(local)))
-	want := []changeset.DiffEntry{
-		{Op: "removed", Line: 30001, Text: "option30000 = 30000"},
-		{Op: "added", Line: 30001, Text: "option30000 = changed"},
-	}
-	if cc == nil || cc.DiffTruncated {
-		t.Fatalf("contents %+v, want a complete text diff", cc)
-	}
-	if d := cmp.Diff(want, cc.Diff); d != "" {
-		t.Errorf("diff (-want +got):\n%s", d)
-	}
+	wantTextDiff(t, contentsOf(t, "/etc/big.conf", fileEntry("/etc/big.conf", text(lines)), fileEntry("/etc/big.conf", text(local))),
+		changeset.DiffEntry{Op: "removed", Line: 30001, Text: "option30000 = 30000"},
+		changeset.DiffEntry{Op: "added", Line: 30001, Text: "option30000 = changed"})
 	spread := slices.Clone(lines)
 	spread[0], spread[len(spread)-1] = "first changed", "last changed"
-	cc = contentsOf(t, "/etc/big.conf", fileEntry("/etc/big.conf", text(lines)), fileEntry("/etc/big.conf", text(spread)))
+	cc := contentsOf(t, "/etc/big.conf", fileEntry("/etc/big.conf", text(lines)), fileEntry("/etc/big.conf", text(spread)))
 	if cc == nil || !cc.DiffTruncated || len(cc.Diff) != 0 {
 		t.Errorf("a change spread over 40,000 lines: %d entries, truncated %t; want none, cut", len(cc.Diff), cc.DiffTruncated)
 	}

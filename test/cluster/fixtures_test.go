@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -13,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -119,14 +119,23 @@ func create(t *testing.T, obj client.Object) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
 }
 
-// previewPool creates a pool with a base MachineConfig and n nodes running
-// its rendered config, which it returns.
-func previewPool(t *testing.T, pool string, n int) string {
+// basePool creates a pool with a base MachineConfig and returns it once it
+// targets their rendered config.
+func basePool(t *testing.T, pool string) *mcfgv1.MachineConfigPool {
 	t.Helper()
 	create(t, machineConfigPool(pool))
 	create(t, sourceMC("00-"+pool+"-base", pool).WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	// With the generated registries config: two sources.
-	target := waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
+	return waitPool(t, pool, func(p *mcfgv1.MachineConfigPool) bool {
+		return strings.HasPrefix(p.Spec.Configuration.Name, "rendered-"+pool+"-") && len(p.Spec.Configuration.Source) == 2
+	})
+}
+
+// previewPool creates a base pool with n nodes running its rendered
+// config, which it returns.
+func previewPool(t *testing.T, pool string, n int) string {
+	t.Helper()
+	target := basePool(t, pool).Spec.Configuration.Name
 	for i := range n {
 		create(t, node(pool+"-"+string(rune('a'+i)), pool, target))
 	}
@@ -144,25 +153,6 @@ func node(name, pool, current string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels:      map[string]string{"node-role.kubernetes.io/" + pool: ""},
 		Annotations: map[string]string{ndpmcv1.CurrentConfigAnnotation: current, ndpmcv1.DesiredConfigAnnotation: current, ndpmcv1.StateAnnotation: "Done"}}}
-}
-
-func setCurrent(t *testing.T, names []string, config string) {
-	t.Helper()
-	for _, n := range names {
-		// Retried on conflict: the rollout controller patches nodes too.
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var nd corev1.Node
-			if err := k8s.Get(context.Background(), client.ObjectKey{Name: n}, &nd); err != nil {
-				return err
-			}
-			nd.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
-			nd.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
-			return k8s.Update(context.Background(), &nd)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // sourceMC starts a source MachineConfig of pool, on the suite's OS image.

@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // The install manifests, as kustomize renders them (kubectl's built-in),
@@ -101,4 +105,39 @@ func TestInstallManifestsDryRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// controllerRoles is a file holding ndp-controller's roles as the default
+// install renders them (kustomize over manifests/rbac/role.yaml: both modes'
+// rules, without the advisor's Roles in OpenShift's namespaces), for tests
+// that apply the shipped rights alone.
+func controllerRoles(t *testing.T) string {
+	t.Helper()
+	rendered, err := kubectl(t, "kustomize", "../../manifests")
+	if err != nil {
+		t.Fatalf("kubectl kustomize manifests: %v\n%s", err, rendered)
+	}
+	var roles []string
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("kubectl kustomize manifests: %v", err)
+		}
+		if (meta.Kind == "ClusterRole" || meta.Kind == "Role") && meta.Metadata.Name == "ndp-controller" {
+			roles = append(roles, doc)
+		}
+	}
+	if len(roles) < 2 {
+		t.Fatalf("kubectl kustomize manifests: %d roles of ndp-controller", len(roles))
+	}
+	path := filepath.Join(t.TempDir(), "ndp-controller-roles.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(roles, "\n---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -18,6 +18,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/nodeconfig"
 )
@@ -26,19 +27,8 @@ const generatedConfigsWebhook = "generatedconfigs.preview.ndp.dev"
 
 const workerPoolLabel = "pools.operator.machineconfiguration.openshift.io/worker"
 
-// The pool's own kubelet.conf, as YAML (the MCO's templates write it so).
-const workerKubeletConf = `apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cgroupDriver: systemd
-clusterDNS:
-- 172.30.0.10
-clusterDomain: cluster.local
-maxPods: 250
-kubeAPIQPS: 50
-kubeAPIBurst: 100
-systemReserved:
-  ephemeral-storage: 1Gi
-`
+// The pool's own kubelet.conf, with fields a KubeletConfig leaves alone.
+const workerKubeletConf = builder.WorkerKubeletConf + "kubeAPIQPS: 50\nkubeAPIBurst: 100\nsystemReserved:\n  ephemeral-storage: 1Gi\n"
 
 func kubeletConfigObject(name, spec string) *mcfgv1.KubeletConfig {
 	return &mcfgv1.KubeletConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mcfgv1.KubeletConfigSpec{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -54,6 +54,8 @@ func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 	waitMachineConfig(t, to, func(mc *ndpmcv1.MachineConfig) bool {
 		return meta.IsStatusConditionTrue(mc.Status.Conditions, ndpmcv1.ConditionPlanReady) && mc.Status.PlanFrom(from) != nil
 	})
+	// markReady makes the nodes Ready and waits until the replica's cache
+	// holds them so.
 	markReady := func() {
 		t.Helper()
 		for _, n := range nodes {
@@ -67,6 +69,7 @@ func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 			if err := k8s.Status().Patch(ctx, &nd, client.MergeFrom(base)); err != nil {
 				t.Fatal(err)
 			}
+			cached(t, &nd)
 		}
 	}
 	mcoPresent := func(status corev1.ConditionStatus, names ...string) {
@@ -127,19 +130,32 @@ func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 		}
 		return p.Spec.Configuration.Name, err == nil
 	}
-	// holds checks for a while that ndp leaves the pool and its nodes
-	// alone: each controller acts within a reconcile of what woke it,
-	// which came first.
+	// holds checks that ndp left the pool and its nodes alone once the
+	// rollout, render and registries controllers have each reconciled
+	// the pool after the replica's cache held what would make them act:
+	// each acts within the reconcile. A poke wakes all three for the
+	// pool: an annotation of the pool (the rollout and registries
+	// controllers) and a label of one of its MachineConfigs (render).
 	var want string // the nodes as the MCO's arrival found them, none sent
-	holds := func(d time.Duration) {
+	pokes := 0
+	poke := func() {
+		pokes++
+		for _, obj := range []client.Object{&mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: pool}},
+			&ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "60-" + pool + "-app"}}} {
+			p := fmt.Sprintf(`{"metadata":{"annotations":{"test.ndp.dev/poke":"%d"},"labels":{"test.ndp.dev/poke":"%d"}}}`, pokes, pokes)
+			if err := k8s.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	holds := func() {
 		t.Helper()
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got := fmt.Sprint(sent(to)); got != want {
-				t.Fatalf("the MCO is present, yet the rollout wrote the nodes: %s", got)
-			}
-			if got, reg := target(); got != to || reg {
-				t.Fatalf("the MCO is present, yet ndp rendered: target %s (want %s), registries MachineConfig recreated %t", got, to, reg)
-			}
+		reconciledSince(t, pool, poke, "rollout", "render", "registries")
+		if got := fmt.Sprint(sent(to)); got != want {
+			t.Errorf("the MCO is present, yet the rollout wrote the nodes: %s", got)
+		}
+		if got, reg := target(); got != to || reg {
+			t.Errorf("the MCO is present, yet ndp rendered: target %s (want %s), registries MachineConfig recreated %t", got, to, reg)
 		}
 	}
 
@@ -163,18 +179,22 @@ func TestStandsDownWhileTheMCOIsPresent(t *testing.T) {
 	// The registries MachineConfig deleted: its controller would
 	// recreate it.
 	markReady()
-	create(t, sourceMC("60-"+pool+"-app", pool).WithFile("/etc/app.conf", "v1").Build())
-	if err := k8s.Delete(ctx, &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-" + pool + "-generated-registries"}}); err != nil {
+	app := sourceMC("60-"+pool+"-app", pool).WithFile("/etc/app.conf", "v1").Build()
+	create(t, app)
+	cached(t, app)
+	registries := &ndpmcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-" + pool + "-generated-registries"}}
+	if err := k8s.Delete(ctx, registries); err != nil {
 		t.Fatal(err)
 	}
-	holds(5 * time.Second)
+	uncached(t, registries)
+	holds()
 
 	// The DaemonSet alone still stands ndp down.
 	if err := k8s.Delete(ctx, co); err != nil {
 		t.Fatal(err)
 	}
 	mcoPresent(corev1.ConditionTrue, "DaemonSet openshift-machine-config-operator/machine-config-daemon")
-	holds(3 * time.Second)
+	holds()
 
 	// Both gone: the registries MachineConfig is back, a target of all
 	// four MachineConfigs rendered and planned, one node sent to it

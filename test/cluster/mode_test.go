@@ -24,7 +24,9 @@ import (
 // test process leads): without the Machine Config Operator it runs as the
 // executor; when the MCO's ClusterOperator appears, it says so and exits
 // (status 3) so that its Deployment restarts it; started again, it runs as
-// the advisor, and exits again when the MCO goes.
+// the advisor, and exits again when the MCO goes. It exits for the change
+// alone: not before its mode watch has looked at the MCO and said so, and
+// naming the objects as the change left them.
 func TestAutoModeRestartsWhenTheMCOComesOrGoes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ndp-controller")
@@ -38,9 +40,10 @@ func TestAutoModeRestartsWhenTheMCOComesOrGoes(t *testing.T) {
 	mco := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: mcoguard.ClusterOperatorName}}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), mco) })
 
-	// run starts the process, waits for it to say its mode, does change,
-	// and waits for it to exit.
-	run := func(wantMode, wantNext string, change func() error) {
+	// run starts the process, waits for it to say its mode and that its
+	// mode watch has looked, does change, and waits for it to exit, saying
+	// it found found.
+	run := func(wantMode, wantNext, found string, change func() error) {
 		t.Helper()
 		var logs output.Buffer
 		cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--mode=auto",
@@ -62,16 +65,16 @@ func TestAutoModeRestartsWhenTheMCOComesOrGoes(t *testing.T) {
 				t.Logf("ndp-controller output:\n%s", logs.String())
 			}
 		}()
-		testkit.Until(t, "ndp-controller decides its mode: "+wantMode, func() bool {
+		testkit.Until(t, "ndp-controller decides its mode, "+wantMode+", and watches it", func() bool {
+			select {
+			case err := <-exited:
+				t.Fatalf("ndp-controller exited before the MCO changed: %v", err)
+			default:
+			}
 			return strings.Contains(logs.String(), `"msg":"mode decided at start (--mode=auto)"`) &&
-				strings.Contains(logs.String(), `"mode":"`+wantMode+`"`) && strings.Contains(logs.String(), `"msg":"starting the manager"`)
+				strings.Contains(logs.String(), `"mode":"`+wantMode+`"`) &&
+				strings.Contains(logs.String(), `"msg":"watching the Machine Config Operator's presence (--mode=auto)`)
 		})
-		// Running: not exited on its own.
-		select {
-		case err := <-exited:
-			t.Fatalf("ndp-controller exited before the MCO changed: %v", err)
-		case <-time.After(3 * time.Second):
-		}
 		if err := change(); err != nil {
 			t.Fatal(err)
 		}
@@ -85,10 +88,13 @@ func TestAutoModeRestartsWhenTheMCOComesOrGoes(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 			t.Errorf("ndp-controller exited with %v, want status 3", err)
 		}
-		if !strings.Contains(logs.String(), "exiting to restart as "+wantNext) {
-			t.Errorf("ndp-controller does not say it exits to restart as %s", wantNext)
+		// Its verdict, when it decided to exit, was the one after the
+		// change: an exit decided before (on its own) says the objects
+		// as they were.
+		if !strings.Contains(logs.String(), "exiting to restart as "+wantNext) || !strings.Contains(logs.String(), `"found":"`+found+`"`) {
+			t.Errorf("ndp-controller does not say it exits to restart as %s, having found %s", wantNext, found)
 		}
 	}
-	run("executor", "advisor", func() error { return k8s.Create(ctx, mco.DeepCopy()) })
-	run("advisor", "executor", func() error { return client.IgnoreNotFound(k8s.Delete(ctx, mco)) })
+	run("executor", "advisor", "ClusterOperator machine-config", func() error { return k8s.Create(ctx, mco.DeepCopy()) })
+	run("advisor", "executor", "nothing", func() error { return client.IgnoreNotFound(k8s.Delete(ctx, mco)) })
 }

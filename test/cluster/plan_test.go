@@ -11,12 +11,11 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
 func TestPlanControllerWritesPlansIntoTheTarget(t *testing.T) {
-	create(t, machineConfigPool("compute"))
-	create(t, sourceMC("00-compute-base", "compute").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
-	a := waitPool(t, "compute", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
+	a := basePool(t, "compute").Spec.Configuration.Name
 	for _, n := range []string{"compute-0", "compute-1", "compute-2"} {
 		create(t, node(n, "compute", a))
 	}
@@ -80,7 +79,7 @@ func TestImageMirrorPlansInMachineConfigStatus(t *testing.T) {
 	onlyPlan(b, a, false)
 
 	// The nodes update to B; deleting the IDMS takes them back, after a drain.
-	setCurrent(t, nodes, b)
+	testkit.SetNodeConfig(t, k8s, b, nodes...)
 	if err := k8s.Delete(context.Background(), idms); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestImageMirrorPlansInMachineConfigStatus(t *testing.T) {
 	// B's plan from A is pruned once no node runs A.
 	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 0 })
 
-	setCurrent(t, nodes, back)
+	testkit.SetNodeConfig(t, k8s, back, nodes...)
 	create(t, &configv1.ImageTagMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "mirror-tags"}, Spec: configv1.ImageTagMirrorSetSpec{ImageTagMirrors: []configv1.ImageTagMirrors{
 		{Source: "registry.example.com/mirror-test/app", Mirrors: []configv1.ImageMirror{"mirror.example.com/mirror-test/app"}}}}})
 	withTags := waitPool(t, "mirror", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != back }).Spec.Configuration.Name

@@ -283,7 +283,7 @@ func TestSignedBundleFromExamples(t *testing.T) {
 func TestDeployManifestsApply(t *testing.T) {
 	// A server dry-run does not create the namespace its objects go in.
 	ensureNamespace(t, "ndp-system")
-	for _, f := range []string{"../../manifests/rbac/role.yaml", "../../manifests/deploy/ndp-controller.yaml", daemonRole, daemonDeploy, daemonAdmission} {
+	for _, f := range []string{controllerRoles(t), "../../manifests/deploy/ndp-controller.yaml", daemonRole, daemonDeploy, daemonAdmission} {
 		if out, err := kubectl(t, "apply", "--dry-run=server", "-f", f); err != nil {
 			t.Errorf("kubectl apply --dry-run=server -f %s: %v\n%s", f, err, out)
 		}

@@ -43,17 +43,21 @@ func TestImageMirrorSetsArePlannedThroughRegistriesConf(t *testing.T) {
 		t.Errorf("adding an IDMS: %+v", added)
 	}
 
-	// An invalid object leaves the file as it is and says why. (The webhook
-	// refuses it; this one got in while the webhook was down.)
+	// An invalid object (the MCO refuses a source never to contact
+	// mirrored by itself) leaves the file as it is and says why. (The
+	// webhook refuses it; this one got in while the webhook was down.)
 	bad := &configv1.ImageDigestMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "self-mirror"}, Spec: configv1.ImageDigestMirrorSetSpec{ImageDigestMirrors: []configv1.ImageDigestMirrors{
-		{Source: "quay.io/x", Mirrors: []configv1.ImageMirror{"quay.io/x"}}}}}
+		{Source: "quay.io/x", Mirrors: []configv1.ImageMirror{"quay.io/x"}, MirrorSourcePolicy: configv1.NeverContactSource}}}}
 	withoutWebhook(t, imageMirrorWebhook, bad)
 	create(t, bad)
 	c := poolCondition(t, "infra", corev1.ConditionTrue)
-	if !strings.Contains(c.Message, `ImageDigestMirrorSet "self-mirror"`) || !strings.Contains(c.Message, "is the source itself") {
+	if !strings.Contains(c.Message, `ImageDigestMirrorSet "self-mirror" spec.imageDigestMirrors[0].mirrors[0]`) || !strings.Contains(c.Message, "is the source itself") {
 		t.Errorf("condition: %+v", c)
 	}
 	waitEvent(t, "infra", "InvalidImageMirrors")
+	if now := waitMachineConfig(t, name, func(*ndpmcv1.MachineConfig) bool { return true }); now.Generation != with.Generation {
+		t.Errorf("an invalid object changed %s: generation %d, was %d", name, now.Generation, with.Generation)
+	}
 	if err := k8s.Delete(ctx, bad); err != nil {
 		t.Fatal(err)
 	}

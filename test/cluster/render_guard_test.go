@@ -48,11 +48,7 @@ func TestRenderNoMachineConfigs(t *testing.T) {
 // (manifests/admission/rendered-configs.yaml), naming the object, when it is.
 func TestRenderedConfigsAreProtected(t *testing.T) {
 	ctx := context.Background()
-	create(t, machineConfigPool("guard"))
-	create(t, sourceMC("00-guard-base", "guard").WithFile("/etc/a", "a").Build())
-	name := waitPool(t, "guard", func(p *mcfgv1.MachineConfigPool) bool {
-		return strings.HasPrefix(p.Spec.Configuration.Name, "rendered-guard-") && len(p.Spec.Configuration.Source) == 2
-	}).Spec.Configuration.Name
+	name := basePool(t, "guard").Spec.Configuration.Name
 	// Retried on conflict: the plan controller writes the config's status
 	// meanwhile (a new resourceVersion), which says nothing about the edit.
 	edit := func(f func(*ndpmcv1.MachineConfig), opts ...client.UpdateOption) error {

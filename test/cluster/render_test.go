@@ -18,12 +18,8 @@ import (
 
 func TestRenderControllerTargetsARenderedConfig(t *testing.T) {
 	ctx := context.Background()
-	create(t, machineConfigPool("edge"))
-	create(t, sourceMC("00-edge-base", "edge").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
 	// The registries controller's 99-edge-generated-registries joins the sources.
-	first := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
-		return strings.HasPrefix(p.Spec.Configuration.Name, "rendered-edge-") && len(p.Spec.Configuration.Source) == 2
-	})
+	first := basePool(t, "edge")
 	create(t, sourceMC("50-edge-chrony", "edge").WithFile("/etc/chrony.conf", "pool x").Build())
 	second := waitPool(t, "edge", func(p *mcfgv1.MachineConfigPool) bool {
 		return p.Spec.Configuration.Name != first.Spec.Configuration.Name && len(p.Spec.Configuration.Source) == 3

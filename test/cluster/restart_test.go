@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +25,7 @@ import (
 // Here the policy's Rego tests take seconds, so a replica that did not
 // wait would plan, and store, the reboot first.
 func TestFreshReplicaPlansWithEveryPolicy(t *testing.T) {
-	create(t, machineConfigPool("fresh"))
-	create(t, sourceMC("00-fresh-base", "fresh").WithFile("/etc/kubernetes/kubelet.conf", "base").Build())
-	a := waitPool(t, "fresh", func(p *mcfgv1.MachineConfigPool) bool { return len(p.Spec.Configuration.Source) == 2 }).Spec.Configuration.Name
+	a := basePool(t, "fresh").Spec.Configuration.Name
 	create(t, node("fresh-0", "fresh", a))
 	slow := v1alpha1.NodeDisruptionPolicySpec{
 		Rego: `package ndp.policy.fresh_chrony
@@ -38,16 +37,16 @@ claims contains {"change": c.id, "match": "/etc/chrony.conf", "actions": [{"type
 `,
 		// About a second of work on an idle machine (a few under load, within
 		// the 5s a test may take), little memory: the check of this policy is slow.
-		RegoTests: `package ndp.policy.fresh_chrony_test
+		RegoTests: fmt.Sprintf(`package ndp.policy.fresh_chrony_test
 
 test_slow if {
-	every i in numbers.range(1, 600) {
-		every j in numbers.range(1, 600) {
+	every i in numbers.range(1, %[1]d) {
+		every j in numbers.range(1, %[1]d) {
 			i + j > 1
 		}
 	}
 }
-`,
+`, slowRegoTestRange),
 	}
 	create(t, newPolicy("fresh-chrony", slow))
 	waitCondition(t, "fresh-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)

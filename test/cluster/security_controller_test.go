@@ -95,7 +95,7 @@ func (p *ownerRefPlane) token(t *testing.T, namespace, name string) string {
 }
 
 // What ndp-controller's service account, with the generated roles
-// (manifests/rbac/role.yaml) and the shipped bindings, may and may not do;
+// (manifests/rbac/role.yaml, as the default install renders it) and the shipped bindings, may and may not do;
 // first, unless -short, that the real ndp-controller needs nothing more:
 // run with nothing but that account's token on an API server that enforces
 // owner-reference permissions as OpenShift's does, it renders, plans and
@@ -108,7 +108,7 @@ func TestSecurityBoundariesOfTheController(t *testing.T) {
 	// The namespace, account and bindings first, then the roles; the
 	// daemon's manifests too (the controller must not lift its policies).
 	p.kubectl(t, "apply", "-f", "../../manifests/deploy/ndp-controller.yaml")
-	p.kubectl(t, "apply", "-f", "../../manifests/rbac/role.yaml")
+	p.kubectl(t, "apply", "-f", controllerRoles(t))
 	p.kubectl(t, "apply", "-f", daemonRole, "-f", daemonDeploy, "-f", daemonAdmission)
 	token := p.token(t, "ndp-system", "ndp-controller")
 	cfg := rest.AnonymousClientConfig(p.cfg)

@@ -14,15 +14,19 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/controllers"
@@ -30,6 +34,7 @@ import (
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/policyset"
 	"github.com/ndp-dev/ndp/webhook"
+	"github.com/ndp-dev/ndp/webhook/preview"
 )
 
 var (
@@ -39,7 +44,7 @@ var (
 	kubectlBin string
 	// The running replica of ndp-controller (see startReplica).
 	active      *policyset.ActivePolicies
-	previewer   *webhook.Previewer
+	previewer   *preview.Previewer
 	stopReplica func()
 	// Where envtest registered the shipped webhook configuration.
 	webhookInstall *envtest.WebhookInstallOptions
@@ -49,8 +54,11 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// suiteLogger is the suite's: quiet unless NDP_TEST_LOGS is set.
+var suiteLogger = zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel()))
+
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	ctrl.SetLogger(suiteLogger)
 	return testkit.Main(m, testkit.ControlPlaneOptions{Root: "../..", Binaries: []string{"kubectl"}, Webhooks: true, Kubeconfig: true},
 		func(cp *testkit.ControlPlane) (func(), error) {
 			k8s, restConfig, kubeconfig, kubectlBin = cp.Client, cp.Config, cp.Kubeconfig, cp.Bin("kubectl")
@@ -66,28 +74,37 @@ func run(m *testing.M) int {
 // replica's): a rejected policy is retried every 2s, not every minute.
 var controllerOptions = controllers.Options{RetryRejected: 2 * time.Second}
 
+// replicaOptions are the manager options of a replica of ndp-controller in
+// this process, elected by id; a restarted replica registers the same
+// controller names again.
+func replicaOptions(id string) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  scheme.New(),
+		Client:                  controllers.ClientOptions(),
+		Cache:                   controllers.CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		LeaderElection:          true,
+		LeaderElectionID:        id,
+		LeaderElectionNamespace: "default",
+		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+}
+
 // startReplica runs ndp-controller's wiring in this process: controllers
 // with leader election, and the webhook server on the port envtest
 // registered. stopReplica stops it, as a killed process would.
 func startReplica() error {
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                        scheme.New(),
-		Client:                        controllers.ClientOptions(),
-		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		LeaderElection:                true,
-		LeaderElectionID:              controllers.LeaderElectionID,
-		LeaderElectionNamespace:       "default",
-		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: webhookInstall.LocalServingHost, Port: webhookInstall.LocalServingPort, CertDir: webhookInstall.LocalServingCertDir,
-		}),
-		// A restarted replica registers the same controller names again.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	opts := replicaOptions(controllers.LeaderElectionID)
+	opts.LeaderElectionReleaseOnCancel = true
+	opts.Logger = reconciles.logger(suiteLogger) // for reconciledSince
+	opts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: webhookInstall.LocalServingHost, Port: webhookInstall.LocalServingPort, CertDir: webhookInstall.LocalServingCertDir,
 	})
+	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return err
 	}
+	replicaCache = mgr.GetCache()
 	if active, err = controllers.SetupWithManager(mgr, engine.Options{}, controllerOptions); err != nil {
 		return err
 	}
@@ -103,15 +120,23 @@ func startReplica() error {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}
-	// Serving: the webhook server answers its readiness check.
+	// Serving, and able to plan: the webhook server answers its readiness
+	// check and every NodeDisruptionPolicy is loaded. A test after a restart
+	// would otherwise see "still being loaded" for as long as loading takes
+	// (seconds under -race).
 	deadline := time.Now().Add(time.Minute)
-	for mgr.GetWebhookServer().StartedChecker()(nil) != nil {
+	for {
+		notReady := mgr.GetWebhookServer().StartedChecker()(nil)
+		if notReady == nil {
+			if _, notReady = active.Ready(ctx, mgr.GetCache()); notReady == nil {
+				return nil
+			}
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook server did not start")
+			return fmt.Errorf("the replica is not ready after a minute: %w", notReady)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return nil
 }
 
 // zapLevel keeps controller logs quiet unless NDP_TEST_LOGS is set.
@@ -137,6 +162,28 @@ func kubectlFile(t *testing.T, manifest string, args ...string) (string, error) 
 		t.Fatal(err)
 	}
 	return kubectl(t, append(args, "-f", f)...)
+}
+
+// manifest is obj as an administrator writes it for kubectl -f: YAML
+// with its apiVersion and kind, without a status.
+func manifest(t *testing.T, obj client.Object) string {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(obj, k8s.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(u, "status")
+	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+	u["apiVersion"], u["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	b, err := yaml.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // kubectlPlugin runs the real kubectl with dir (holding kubectl-ndp) first

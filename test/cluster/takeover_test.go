@@ -10,11 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/controllers"
 	"github.com/ndp-dev/ndp/internal/testkit"
@@ -28,19 +25,9 @@ import (
 // does not give its lease up when stopped, as a crashed process would not.
 func takeoverReplica(t *testing.T, lease time.Duration) (manager.Manager, *policyset.ActivePolicies, func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  scheme.New(),
-		Client:                  controllers.ClientOptions(),
-		Cache:                   controllers.CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		LeaderElection:          true,
-		LeaderElectionID:        "ndp-takeover-test",
-		LeaderElectionNamespace: "default",
-		LeaseDuration:           ptr.To(lease),
-		RenewDeadline:           ptr.To(lease * 3 / 4),
-		RetryPeriod:             ptr.To(500 * time.Millisecond),
-		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	opts := replicaOptions("ndp-takeover-test")
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = ptr.To(lease), ptr.To(lease*3/4), ptr.To(500*time.Millisecond)
+	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

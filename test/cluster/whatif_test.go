@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,15 +14,6 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
 )
-
-const whatIfChrony = `apiVersion: ndp.dev/v1alpha1
-kind: NodeDisruptionPolicy
-metadata: {name: whatif-chrony}
-spec:
-  files:
-  - path: /etc/chrony.conf
-    actions: [{type: Restart, restart: {serviceName: chronyd.service}}]
-`
 
 // warningLine runs a kubectl dry-run and returns its warning line that
 // starts with prefix ("Warning: " left out). A what-if the replica could
@@ -65,7 +57,8 @@ func TestPolicyDryRunPreviewsPendingPlanChanges(t *testing.T) {
 	group := "pool whatif, 3 nodes " + a + " → " + b + ": "
 
 	// Creating the chrony policy would make it a restart.
-	got, out := warningLine(t, "a dry-run create", "pool whatif,", func() (string, error) { return kubectlFile(t, whatIfChrony, "apply", "--dry-run=server") })
+	chrony := newPolicy("whatif-chrony", chronySpec())
+	got, out := warningLine(t, "a dry-run create", "pool whatif,", func() (string, error) { return kubectlFile(t, manifest(t, chrony), "apply", "--dry-run=server") })
 	if want := group + "Reboot → Restart chronyd.service (no drain)"; got != want {
 		t.Errorf("a dry-run create warned\n%q, want\n%q", got, want)
 	}
@@ -76,13 +69,13 @@ func TestPolicyDryRunPreviewsPendingPlanChanges(t *testing.T) {
 	waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool { return len(ps) == 1 && ps[0].Reboot })
 
 	// Created for real, the plan becomes the restart.
-	out, err := kubectlFile(t, whatIfChrony, "apply")
+	out, err := kubectlFile(t, manifest(t, chrony), "apply")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "nodedisruptionpolicy", "whatif-chrony", "--ignore-not-found") })
 	waitCondition(t, "whatif-chrony", v1alpha1.ConditionAccepted, metav1.ConditionTrue)
-	restart := waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
+	restarting := waitPlans(t, b, func(ps []ndpmcv1.PostConfigActions) bool {
 		return len(ps) == 1 && len(ps[0].Actions) == 1 && ps[0].Actions[0].Type == "Restart"
 	})[0]
 
@@ -101,8 +94,9 @@ func TestPolicyDryRunPreviewsPendingPlanChanges(t *testing.T) {
 
 	// An edit that claims a file no waiting plan touches changes nothing,
 	// and says so.
-	edit := whatIfChrony + "  - path: /etc/whatif-unrelated.conf\n    actions: [{type: Restart, restart: {serviceName: unrelated.service}}]\n"
-	line, out := warningLine(t, "a dry-run edit", "no pending plan changes", func() (string, error) { return kubectlFile(t, edit, "apply", "--dry-run=server") })
+	edit := newPolicy("whatif-chrony", chronySpec())
+	edit.Spec.Files = append(edit.Spec.Files, operatorv1.NodeDisruptionPolicySpecFile{Path: "/etc/whatif-unrelated.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{restart("unrelated.service")}})
+	line, out := warningLine(t, "a dry-run edit", "no pending plan changes", func() (string, error) { return kubectlFile(t, manifest(t, edit), "apply", "--dry-run=server") })
 	if !strings.HasPrefix(line, "no pending plan changes: the plans of ") {
 		t.Errorf("a dry-run edit warned %q", line)
 	}
@@ -110,8 +104,9 @@ func TestPolicyDryRunPreviewsPendingPlanChanges(t *testing.T) {
 		t.Errorf("a dry-run edit that changes no plan warned of one:\n%s", out)
 	}
 	// A label: the spec is unchanged.
-	labelled := strings.Replace(whatIfChrony, "{name: whatif-chrony}", "{name: whatif-chrony, labels: {team: infra}}", 1)
-	out, err = kubectlFile(t, labelled, "apply", "--dry-run=server")
+	labelled := newPolicy("whatif-chrony", chronySpec())
+	labelled.Labels = map[string]string{"team": "infra"}
+	out, err = kubectlFile(t, manifest(t, labelled), "apply", "--dry-run=server")
 	printed(t, "a dry-run of a label", "Warning: no pending plan changes: the spec is unchanged", out, err)
 
 	// The built-in default cannot be deleted: the controller restores it.
@@ -130,8 +125,8 @@ func TestPolicyDryRunPreviewsPendingPlanChanges(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: b}, &target); err != nil {
 		t.Fatal(err)
 	}
-	if got := target.Status.PlanFrom(a); got == nil || got.PlanHash != restart.PlanHash {
-		t.Errorf("the stored plan changed: %+v, was %+v", got, restart)
+	if got := target.Status.PlanFrom(a); got == nil || got.PlanHash != restarting.PlanHash {
+		t.Errorf("the stored plan changed: %+v, was %+v", got, restarting)
 	}
 
 	// A real delete is not previewed (the webhook is called for dry-runs

@@ -22,16 +22,6 @@ import (
 	"github.com/ndp-dev/ndp/nodeconfig"
 )
 
-// The pool's own kubelet.conf (the MCO's templates write it as YAML).
-const workerKubeletConf = `apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cgroupDriver: systemd
-clusterDNS:
-- 172.30.0.10
-clusterDomain: cluster.local
-maxPods: 250
-`
-
 // The executor's example sessions, in the order a reader meets the state
 // they need: one worker pool of three nodes (examples/cluster/worker-pool.yaml,
 // held paused so that nothing rolls out until the rollout example), whose
@@ -43,7 +33,7 @@ func TestExecutorExamples(t *testing.T) {
 	sh.must(`kubectl patch mcp worker --type merge -p '{"spec":{"paused":true}}'`)
 	for _, mc := range []*ndpmcv1.MachineConfig{
 		builder.MachineConfig("00-worker").WithRole("worker").WithOSImageURL("quay.io/os@sha256:1").WithFile("/etc/motd", "hello").Build(),
-		builder.MachineConfig("01-worker-kubelet").WithRole("worker").WithOSImageURL("quay.io/os@sha256:1").WithFile(nodeconfig.KubeletConfPath, workerKubeletConf).Build(),
+		builder.MachineConfig("01-worker-kubelet").WithRole("worker").WithOSImageURL("quay.io/os@sha256:1").WithFile(nodeconfig.KubeletConfPath, builder.WorkerKubeletConf).Build(),
 	} {
 		if err := k8s.Create(context.Background(), mc); err != nil {
 			t.Fatal(err)
@@ -245,18 +235,5 @@ func settle(t *testing.T) {
 // setCurrent plays ndp-daemon: every worker node now runs config.
 func setCurrent(t *testing.T, config string) {
 	t.Helper()
-	for i := range 3 {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var n corev1.Node
-			if err := k8s.Get(context.Background(), client.ObjectKey{Name: fmt.Sprintf("worker-%d", i)}, &n); err != nil {
-				return err
-			}
-			n.Annotations[ndpmcv1.CurrentConfigAnnotation] = config
-			n.Annotations[ndpmcv1.DesiredConfigAnnotation] = config
-			return k8s.Update(context.Background(), &n)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.SetNodeConfig(t, k8s, config, "worker-0", "worker-1", "worker-2")
 }

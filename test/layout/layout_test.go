@@ -8,6 +8,7 @@ package layout
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,29 @@ func deps(t *testing.T, pkgs ...string) []string {
 		t.Fatalf("go list -deps %s: %v", strings.Join(pkgs, " "), err)
 	}
 	return strings.Fields(string(out))
+}
+
+// standsOn checks that pattern links none of the module's packages but
+// allowed (paths in the module, each with the packages below it), why
+// saying the rule, and returns every package it links. Fewer than min of
+// the module's packages is not a real dependency list.
+func standsOn(t *testing.T, pattern, why string, min int, allowed ...string) []string {
+	t.Helper()
+	all := deps(t, pattern)
+	own := 0
+	for _, p := range all {
+		if !strings.HasPrefix(p, module) {
+			continue
+		}
+		own++
+		if !slices.ContainsFunc(allowed, func(a string) bool { return within(p, a) }) {
+			t.Errorf("%s imports %s: %s", pattern, p, why)
+		}
+	}
+	if own < min {
+		t.Fatalf("go list gave %d of ndp's packages for %s: not a real dependency list", own, pattern)
+	}
+	return all
 }
 
 // allDeps is every package of the module (tests left out) with what it
@@ -113,7 +137,7 @@ func TestSiblingsImportNoneOfOneAnother(t *testing.T) {
 	for _, s := range siblings {
 		for _, p := range deps(t, "./"+s+"/...") {
 			for _, other := range siblings {
-				if other != s && (p == module+other || strings.HasPrefix(p, module+other+"/")) {
+				if other != s && within(p, other) {
 					t.Errorf("%s imports %s (through its dependencies)", s, p)
 				}
 			}
@@ -128,7 +152,7 @@ func TestSiblingsImportNoneOfOneAnother(t *testing.T) {
 func TestClusterDiffStandsOnTheSharedParts(t *testing.T) {
 	for _, p := range deps(t, "./clusterdiff/...") {
 		for _, above := range []string{"controllers", "webhook", "daemon", "cmd"} {
-			if p == module+above || strings.HasPrefix(p, module+above+"/") {
+			if within(p, above) {
 				t.Errorf("clusterdiff imports %s (through its dependencies)", p)
 			}
 		}
@@ -141,25 +165,7 @@ func TestClusterDiffStandsOnTheSharedParts(t *testing.T) {
 var levelOne = []string{"apis", "policies", "manifests/crds", "machineconfig", "registries", "nodeconfig", "mco/mcoguard", "mco/mcorules"}
 
 func TestMCORulesStaysAtLevelOne(t *testing.T) {
-	all := deps(t, "./mco/mcorules/...")
-	own := 0
-	for _, p := range all {
-		if !strings.HasPrefix(p, module) {
-			continue
-		}
-		own++
-		rel := strings.TrimPrefix(p, module)
-		ok := false
-		for _, l := range levelOne {
-			ok = ok || rel == l || strings.HasPrefix(rel, l+"/")
-		}
-		if !ok {
-			t.Errorf("mcorules imports %s, above the first level of the import rule", p)
-		}
-	}
-	if own < 2 {
-		t.Fatalf("go list gave %d of ndp's packages for mcorules: not a real dependency list", own)
-	}
+	standsOn(t, "./mco/mcorules/...", "above the first level of the import rule", 2, levelOne...)
 }
 
 // TestRolloutControlIsPure: the rollout policy's decisions stand on the
@@ -167,22 +173,10 @@ func TestMCORulesStaysAtLevelOne(t *testing.T) {
 // webhook's preview and `ndp status` can all call them, and hold no client:
 // the gates are evaluated by the caller.
 func TestRolloutControlIsPure(t *testing.T) {
-	own := 0
-	for _, p := range deps(t, "./rolloutcontrol") {
+	for _, p := range standsOn(t, "./rolloutcontrol", "it stands on apis alone", 3, "rolloutcontrol", "apis") {
 		if strings.HasPrefix(p, "sigs.k8s.io/controller-runtime") || strings.HasPrefix(p, "k8s.io/client-go") || strings.HasPrefix(p, "github.com/prometheus/client_golang") {
 			t.Errorf("rolloutcontrol links %s: it takes evaluated gates, and holds no client", p)
 		}
-		if !strings.HasPrefix(p, module) {
-			continue
-		}
-		own++
-		rel := strings.TrimPrefix(p, module)
-		if rel != "rolloutcontrol" && rel != "apis" && !strings.HasPrefix(rel, "apis/") {
-			t.Errorf("rolloutcontrol imports %s: it stands on apis alone", p)
-		}
-	}
-	if own < 3 {
-		t.Fatalf("go list gave %d of ndp's packages for rolloutcontrol: not a real dependency list", own)
 	}
 }
 
@@ -191,21 +185,37 @@ func TestRolloutControlIsPure(t *testing.T) {
 // third level, on apis and rolloutcontrol alone (like render), so the
 // controllers, the CLI and the preview can share it and it links no OPA.
 func TestRolloutGatesBelowTheControllers(t *testing.T) {
-	own := 0
-	for _, p := range deps(t, "./rolloutgates") {
+	for _, p := range standsOn(t, "./rolloutgates", "it stands on apis and rolloutcontrol alone", 4, "rolloutgates", "rolloutcontrol", "apis") {
 		if strings.HasPrefix(p, "github.com/open-policy-agent/opa") {
 			t.Errorf("rolloutgates links %s: it evaluates gates, not policies", p)
 		}
-		if !strings.HasPrefix(p, module) {
-			continue
-		}
-		own++
-		rel := strings.TrimPrefix(p, module)
-		if rel != "rolloutgates" && rel != "rolloutcontrol" && rel != "apis" && !strings.HasPrefix(rel, "apis/") {
-			t.Errorf("rolloutgates imports %s: it stands on apis and rolloutcontrol alone", p)
-		}
 	}
-	if own < 4 {
-		t.Fatalf("go list gave %d of ndp's packages for rolloutgates: not a real dependency list", own)
+}
+
+// TestWebhookModesApart: the webhook's answers of the executor and of the
+// advisor import none of each other's, and what both modes' handlers
+// stand on (preview, nodedisruptionpolicy) imports neither, so that the
+// tree says which code answers in which mode; package webhook, the wiring,
+// stands above them all.
+func TestWebhookModesApart(t *testing.T) {
+	executor, advisor := "webhook/executor", "webhook/advisor"
+	for pkgs, banned := range map[string][]string{
+		"./" + executor + "/...":             {advisor},
+		"./" + advisor + "/...":              {executor},
+		"./webhook/preview/...":              {executor, advisor},
+		"./webhook/nodedisruptionpolicy/...": {executor, advisor},
+	} {
+		shared := false
+		for _, p := range deps(t, pkgs) {
+			shared = shared || p == module+"webhook/preview"
+			for _, b := range banned {
+				if within(p, b) {
+					t.Errorf("%s imports %s (through its dependencies)", pkgs, p)
+				}
+			}
+		}
+		if !shared {
+			t.Fatalf("go list gave no webhook/preview for %s: not a real dependency list", pkgs)
+		}
 	}
 }

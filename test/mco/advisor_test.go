@@ -102,14 +102,7 @@ spec:
 // Lease.
 func TestAdvisorInstalledBesideTheMCO(t *testing.T) {
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
-	if testing.Short() {
-		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
-	}
-	if RefDir() == "" {
-		t.Skip("the MCO reference tools are absent (see RefDir)")
-	}
-	began := time.Now()
-	built := buildController(t)
+	began, built := beginBesideTheMCO(t)
 
 	m, auditLog := startAuditedMCO(t, advisorAudit)
 	t.Logf("the MCO's controllers up after %s", time.Since(began).Round(time.Second))
@@ -211,6 +204,19 @@ type installedAdvisor struct {
 	// runs it again with the same arguments and waits until it is ready.
 	stop  func()
 	start func(t *testing.T)
+}
+
+// beginBesideTheMCO begins a test that installs ndp-controller, built
+// from this tree, beside the MCO's controllers: it skips in -short mode,
+// and without the MCO reference as refDir says; it starts the build
+// (buildController) and returns when it began, for the test's log.
+func beginBesideTheMCO(t *testing.T) (began time.Time, built <-chan builtController) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
+	}
+	refDir(t)
+	return time.Now(), buildController(t)
 }
 
 // buildController builds ndp-controller from this tree in the background
@@ -1248,7 +1254,7 @@ func (a *installedAdvisor) checkAuditWith(t *testing.T, path string, allow audit
 		t.Errorf("the audit log does not show ndp's advisor creating UpdateForecasts and watching MachineConfigs: is it logging %s?", advisorUser)
 	}
 	if len(forbidden) > 0 {
-		t.Errorf("the API server refused ndp's advisor %v: its role (overlays/openshift/rbac.yaml) lacks what it asks for", forbidden)
+		t.Errorf("the API server refused ndp's advisor %v: its role (manifests/rbac/advisor, from the markers of the advisor's code) lacks what it asks for", forbidden)
 	}
 	if allow.mcoEntries {
 		t.Logf("ndp's applies of MachineConfiguration cluster: %d (%d with the guard annotation), entries for %v", mcoWrites.applies, mcoWrites.withGuard, mcoWrites.paths)

@@ -18,12 +18,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,7 +33,6 @@ import (
 	"github.com/ndp-dev/ndp/machineconfig"
 	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/mco/mcorules"
-	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -82,9 +78,7 @@ const diffSnapshotKinds = "mc,mcp,kubeletconfig,containerruntimeconfig,idms,itms
 // far as -parallel lets them.
 func TestDiffAgreesWithTheMCO(t *testing.T) {
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
-	if RefDir() == "" {
-		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF or ../shared/mco-ref beside the repository)")
-	}
+	refDir(t)
 	sets := loadDiffChangeSets(t, filepath.Join("testdata", "diff"))
 	clusters := diffClusters[:1]
 	if v := os.Getenv(diffAllClustersEnv); v != "" && v != "0" {
@@ -206,9 +200,8 @@ var generatedName = regexp.MustCompile(`^[0-9]+-[a-z0-9-]+-generated-(kubelet|re
 // controller's version, here they carry mcc-ref's.
 func startDiffCluster(t *testing.T, cluster string) *diffCluster {
 	t.Helper()
-	ref := RefDir()
-	version := mccRefVersion(t, ref)
-	mcs, skipped := realMachineConfigs(t, filepath.Join(ref, "realconfigs", cluster), version)
+	version := mccRefVersion(t, refDir(t))
+	mcs, skipped := realMachineConfigs(t, testkit.RequireMCORef(t, "realconfigs", cluster), version)
 	t.Logf("%s: %d MachineConfigs created as captured; not created (rendered, or written by the kubelet-config and container-runtime-config controllers): %s", cluster, len(mcs), strings.Join(skipped, ", "))
 	m := startMCOWith(t, mcoOptions{
 		Controllers: diffControllers,
@@ -507,7 +500,7 @@ func resourceOf(t *testing.T, key clusterdiff.Key) string {
 //   - image-mirror objects or image.config applied or deleted: every
 //     pool's 99-<pool>-generated-registries holds what the objects make of
 //     it now (the controller writes once per event it reads; there is no
-//     status to wait on), compared with render.MCORegistriesIgnition,
+//     status to wait on), compared with mcorender.RegistriesIgnition,
 //     which Diff renders with: a difference is reported after a minute, and the
 //     names then differ;
 //   - then, for every pool, a barrier: a MachineConfig with an empty
@@ -610,7 +603,7 @@ func (c *diffCluster) waitObserved(t *testing.T, key clusterdiff.Key) {
 }
 
 // waitRegistries waits until every pool's 99-<pool>-generated-registries
-// is what render.MCORegistriesIgnition makes of the pool's template files and the
+// is what mcorender.RegistriesIgnition makes of the pool's template files and the
 // image objects now; after a minute it reports the difference and goes on.
 func (c *diffCluster) waitRegistries(t *testing.T) {
 	t.Helper()
@@ -626,7 +619,7 @@ func (c *diffCluster) waitRegistries(t *testing.T) {
 				if err != nil {
 					t.Errorf("%s: %v", name, err)
 				} else {
-					t.Errorf("after a minute the MCO's %s is not what render.MCORegistriesIgnition makes of the image objects (-MCO +ndp):\n%s", name, ignitionFilesDiff(theirs, ours))
+					t.Errorf("after a minute the MCO's %s is not what mcorender.RegistriesIgnition makes of the image objects (-MCO +ndp):\n%s", name, ignitionFilesDiff(theirs, ours))
 				}
 				break
 			}
@@ -731,30 +724,15 @@ func sourceChanges(before, after map[string]string) string {
 	return strings.Join(out, ", ")
 }
 
-// ndpRegistries is render.MCORegistriesIgnition (registries.RenderMCO over
-// the pool's template files) of the cluster's image-mirror objects and
-// image config, as Diff renders it.
+// ndpRegistries is mcorender.RegistriesIgnition of the cluster's
+// image-mirror objects and image config over the pool's template files, as
+// Diff renders it.
 func (c *diffCluster) ndpRegistries(pool string, mcs []*ndpmcv1.MachineConfig) ([]byte, error) {
-	ctx := context.Background()
-	var in registries.MCOInputs
-	var idms configv1.ImageDigestMirrorSetList
-	var itms configv1.ImageTagMirrorSetList
-	var icsp operatorv1alpha1.ImageContentSourcePolicyList
-	for _, l := range []client.ObjectList{&idms, &itms, &icsp} {
-		if err := c.reader.List(ctx, l); err != nil {
-			return nil, err
-		}
-	}
-	in.IDMS, in.ITMS, in.ICSP = idms.Items, itms.Items, icsp.Items
-	var img configv1.Image
-	switch err := c.reader.Get(ctx, client.ObjectKey{Name: "cluster"}, &img); {
-	case err == nil:
-		rs := img.Spec.RegistrySources
-		in.Insecure, in.Blocked, in.Allowed, in.Search = rs.InsecureRegistries, rs.BlockedRegistries, rs.AllowedRegistries, rs.ContainerRuntimeSearchRegistries
-	case !apierrors.IsNotFound(err):
+	in, err := mcorender.RegistriesInputs(context.Background(), c.reader)
+	if err != nil {
 		return nil, err
 	}
-	return render.MCORegistriesIgnition(pool, mcs, in)
+	return mcorender.RegistriesIgnition(pool, mcs, in)
 }
 
 // decide is the MCO daemon's decision (mco-decide) for a move of the

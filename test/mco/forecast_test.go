@@ -211,6 +211,8 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		t.Fatal(err)
 	}
 	var f *v1alpha1.UpdateForecast
+	tmpStart := time.Now()
+	defer func() { t.Logf("TMP forecast seen after %s", time.Since(tmpStart)) }()
 	testkit.Eventually(t, "a forecast of pool worker from "+r1, func() (bool, string) {
 		var list v1alpha1.UpdateForecastList
 		if err := p.c.List(ctx, &list); err != nil {
@@ -224,6 +226,7 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		}
 		return false, fmt.Sprint(len(list.Items), " forecasts")
 	})
+	t.Logf("TMP forecast seen after %s, toSource %s", time.Since(tmpStart), f.Status.ToSource)
 	// Before the MCO sent a node: no node has another desired config yet.
 	var nodes corev1.NodeList
 	if err := p.c.List(ctx, &nodes); err != nil {
@@ -327,7 +330,13 @@ func TestForecastBesideTheMCO(t *testing.T) {
 	}
 
 	// A restarted advisor rebuilds the forecast from the API server alone.
-	before := f.DeepCopy()
+	// The MCO's node controller sends a worker a few seconds after its
+	// render, whenever that falls: the forecast compared is the one that
+	// has observed it, or the restart would race the MCO's rollout.
+	before := wait("the forecast observes the worker the MCO sends", func(f *v1alpha1.UpdateForecast) bool {
+		return ready(f) && f.Status.Observed != nil && f.Status.Observed.InProgress == 1 &&
+			f.Status.MCO.PolicySource != nil && f.Status.MCO.PolicySource.Stale
+	})
 	stop()
 	if err := p.c.Delete(ctx, f); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@
 package mco
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,14 +59,26 @@ type MCO struct {
 	Kubectl string
 }
 
-// RefDir is the directory of the MCO reference tools (testkit.MCORef), ""
-// when it holds no mcc-ref.
-func RefDir() string {
-	dir := testkit.MCORef()
-	if _, err := os.Stat(filepath.Join(dir, "mcc-ref")); dir == "" || err != nil {
-		return ""
+// refDir is the directory of the MCO reference tools (mcc-ref,
+// mco-decide, templates/): without them t skips, or fails with
+// NDP_REQUIRE_MCO_REF=1 (testkit.RequireMCORef).
+func refDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Dir(testkit.RequireMCORef(t, "mcc-ref"))
+}
+
+// TestMain: every test here runs the MCO's own controllers (mcc-ref).
+// Without them the package fails at once where NDP_REQUIRE_MCO_REF=1 (CI
+// sets it), and says why its tests skip otherwise.
+func TestMain(m *testing.M) {
+	if _, err := testkit.LookupMCORef("mcc-ref"); err != nil {
+		if testkit.MCORefRequired() {
+			fmt.Fprintf(os.Stderr, "FAIL: test/mco runs the MCO's own controllers: %v, and %s=1 requires it\n", err, testkit.RequireMCORefEnv)
+			os.Exit(1)
+		}
+		fmt.Printf("test/mco runs the MCO's own controllers: %v: every test skips\n", err)
 	}
-	return dir
+	os.Exit(m.Run())
 }
 
 // Scheme is ndp's scheme with the ControllerConfig, which ndp itself does
@@ -81,8 +92,8 @@ func Scheme() *runtime.Scheme {
 // startMCO starts a control plane (KUBEBUILDER_ASSETS, or bin/), runs
 // `mcc-ref setup` and the MCO's controllers, and waits for the master and
 // worker pools' first rendered configs. Everything stops when t ends (the
-// controllers with SIGTERM); their logs go to t.Log if t failed. It skips t
-// when the reference tools are absent.
+// controllers with SIGTERM); their logs go to t.Log if t failed. Without
+// the reference tools t skips, or fails (refDir).
 func startMCO(t *testing.T) *MCO {
 	t.Helper()
 	return startMCOWith(t, mcoOptions{})
@@ -123,10 +134,7 @@ const (
 // startMCOWith is startMCO on a control plane configured by o.
 func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 	t.Helper()
-	dir := RefDir()
-	if dir == "" {
-		t.Skip("the MCO reference tools are absent (no mcc-ref in $NDP_MCO_REF or ../shared/mco-ref beside the repository): these tests compare ndp with the MCO's own controllers")
-	}
+	dir := refDir(t)
 	var bins []string
 	if o.Kubectl {
 		bins = []string{"kubectl"}
@@ -363,16 +371,7 @@ func sameSet(a, b []string) bool {
 }
 
 // mcoVerdict is mco-decide's answer.
-type mcoVerdict struct {
-	Reconcilable bool   `json:"reconcilable"`
-	Error        string `json:"error"`
-	Actions      []struct {
-		Type    string `json:"type"`
-		Service string `json:"service"`
-	} `json:"actions"`
-	Drain  bool `json:"drain"`
-	Reboot bool `json:"reboot"`
-}
+type mcoVerdict struct{ testkit.MCODecision }
 
 // mcoDecide runs the MCO's own daemon code (mco-decide in refDir) on two
 // rendered configs of the cluster, with MachineConfiguration cluster, dumped
@@ -409,23 +408,10 @@ func mcoDecideWith(t *testing.T, c client.Client, refDir, from, to, machineConfi
 	t.Helper()
 	dir := t.TempDir()
 	mcType := metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"}
-	args := []string{
-		"--from", dumpObject(t, c, dir, &ndpmcv1.MachineConfig{TypeMeta: mcType}, from),
-		"--to", dumpObject(t, c, dir, &ndpmcv1.MachineConfig{TypeMeta: mcType}, to),
-		"--machineconfiguration", machineConfiguration,
-	}
-	cmd := exec.Command(filepath.Join(refDir, "mco-decide"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mco-decide %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var d mcoVerdict
-	if err := json.Unmarshal(out, &d); err != nil {
-		t.Fatalf("mco-decide's answer %s: %v", out, err)
-	}
-	return d
+	return mcoVerdict{testkit.MCODecide(t, filepath.Join(refDir, "mco-decide"),
+		dumpObject(t, c, dir, &ndpmcv1.MachineConfig{TypeMeta: mcType}, from),
+		dumpObject(t, c, dir, &ndpmcv1.MachineConfig{TypeMeta: mcType}, to),
+		machineConfiguration)}
 }
 
 // says is mco-decide's answer in the advisor's words: "drain and reboot",

@@ -29,6 +29,7 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
 // The guard's overlay, and its file.
@@ -57,18 +58,9 @@ rules:
 // has any (kubectl apply --server-side --field-manager=admin): one ndp's
 // policies never name, and one for a path a policy also declares, with
 // other actions (a conflict ndp must report, not overwrite).
-const adminEntries = `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata:
-  name: cluster
-spec:
-  nodeDisruptionPolicy:
-    files:
-    - path: /etc/admin.conf
-      actions: [{type: None}]
-    - path: /etc/conflict.conf
-      actions: [{type: Reload, reload: {serviceName: conflict.service}}]
-`
+var adminEntries = string(builder.MachineConfiguration().
+	WithFileActions("/etc/admin.conf", "None").
+	WithFileActions("/etc/conflict.conf", "Reload conflict.service").Document())
 
 // conflictPolicy declares /etc/conflict.conf otherwise than the
 // administrator's entry.
@@ -85,18 +77,7 @@ spec:
 
 // cpuManagerKubeletConfig turns on the static CPU manager: kubelet-live
 // plans a drain and a reboot, as the MCO does by default.
-const cpuManagerKubeletConfig = `apiVersion: machineconfiguration.openshift.io/v1
-kind: KubeletConfig
-metadata:
-  name: cpumanager
-spec:
-  machineConfigPoolSelector:
-    matchLabels:
-      pools.operator.machineconfiguration.openshift.io/worker: ""
-  kubeletConfig:
-    cpuManagerPolicy: static
-    cpuManagerReconcilePeriod: 5s
-`
+var cpuManagerKubeletConfig = workerConfigYAML("KubeletConfig", "cpumanager", "cpuManagerPolicy: static\n    cpuManagerReconcilePeriod: 5s")
 
 // autoSizingKubeletConfig has the MCO size the node's reservations: its
 // kubelet-config controller writes /etc/node-sizing-enabled.env.
@@ -113,11 +94,7 @@ spec:
 
 // releaseEntries is what an administrator applies, by ndp's field manager,
 // to release every entry ndp owns (docs/openshift.md, "Uninstalling").
-const releaseEntries = `apiVersion: operator.openshift.io/v1
-kind: MachineConfiguration
-metadata:
-  name: cluster
-`
+var releaseEntries = string(builder.MachineConfiguration().Document())
 
 // TestMCOEntries is the acceptance of ndp's entries in the MCO's node
 // disruption policy (docs/openshift.md#ndps-policies-in-the-mco), in a
@@ -144,14 +121,7 @@ metadata:
 //     and its own entries of MachineConfiguration cluster.
 func TestMCOEntries(t *testing.T) {
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
-	if testing.Short() {
-		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
-	}
-	if RefDir() == "" {
-		t.Skip("the MCO reference tools are absent (see RefDir)")
-	}
-	began := time.Now()
-	built := buildController(t)
+	began, built := beginBesideTheMCO(t)
 
 	// The MCO's controllers run as its service account: the guard never
 	// refuses their writes (generated and rendered configs).
@@ -380,12 +350,11 @@ func TestMCOEntries(t *testing.T) {
 // rest is admitted.
 func TestMCOEntriesGuard(t *testing.T) {
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
-	if RefDir() == "" {
-		t.Skip("the MCO reference tools are absent (see RefDir): mcc-ref setup installs the openshift/api CRDs")
-	}
+	// The reference's mcc-ref setup installs the openshift/api CRDs.
+	ref := refDir(t)
 	ctx := context.Background()
 	cp := testkit.NewControlPlane(t, testkit.ControlPlaneOptions{Root: "../..", NoCRDs: true, Kubeconfig: true})
-	if out, err := exec.Command(filepath.Join(RefDir(), "mcc-ref"), "setup", "--kubeconfig", cp.Kubeconfig).CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(ref, "mcc-ref"), "setup", "--kubeconfig", cp.Kubeconfig).CombinedOutput(); err != nil {
 		t.Fatalf("mcc-ref setup: %v\n%s", err, out)
 	}
 	admin, err := client.New(cp.Config, client.Options{Scheme: Scheme()})
@@ -421,7 +390,7 @@ func TestMCOEntriesGuard(t *testing.T) {
 		machineConfigYAML("50-mixed", map[string]string{kubeletConf: "a", "/etc/other.conf": "a"}),
 		machineConfigYAML("50-dir", map[string]string{"/etc/dir/x.conf": "a"}),
 		machineConfigUnitYAML("50-unit", "foo.service", "[Unit]\nDescription=a\n"),
-		kubeletConfigYAML("max-pods", "maxPods: 150"),
+		workerConfigYAML("KubeletConfig", "max-pods", "maxPods: 150"),
 	} {
 		if err := admin.Create(ctx, manifest(t, text)); err != nil {
 			t.Fatal(err)
@@ -484,7 +453,7 @@ func TestMCOEntriesGuard(t *testing.T) {
 		labelKC         = request{"label KubeletConfig max-pods", admin, patch(mcAPI, "KubeletConfig", "max-pods", `{"metadata":{"labels":{"example.com/x":"y"}}}`)}
 		deleteKC        = request{"delete KubeletConfig max-pods", admin, remove(mcAPI, "KubeletConfig", "max-pods")}
 		nodesConfig     = request{"change nodes.config.openshift.io cluster's spec", admin, patch(cfgAPI, "Node", "cluster", `{"spec":{"cgroupMode":"v2"}}`)}
-		newCRC          = request{"create a pidsLimit ContainerRuntimeConfig", admin, create(containerRuntimeConfigYAML("pids", "pidsLimit: 2048"))}
+		newCRC          = request{"create a pidsLimit ContainerRuntimeConfig", admin, create(workerConfigYAML("ContainerRuntimeConfig", "pids", "pidsLimit: 2048"))}
 		unitMC          = request{"create a MachineConfig with unit foo.service", admin, create(machineConfigUnitYAML("60-unit", "foo.service", "[Unit]\nDescription=b\n"))}
 		editUnit        = request{"change unit foo.service in MachineConfig 50-unit", admin, patch(mcAPI, "MachineConfig", "50-unit", `{"spec":{"config":{"systemd":{"units":[{"name":"foo.service","contents":"[Unit]\nDescription=b\n"}]}}}}`)}
 		barUnitMC       = request{"create a MachineConfig with unit bar.service", admin, create(machineConfigUnitYAML("60-bar", "bar.service", "[Unit]\n"))}
@@ -878,32 +847,21 @@ func workerMachineConfig(name string, config map[string]any) string {
 	return string(b)
 }
 
-func kubeletConfigYAML(name, settings string) string {
+// workerConfigYAML is a KubeletConfig or a ContainerRuntimeConfig (kind)
+// for the worker pool; settings are the lines of its spec.kubeletConfig or
+// spec.containerRuntimeConfig.
+func workerConfigYAML(kind, name, settings string) string {
 	return fmt.Sprintf(`apiVersion: machineconfiguration.openshift.io/v1
-kind: KubeletConfig
+kind: %s
 metadata:
   name: %s
 spec:
   machineConfigPoolSelector:
     matchLabels:
       pools.operator.machineconfiguration.openshift.io/worker: ""
-  kubeletConfig:
+  %s:
     %s
-`, name, settings)
-}
-
-func containerRuntimeConfigYAML(name, settings string) string {
-	return fmt.Sprintf(`apiVersion: machineconfiguration.openshift.io/v1
-kind: ContainerRuntimeConfig
-metadata:
-  name: %s
-spec:
-  machineConfigPoolSelector:
-    matchLabels:
-      pools.operator.machineconfiguration.openshift.io/worker: ""
-  containerRuntimeConfig:
-    %s
-`, name, settings)
+`, kind, name, strings.ToLower(kind[:1])+kind[1:], settings)
 }
 
 func sortedKeysOf(m map[string]string) []string {

@@ -58,14 +58,7 @@ spec:
 //     and the verdict is Agreed.
 func TestAdvisorObservesTheMCOsUpdates(t *testing.T) {
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
-	if testing.Short() {
-		t.Skip("builds ndp-controller and runs it beside the MCO's controllers")
-	}
-	if RefDir() == "" {
-		t.Skip("the MCO reference tools are absent (see RefDir)")
-	}
-	began := time.Now()
-	built := buildController(t)
+	began, built := beginBesideTheMCO(t)
 	m := startMCOWith(t, mcoOptions{AsMCOAccount: true})
 	a := installAdvisor(t, m, <-built)
 	d := &playedDaemon{a: a, boots: map[string]int{}}

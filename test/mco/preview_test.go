@@ -19,26 +19,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/internal/controlplane"
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
+	"github.com/ndp-dev/ndp/mco/mcorender"
 	"github.com/ndp-dev/ndp/mco/mcorules"
-	"github.com/ndp-dev/ndp/nodeconfig"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
-	"github.com/ndp-dev/ndp/registries"
 	"github.com/ndp-dev/ndp/render"
 	"github.com/ndp-dev/ndp/webhook"
+	webhookadvisor "github.com/ndp-dev/ndp/webhook/advisor"
 )
 
 // advisorWebhooks is the advisor's webhook configuration as the test
@@ -81,7 +83,7 @@ type advisor struct {
 	// dir holds the MCO's reference tools.
 	dir string
 	// previews carries the worker pool's advisor previews.
-	previews chan *webhook.MCOPreview
+	previews chan *webhookadvisor.MCOPreview
 }
 
 // startAdvisor starts the MCO (startMCO), registers the advisor's
@@ -120,12 +122,12 @@ func startAdvisor(t *testing.T) *advisor {
 			t.Fatal(err)
 		}
 	}
-	previewer, err := webhook.SetupWithManager(mgr, active, webhook.Options{Advisor: true, PreviewDeadline: 20 * time.Second})
+	previewer, err := webhook.SetupAdvisorWithManager(mgr, active, webhook.Options{PreviewDeadline: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.previews = make(chan *webhook.MCOPreview, 64)
-	previewer.Observe = func(pp *webhook.MCOPreview) {
+	a.previews = make(chan *webhookadvisor.MCOPreview, 64)
+	previewer.Observe = func(pp *webhookadvisor.MCOPreview) {
 		if pp.Pool == "worker" {
 			select {
 			case a.previews <- pp:
@@ -223,6 +225,25 @@ func (a *advisor) apply(t *testing.T, manifest string, verb ...string) {
 	}
 }
 
+// stored is the manifest's object as the API server stores it: its
+// resourceVersion, or that it has none.
+func (a *advisor) stored(t *testing.T, manifest string) string {
+	t.Helper()
+	var obj unstructured.Unstructured
+	if err := sigsyaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(obj.GroupVersionKind())
+	switch err := a.Client.Get(context.Background(), client.ObjectKeyFromObject(&obj), got); {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("%s %s: none", obj.GetKind(), obj.GetName())
+	case err != nil:
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s %s at resourceVersion %s", obj.GetKind(), obj.GetName(), got.GetResourceVersion())
+}
+
 // nodesOn is the worker nodes' current config; moveNodes plays the MCO's
 // daemon: every worker now runs config.
 func (a *advisor) nodesOn(t *testing.T) string {
@@ -273,11 +294,11 @@ func checkWarning(t *testing.T, ws []string, want string) string {
 			continue // kubectl's own
 		}
 		total += len(w)
-		if len(w) > webhook.MaxWarningBytes {
+		if len(w) > webhookadvisor.MaxWarningBytes {
 			t.Errorf("a warning of %d bytes: %q", len(w), w)
 		}
 	}
-	if total > webhook.MaxWarningsBytes {
+	if total > webhookadvisor.MaxWarningsBytes {
 		t.Errorf("%d bytes of warnings", total)
 	}
 	for _, w := range ws {
@@ -300,15 +321,20 @@ func (a *advisor) step(t *testing.T, manifest string, verb string, want string) 
 	for len(a.previews) > 0 {
 		<-a.previews // the MCO's own writes, previewed too
 	}
+	before := a.stored(t, manifest)
 	ws := a.dryRun(t, manifest, verb)
-	var preview *webhook.MCOPreview
+	var preview *webhookadvisor.MCOPreview
 	select {
 	case preview = <-a.previews:
 	default:
 		t.Fatal("the dry-run gave no preview of pool worker")
 	}
-	// A dry-run writes nothing: the MCO renders nothing new.
-	time.Sleep(6 * time.Second) // past the MCO render controller's delay
+	// A dry-run writes nothing: the object is as the API server had it
+	// (its resourceVersion), so the MCO, which renders from what the API
+	// server stores, has nothing new to render.
+	if after := a.stored(t, manifest); after != before {
+		t.Fatalf("the dry-run wrote: %s, before it %s", after, before)
+	}
 	if pool := a.WaitRendered(t, "worker", nil); pool.Spec.Configuration.Name != from {
 		t.Fatalf("after the dry-run alone, the MCO rendered %s (from %s)", pool.Spec.Configuration.Name, from)
 	}
@@ -556,46 +582,15 @@ func (a *advisor) sameGenerated(t *testing.T, name string, ndp func(mcs []*ndpmc
 }
 
 // sameRegistries compares the MCO's 99-worker-generated-registries with
-// registries.RenderMCO over the pool's template files and the cluster's
-// image-mirror objects and image.config cluster.
+// mcorender.RegistriesIgnition over the pool's template files and the
+// cluster's image-mirror objects and image.config cluster.
 func (a *advisor) sameRegistries(t *testing.T) {
 	t.Helper()
 	a.sameGenerated(t, "99-worker-generated-registries", func(mcs []*ndpmcv1.MachineConfig) ([]byte, error) {
-		ctx := context.Background()
-		var in registries.MCOInputs
-		var idms configv1.ImageDigestMirrorSetList
-		var itms configv1.ImageTagMirrorSetList
-		if err := a.Client.List(ctx, &idms); err != nil {
-			return nil, err
-		}
-		if err := a.Client.List(ctx, &itms); err != nil {
-			return nil, err
-		}
-		in.IDMS, in.ITMS = idms.Items, itms.Items
-		var img configv1.Image
-		switch err := a.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, &img); {
-		case err == nil:
-			rs := img.Spec.RegistrySources
-			in.Insecure, in.Blocked, in.Allowed, in.Search = rs.InsecureRegistries, rs.BlockedRegistries, rs.AllowedRegistries, rs.ContainerRuntimeSearchRegistries
-		case !apierrors.IsNotFound(err):
-			return nil, err
-		}
-		conf, _, err := render.GeneratedBase("worker", mcs, "registries", registries.ConfPath)
+		in, err := mcorender.RegistriesInputs(context.Background(), a.Client)
 		if err != nil {
 			return nil, err
 		}
-		pol, _, err := render.GeneratedBase("worker", mcs, "registries", registries.PolicyPath)
-		if err != nil {
-			return nil, err
-		}
-		files, err := registries.RenderMCO(conf, pol, in)
-		if err != nil {
-			return nil, err
-		}
-		var gf []nodeconfig.File
-		for _, f := range files {
-			gf = append(gf, nodeconfig.File{Path: f.Path, Data: f.Data})
-		}
-		return nodeconfig.Ignition(gf)
+		return mcorender.RegistriesIgnition("worker", mcs, in)
 	})
 }

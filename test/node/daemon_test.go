@@ -51,6 +51,45 @@ func plan(t *testing.T, from, to *ndpmcv1.MachineConfig, files map[string][]oper
 	return p.PostConfigActions()
 }
 
+// fileUpdate creates the rendered configs rendered-<name>-a, path holding
+// old, and rendered-<name>-b, path holding new, with the plan between them
+// under a policy of actions for path in its status.
+func fileUpdate(t *testing.T, name, path, old, new string, actions ...operatorv1.NodeDisruptionPolicySpecAction) (from, to *ndpmcv1.MachineConfig, p ndpmcv1.PostConfigActions) {
+	t.Helper()
+	from = createMC(t, builder.MachineConfig("rendered-"+name+"-a").WithFileMap(map[string]string{path: old}, 0o644).Build())
+	to = builder.MachineConfig("rendered-"+name+"-b").WithFileMap(map[string]string{path: new}, 0o644).Build()
+	p = plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{path: actions})
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	return from, createMC(t, to), p
+}
+
+// rebootUpdate sends h from rendered-<name>-a to rendered-<name>-b, a new
+// OS image and /etc/motd changed, which no policy claims: the defaults
+// drain and reboot. edit changes the configs before they are created.
+// It returns once the daemon asked for the reboot.
+func rebootUpdate(t *testing.T, h *host, name string, edit func(from, to *ndpmcv1.MachineConfig)) (from, to *ndpmcv1.MachineConfig, p ndpmcv1.PostConfigActions) {
+	t.Helper()
+	kubelet(t, h.name)
+	from = builder.MachineConfig("rendered-"+name+"-a").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
+	from.Spec.OSImageURL = "quay.io/example/os@sha256:1111"
+	to = builder.MachineConfig("rendered-"+name+"-b").WithFileMap(map[string]string{"/etc/motd": "hello again\n"}, 0o644).Build()
+	to.Spec.OSImageURL = "quay.io/example/os@sha256:2222"
+	edit(from, to)
+	createMC(t, from)
+	p = plan(t, from, to, nil)
+	if !p.Reboot || !p.Drain {
+		t.Fatalf("plan: %+v", p)
+	}
+	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
+	createMC(t, to)
+	h.provision(from, map[string]string{"/etc/motd": "hello\n"})
+	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
+	testkit.Eventually(t, "one reboot request", func() (bool, string) {
+		return h.reboots() == 1, fmt.Sprintf("%d reboot requests", h.reboots())
+	})
+	return from, to, p
+}
+
 func restart(unit string) operatorv1.NodeDisruptionPolicySpecAction {
 	return policy.RestartAction(unit)
 }
@@ -137,14 +176,10 @@ func (w *nodeWatch) order() []string {
 func TestChronyChangeRestartsChronydOnce(t *testing.T) {
 	h := newHost(t, "node-chrony")
 	h.metricsPort = testkit.FreePort(t)
-	from := createMC(t, builder.MachineConfig("rendered-chrony-a").WithFileMap(map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"}, 0o644).Build())
-	to := builder.MachineConfig("rendered-chrony-b").WithFileMap(map[string]string{"/etc/chrony.conf": "pool b.example.com iburst\n"}, 0o644).Build()
-	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/chrony.conf": {restart("chronyd.service")}})
+	from, to, p := fileUpdate(t, "chrony", "/etc/chrony.conf", "pool a.example.com iburst\n", "pool b.example.com iburst\n", restart("chronyd.service"))
 	if p.Drain || p.Reboot || len(p.Actions) != 1 || p.Actions[0].String() != "Restart chronyd.service" {
 		t.Fatalf("unexpected plan: %+v", p)
 	}
-	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
-	createMC(t, to)
 
 	h.traceUnit("chronyd.service", "")
 	h.provision(from, map[string]string{"/etc/chrony.conf": "pool a.example.com iburst\n"})
@@ -275,14 +310,10 @@ func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 	}
 	setPDB(t, pdb, 0) // as the disruption controller would: nothing may go
 
-	from := createMC(t, builder.MachineConfig("rendered-drain-a").WithFileMap(map[string]string{"/etc/app.conf": "v1\n"}, 0o644).Build())
-	to := builder.MachineConfig("rendered-drain-b").WithFileMap(map[string]string{"/etc/app.conf": "v2\n"}, 0o644).Build()
-	p := plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/app.conf": {drainAction, restart("app.service")}})
+	from, to, p := fileUpdate(t, "drain", "/etc/app.conf", "v1\n", "v2\n", drainAction, restart("app.service"))
 	if !p.Drain {
 		t.Fatalf("plan does not drain: %+v", p)
 	}
-	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
-	createMC(t, to)
 	h.traceUnit("app.service", "")
 	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
 	w := watchNode(t, h.name)
@@ -330,10 +361,7 @@ func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 func TestAdministratorsCordonIsKept(t *testing.T) {
 	ctx := context.Background()
 	h := newHost(t, "node-cordoned")
-	from := createMC(t, builder.MachineConfig("rendered-cordoned-a").WithFileMap(map[string]string{"/etc/app.conf": "v1\n"}, 0o644).Build())
-	to := builder.MachineConfig("rendered-cordoned-b").WithFileMap(map[string]string{"/etc/app.conf": "v2\n"}, 0o644).Build()
-	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/app.conf": {drainAction, restart("app.service")}})}
-	createMC(t, to)
+	from, to, _ := fileUpdate(t, "cordoned", "/etc/app.conf", "v1\n", "v2\n", drainAction, restart("app.service"))
 	h.traceUnit("app.service", "")
 	h.provision(from, map[string]string{"/etc/app.conf": "v1\n"})
 	if err := k8s.Patch(ctx, h.node(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`))); err != nil {
@@ -354,25 +382,7 @@ func TestAdministratorsCordonIsKept(t *testing.T) {
 func TestRebootPlanResumesAfterTheReboot(t *testing.T) {
 	h := newHost(t, "node-reboot")
 	h.metricsPort = testkit.FreePort(t)
-	kubelet(t, h.name)
-	fromMC := builder.MachineConfig("rendered-reboot-a").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
-	fromMC.Spec.OSImageURL = "quay.io/example/os@sha256:1111"
-	from := createMC(t, fromMC)
-	to := builder.MachineConfig("rendered-reboot-b").WithFileMap(map[string]string{"/etc/motd": "hello again\n"}, 0o644).Build()
-	to.Spec.OSImageURL = "quay.io/example/os@sha256:2222"
-	to.Spec.KernelArguments = []string{"nosmt"}
-	p := plan(t, from, to, nil) // unclaimed by the defaults: Reboot
-	if !p.Reboot || !p.Drain {
-		t.Fatalf("plan: %+v", p)
-	}
-	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
-	createMC(t, to)
-	h.provision(from, map[string]string{"/etc/motd": "hello\n"})
-	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
-
-	testkit.Eventually(t, "one reboot request", func() (bool, string) {
-		return h.reboots() == 1, fmt.Sprintf("%d reboot requests", h.reboots())
-	})
+	_, to, _ := rebootUpdate(t, h, "reboot", func(_, to *ndpmcv1.MachineConfig) { to.Spec.KernelArguments = []string{"nosmt"} })
 	// The daemon waits for the reboot; it does not go on, nor ask again:
 	// synced afresh after the request, it did neither.
 	h.waitSynced()
@@ -775,10 +785,7 @@ func TestUnitsKeysAndPasswordThroughSystemd(t *testing.T) {
 // until the test opens a gate, so the crash lands inside the job.
 func TestCrashDuringARestartJob(t *testing.T) {
 	h := newHost(t, "node-midjob")
-	from := createMC(t, builder.MachineConfig("rendered-midjob-a").WithFileMap(map[string]string{"/etc/slow.conf": "1\n"}, 0o644).Build())
-	to := builder.MachineConfig("rendered-midjob-b").WithFileMap(map[string]string{"/etc/slow.conf": "2\n"}, 0o644).Build()
-	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{plan(t, from, to, map[string][]operatorv1.NodeDisruptionPolicySpecAction{"/etc/slow.conf": {restart("slow.service")}})}
-	createMC(t, to)
+	from, to, _ := fileUpdate(t, "midjob", "/etc/slow.conf", "1\n", "2\n", restart("slow.service"))
 	gate := filepath.Join(h.dir, "slow.gate")
 	h.writeGate(gate, true) // open for the unit's first start
 	h.traceUnit("slow.service", fmt.Sprintf("/bin/sh -c 'while [ ! -e %s ]; do sleep 0.1; done'", gate))

@@ -56,6 +56,22 @@ func (h *host) waitEntry(to, what string, ok func(u *v1alpha1.NodeUpdate) bool, 
 	return nh
 }
 
+// waitDone waits for the node to be Done on to, and for the history's
+// newest entry to say so; the history must then hold n entries, as want
+// says which.
+func (h *host) waitDone(to string, n int, want string) *v1alpha1.NodeHistory {
+	h.t.Helper()
+	h.waitState(ndpmcv1.StateDone, to, 2*time.Minute)
+	nh := h.waitEntry(to, "the update Done in the history", func(u *v1alpha1.NodeUpdate) bool { return u.Result == v1alpha1.UpdateDone }, time.Minute)
+	if len(nh.Status.Updates) != n {
+		for _, u := range nh.Status.Updates {
+			h.t.Logf("entry: %s", describeEntry(&u))
+		}
+		h.t.Fatalf("%d entries, want %d: %s", len(nh.Status.Updates), n, want)
+	}
+	return nh
+}
+
 func describeEntry(u *v1alpha1.NodeUpdate) string {
 	var steps []string
 	for _, s := range u.Steps {
@@ -134,14 +150,7 @@ func TestHistoryOfARestartUpdateAcrossACrash(t *testing.T) {
 	started := nh.Status.Updates[0].Started
 
 	h.start()
-	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
-	nh = h.waitEntry(to.Name, "the update Done in the history", func(u *v1alpha1.NodeUpdate) bool { return u.Result == v1alpha1.UpdateDone }, time.Minute)
-	if len(nh.Status.Updates) != 1 {
-		for _, u := range nh.Status.Updates {
-			t.Logf("entry: %s", describeEntry(&u))
-		}
-		t.Fatalf("%d entries after one update resumed after a crash, want 1", len(nh.Status.Updates))
-	}
+	nh = h.waitDone(to.Name, 1, "one update, resumed after a crash")
 	u := nh.Status.Updates[0]
 	if u.From != from.Name || u.To != to.Name || u.Pool != "worker" || u.Executor != v1alpha1.ExecutorNDP || !u.Started.Equal(&started) || u.Message != "" {
 		t.Errorf("entry: %s pool %q executor %q started %s (first written %s) message %q", describeEntry(&u), u.Pool, u.Executor, u.Started, started, u.Message)
@@ -179,24 +188,9 @@ func TestHistoryOfARestartUpdateAcrossACrash(t *testing.T) {
 // the boot IDs before and after the reboot.
 func TestHistoryOfADrainAndRebootUpdate(t *testing.T) {
 	h := newHost(t, "node-history-reboot")
-	kubelet(t, h.name)
-	fromMC := builder.MachineConfig("rendered-history-reboot-a").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
-	fromMC.Spec.OSImageURL = "quay.io/example/os@sha256:1111"
-	from := createMC(t, withSources(fromMC, map[string]string{"file:/etc/motd": "99-motd"}))
-	to := builder.MachineConfig("rendered-history-reboot-b").WithFileMap(map[string]string{"/etc/motd": "hello again\n"}, 0o644).Build()
-	to.Spec.OSImageURL = "quay.io/example/os@sha256:2222"
-	withSources(to, map[string]string{"file:/etc/motd": "99-motd-2"})
-	p := plan(t, from, to, nil) // unclaimed by the defaults: drain and Reboot
-	if !p.Reboot || !p.Drain {
-		t.Fatalf("plan: %+v", p)
-	}
-	to.Status.PostConfigActions = []ndpmcv1.PostConfigActions{p}
-	createMC(t, to)
-	h.provision(from, map[string]string{"/etc/motd": "hello\n"})
-	h.annotate(map[string]string{ndpmcv1.DesiredConfigAnnotation: to.Name})
-
-	testkit.Eventually(t, "one reboot request", func() (bool, string) {
-		return h.reboots() == 1, fmt.Sprintf("%d reboot requests", h.reboots())
+	from, to, p := rebootUpdate(t, h, "history-reboot", func(from, to *ndpmcv1.MachineConfig) {
+		withSources(from, map[string]string{"file:/etc/motd": "99-motd"})
+		withSources(to, map[string]string{"file:/etc/motd": "99-motd-2"})
 	})
 	// Written before the reboot was requested: the reboot is running.
 	h.waitEntry(to.Name, "the reboot running in the history", func(u *v1alpha1.NodeUpdate) bool {
@@ -207,11 +201,7 @@ func TestHistoryOfADrainAndRebootUpdate(t *testing.T) {
 	h.stop()
 	h.setBootID("boot-2")
 	h.start()
-	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
-	nh := h.waitEntry(to.Name, "the update Done in the history", func(u *v1alpha1.NodeUpdate) bool { return u.Result == v1alpha1.UpdateDone }, time.Minute)
-	if len(nh.Status.Updates) != 1 {
-		t.Fatalf("%d entries after one update with a reboot, want 1", len(nh.Status.Updates))
-	}
+	nh := h.waitDone(to.Name, 1, "one update with a reboot")
 	u := nh.Status.Updates[0]
 	if u.From != from.Name || u.Plan == nil || !u.Plan.Drain || !u.Plan.Reboot || u.Plan.Summary != "drain, Reboot" || u.Plan.PolicyRevision != p.PolicyRevision {
 		t.Errorf("entry %s, plan %+v", describeEntry(&u), u.Plan)
@@ -274,14 +264,7 @@ func TestHistoryOfARefusedUpdate(t *testing.T) {
 		t.Errorf("the daemon wrote its history again while it refused the same plan: %+v", again)
 	}
 	setPlans(t, to.Name, good)
-	h.waitState(ndpmcv1.StateDone, to.Name, 2*time.Minute)
-	nh = h.waitEntry(to.Name, "the update Done in the history", func(u *v1alpha1.NodeUpdate) bool { return u.Result == v1alpha1.UpdateDone }, time.Minute)
-	if len(nh.Status.Updates) != 2 {
-		for _, u := range nh.Status.Updates {
-			t.Logf("entry: %s", describeEntry(&u))
-		}
-		t.Fatalf("%d entries, want the update and the one refusal before it", len(nh.Status.Updates))
-	}
+	nh = h.waitDone(to.Name, 2, "the update and the one refusal before it")
 	if old := nh.Status.Updates[1]; old.Result != v1alpha1.UpdateUnreconcilable || !old.Started.Equal(&refusal.Started) {
 		t.Errorf("the refusal after the update: %s started %s (was %s)", describeEntry(&old), old.Started, refusal.Started)
 	}

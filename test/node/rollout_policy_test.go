@@ -91,6 +91,16 @@ func (r *rollout) waitHeld(want ...string) mcfgv1.MachineConfigPoolCondition {
 	return c
 }
 
+// waitReleased waits for the pool's target to be target and nothing to
+// hold its starts.
+func (r *rollout) waitReleased(target string) {
+	r.t.Helper()
+	testkit.Eventually(r.t, "the hold released", func() (bool, string) {
+		c := r.poolCondition(ndpmcv1.ConditionRolloutHeld)
+		return r.mcp().Spec.Configuration.Name == target && c.Status == corev1.ConditionFalse, fmt.Sprintf("target %s, RolloutHeld %+v", r.mcp().Spec.Configuration.Name, c)
+	}, testkit.Within(time.Minute))
+}
+
 // A window that holds plans that reboot or drain: a chrony change,
 // planned as a restart, goes at once; a change that reboots waits, and
 // the pool, the policy's status and the metrics say why and until when.
@@ -145,10 +155,7 @@ func TestRolloutPolicyWindowHoldsTheRebootNotTheRestart(t *testing.T) {
 	if err := k8s.Delete(context.Background(), motd); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, "the hold released", func() (bool, string) {
-		c := r.poolCondition(ndpmcv1.ConditionRolloutHeld)
-		return r.mcp().Spec.Configuration.Name == b && c.Status == corev1.ConditionFalse, fmt.Sprintf("target %s, RolloutHeld %+v", r.mcp().Spec.Configuration.Name, c)
-	}, testkit.Within(time.Minute))
+	r.waitReleased(b)
 	for _, h := range r.hosts {
 		if h.reboots() != 0 {
 			t.Errorf("%s rebooted", h.name)
@@ -201,10 +208,7 @@ func TestRolloutSkipsAHeldNode(t *testing.T) {
 	if p, who := u.peak(); p != 1 {
 		t.Errorf("maxUnavailable 1: at most %d nodes were out at once (%s), want exactly 1", p, who)
 	}
-	testkit.Eventually(t, "the hold released", func() (bool, string) {
-		c := r.poolCondition(ndpmcv1.ConditionRolloutHeld)
-		return c.Status == corev1.ConditionFalse, fmt.Sprintf("RolloutHeld %+v", c)
-	}, testkit.Within(time.Minute))
+	r.waitReleased(b)
 }
 
 // A blocking-pods gate (node scope), through the controller's cache as
@@ -248,10 +252,7 @@ func TestRolloutHoldsTheNodeOfABlockingPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitDone(b, 3*time.Minute)
-	testkit.Eventually(t, "the hold released", func() (bool, string) {
-		c := r.poolCondition(ndpmcv1.ConditionRolloutHeld)
-		return c.Status == corev1.ConditionFalse, fmt.Sprintf("RolloutHeld %+v", c)
-	}, testkit.Within(time.Minute))
+	r.waitReleased(b)
 }
 
 // Pacing that waits for drained pods: a change that drains; the first

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/internal/testkit"
 )
 
@@ -219,7 +220,7 @@ func (r *run) runChange(c change) *result {
 			}
 		}
 		nodeDurations = append(nodeDurations, last.Sub(j.Started))
-		plans[describe(&j.Plan)] = true
+		plans[daemon.PlanSummary(&j.Plan)] = true
 		if err := c.verify(n, before[name]); err != nil {
 			res.failures = append(res.failures, fmt.Sprintf("%s: %v", name, err))
 		}
@@ -263,17 +264,6 @@ func (r *run) runChange(c change) *result {
 		t.Errorf("%s: %d nodes did not update as planned:\n%s", c.name, len(res.failures), strings.Join(shown, "\n"))
 	}
 	return res
-}
-
-func describe(p *ndpmcv1.PostConfigActions) string {
-	var acts []string
-	if p.Drain {
-		acts = append(acts, "drain")
-	}
-	for _, a := range p.Actions {
-		acts = append(acts, a.String())
-	}
-	return strings.Join(acts, ", ")
 }
 
 func sortedNodeNames(m map[string]*simNode) []string {

@@ -1,5 +1,5 @@
 // Command kube-controller-manager is upstream kube-controller-manager built from the Go module proxy (mirrors
-// k8s.io/kubernetes/cmd/kube-controller-manager/controller-manager.go), for the real node of hack/cluster.sh.
+// k8s.io/kubernetes/cmd/kube-controller-manager/controller-manager.go), for the real node of make cluster (test/framework).
 package main
 
 import (

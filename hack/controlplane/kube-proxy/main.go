@@ -1,5 +1,5 @@
 // Command kube-proxy is upstream kube-proxy built from the Go module proxy (mirrors
-// k8s.io/kubernetes/cmd/kube-proxy/proxy.go), for the real node of hack/cluster.sh.
+// k8s.io/kubernetes/cmd/kube-proxy/proxy.go), for the real node of make cluster (test/framework).
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command kube-scheduler is upstream kube-scheduler built from the Go module proxy (mirrors
-// k8s.io/kubernetes/cmd/kube-scheduler/scheduler.go), for the real node of hack/cluster.sh.
+// k8s.io/kubernetes/cmd/kube-scheduler/scheduler.go), for the real node of make cluster (test/framework).
 package main
 
 import (

@@ -1,5 +1,5 @@
 // Command kubelet is upstream kubelet built from the Go module proxy (mirrors
-// k8s.io/kubernetes/cmd/kubelet/kubelet.go), for the real node of hack/cluster.sh.
+// k8s.io/kubernetes/cmd/kubelet/kubelet.go), for the real node of make cluster (test/framework).
 package main
 
 import (

@@ -1,5 +1,6 @@
-// Package builder builds the MachineConfigs and Ignition configs tests
-// need, in the style of cluster-api's util/test/builder:
+// Package builder builds the MachineConfigs, Ignition configs and the
+// MachineConfiguration tests need, in the style of cluster-api's
+// util/test/builder:
 //
 //	builder.MachineConfig("50-worker-chrony").WithRole("worker").
 //		WithFile("/etc/chrony.conf", "pool x\n").WithUnit("chronyd.service", "").Build()
@@ -30,6 +31,18 @@ import (
 
 // IgnitionVersion is the version a built config declares unless set.
 const IgnitionVersion = "3.4.0"
+
+// WorkerKubeletConf is a worker pool's own kubelet.conf, as YAML (the MCO's
+// templates write it so), cut to a few fields. The rendered configs of
+// the docs' examples, and so their plan hashes, stand on it as it is.
+const WorkerKubeletConf = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+clusterDNS:
+- 172.30.0.10
+clusterDomain: cluster.local
+maxPods: 250
+`
 
 // Entry is one element of an Ignition list: a file, a unit, a disk, a
 // user. With returns a copy with one more field.

@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	operatorv1 "github.com/openshift/api/operator/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
@@ -62,5 +65,39 @@ func TestConfig(t *testing.T) {
 	cfg := builder.MachineConfig("rendered-worker-a").WithFile("/etc/x", "x").WithKernelArguments("quiet").Config(t)
 	if cfg.Name != "rendered-worker-a" || len(cfg.Ignition.Storage.Files) != 1 || cfg.Ignition.Storage.Files[0].Path != "/etc/x" || len(cfg.Spec.KernelArguments) != 1 {
 		t.Errorf("parsed %+v", cfg)
+	}
+}
+
+// A MachineConfiguration's actions, written as ndp prints them, are the
+// spec's actions; an empty one has no spec.
+func TestMachineConfiguration(t *testing.T) {
+	doc := builder.MachineConfiguration().
+		WithFileActions("/etc/chrony.conf", "Restart chronyd.service").
+		WithUnitActions("kubelet.service", "DaemonReload", "Reload kubelet.service").
+		WithSSHKeyActions("Drain").
+		WithSpec("irreconcilableValidationOverrides", map[string]any{"storage": []string{"Disks"}}).Document()
+	var got operatorv1.MachineConfiguration
+	if err := json.Unmarshal(doc, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := operatorv1.MachineConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec: operatorv1.MachineConfigurationSpec{
+			NodeDisruptionPolicy: operatorv1.NodeDisruptionPolicyConfig{
+				Files: []operatorv1.NodeDisruptionPolicySpecFile{{Path: "/etc/chrony.conf", Actions: []operatorv1.NodeDisruptionPolicySpecAction{
+					{Type: operatorv1.RestartSpecAction, Restart: &operatorv1.RestartService{ServiceName: "chronyd.service"}}}}},
+				Units: []operatorv1.NodeDisruptionPolicySpecUnit{{Name: "kubelet.service", Actions: []operatorv1.NodeDisruptionPolicySpecAction{
+					{Type: operatorv1.DaemonReloadSpecAction}, {Type: operatorv1.ReloadSpecAction, Reload: &operatorv1.ReloadService{ServiceName: "kubelet.service"}}}}},
+				SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.DrainSpecAction}}},
+			},
+			IrreconcilableValidationOverrides: operatorv1.IrreconcilableValidationOverrides{Storage: []operatorv1.IrreconcilableValidationOverridesStorage{"Disks"}},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s", doc)
+	}
+	if got, want := string(builder.MachineConfiguration().Document()), `{"apiVersion":"operator.openshift.io/v1","kind":"MachineConfiguration","metadata":{"name":"cluster"}}`; got != want {
+		t.Errorf("empty: %s, want %s", got, want)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cluster
+
+const slowRegoTestRange = 600
