@@ -158,15 +158,10 @@ func liveTool(t *testing.T) (tool string) {
 	return tool
 }
 
+// toolOutput is mco-decide's answer with the MCO commit it was built from,
+// which the recording keeps.
 type toolOutput struct {
-	Reconcilable bool   `json:"reconcilable"`
-	Error        string `json:"error"`
-	Actions      []struct {
-		Type    string `json:"type"`
-		Service string `json:"service"`
-	} `json:"actions"`
-	Drain     bool   `json:"drain"`
-	Reboot    bool   `json:"reboot"`
+	testkit.MCODecision
 	MCOCommit string `json:"mcoCommit"`
 }
 
