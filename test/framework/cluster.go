@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -661,28 +662,40 @@ func (c *Cluster) finish(t testing.TB) {
 		}
 	}
 	if t.Failed() {
-		why := strings.Join(c.failures, "\n  ")
-		if why == "" {
-			why = "(the failure is in the test's output above)"
-		}
 		// Again, last: the logs above are long and CI shows a log's tail.
-		fmt.Fprintf(os.Stderr, "\neach step's time:\n%s\n", strings.Join(c.steps.took, "\n"))
-		fmt.Fprintf(os.Stderr, "\ncluster FAILED in step %q after %s:\n  %s\n", failedStep, time.Since(c.start).Round(time.Second), why)
+		c.failedVerdict(os.Stderr, failedStep)
 		return
 	}
 	c.Step("Summary")
-	for _, l := range c.summary {
-		fmt.Println(l)
-	}
-	fmt.Println("\neach step's time:")
-	for _, l := range c.steps.took {
-		fmt.Println(l)
-	}
+	c.writeSummary(os.Stdout)
 	fmt.Printf("\nfrom nothing to here: %s\n", time.Since(c.start).Round(time.Second))
 	if c.keep {
 		fmt.Printf("\nkept running: kubectl with\n  %s %s --kubeconfig %s ...\nstop it by killing this run's processes (work directory %s)\n",
 			strings.Join(c.s.nsenter(false), " "), c.Bin("kubectl"), c.s.admin, c.s.work)
 	}
+}
+
+// writeSummary writes what the scenarios checked and found, then each
+// step's time.
+func (c *Cluster) writeSummary(w io.Writer) {
+	for _, l := range c.summary {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintf(w, "\neach step's time:\n%s\n", strings.Join(c.steps.took, "\n"))
+}
+
+// failedVerdict writes a failed run's end: the summary of the scenarios
+// that passed, each step's time, and the step the run failed in, with why.
+func (c *Cluster) failedVerdict(w io.Writer, failedStep string) {
+	if len(c.summary) > 0 {
+		fmt.Fprintln(w, "\nsummary of the scenarios before the failure:")
+	}
+	c.writeSummary(w)
+	why := strings.Join(c.failures, "\n  ")
+	if why == "" {
+		why = "(the failure is in the test's output above)"
+	}
+	fmt.Fprintf(w, "\ncluster FAILED in step %q after %s:\n  %s\n", failedStep, time.Since(c.start).Round(time.Second), why)
 }
 
 func writeFiles(files map[string]string) error {
