@@ -85,14 +85,19 @@ test: test-go test-rego test-fuzz
 
 # The cluster tests (test/cluster, test/node) run envtest against the real binaries in $(BIN);
 # test/node also runs systemd user managers (root, /lib/systemd/systemd, unshare).
-# Every package runs under the race detector (needs cgo: gcc) except those matching NORACE_PKGS:
-# - test/cluster, test/node, test/mco, test/scale, test/docs, test/e2e, test/framework(/vm): suites that start API servers, daemons, systemd
+# Every package runs under the race detector (needs cgo: gcc), the suites that run ndp's controllers and webhooks
+# in the test process included (test/cluster, test/node, test/mco, test/docs: -race costs them 5-25% here, as
+# most of their time is API servers and the MCO's controllers; test/node builds ndp-daemon with -race too),
+# except those matching NORACE_PKGS:
+# - test/e2e, test/framework(/vm): suites that start API servers, daemons, systemd
 #   managers or VMs; much of what they test runs in other, uninstrumented processes, and -race's slowdown on top of
-#   theirs would cost more than the CI budget allows (NDP_RACE=1 builds test/node's daemon with -race on demand);
-# - mcorules: pure functions, but its agreement test replays 10,400 recorded MCO verdicts, over 10 minutes under -race.
+#   theirs would cost more than the CI budget allows;
+# - test/scale: its tests build only with -tags scale (make scale, which times ndp-controller run as a process);
+# - mcorules: pure functions, but its agreement test replays 10,400 recorded MCO verdicts: 2 CPU-minutes without
+#   -race, unfinished after 14 under it (a 40-minute timeout on 2 cores).
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
 # so they skip under -race and run here without it.
-NORACE_PKGS := /test/(cluster|node|mco|scale|docs)$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
+NORACE_PKGS := /test/scale$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
 # NDP_REQUIRE_PROMETHEUS: rolloutgates' test (and test/framework's check of its monitoring configs with
 # promtool and amtool) fails, not skips, without Debian's prometheus and prometheus-alertmanager
 # (hack/packages.sh test installs them).

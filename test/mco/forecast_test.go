@@ -211,8 +211,6 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		t.Fatal(err)
 	}
 	var f *v1alpha1.UpdateForecast
-	tmpStart := time.Now()
-	defer func() { t.Logf("TMP forecast seen after %s", time.Since(tmpStart)) }()
 	testkit.Eventually(t, "a forecast of pool worker from "+r1, func() (bool, string) {
 		var list v1alpha1.UpdateForecastList
 		if err := p.c.List(ctx, &list); err != nil {
@@ -226,7 +224,6 @@ func TestForecastBesideTheMCO(t *testing.T) {
 		}
 		return false, fmt.Sprint(len(list.Items), " forecasts")
 	})
-	t.Logf("TMP forecast seen after %s, toSource %s", time.Since(tmpStart), f.Status.ToSource)
 	// Before the MCO sent a node: no node has another desired config yet.
 	var nodes corev1.NodeList
 	if err := p.c.List(ctx, &nodes); err != nil {
