@@ -94,7 +94,7 @@ test: test-go test-rego test-fuzz
 #   theirs would cost more than the CI budget allows;
 # - test/scale: its tests build only with -tags scale (make scale, which times ndp-controller run as a process);
 # - mcorules: pure functions, but its agreement test replays 10,400 recorded MCO verdicts: 2 CPU-minutes without
-#   -race, unfinished after 14 under it (a 40-minute timeout on 2 cores).
+#   -race, not done after 14 with it (stopped by a 40-minute timeout on a loaded 2-core machine).
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
 # so they skip under -race and run here without it.
 NORACE_PKGS := /test/scale$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
@@ -132,8 +132,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDaemonPlan$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./machineconfig/
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
-	$(GO) test -run '^$$' -fuzz '^FuzzMCOAgreement$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mcorules/
-	$(GO) test -run '^$$' -fuzz '^FuzzMCOExport$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mcorules/
+	$(GO) test -run '^$$' -fuzz '^FuzzMCOAgreement$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mco/mcorules/
+	$(GO) test -run '^$$' -fuzz '^FuzzMCOExport$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mco/mcorules/
 
 ## mco-agreement: the MCO agreement test's recording (mco/mcorules/testdata/agreement/): every generated case (10,400 seeded
 ## mutations of the real rendered configs, MachineConfiguration policies, real pairs) run live through
@@ -146,7 +146,7 @@ MCO_AGREEMENT_WORKERS ?= 0
 .PHONY: mco-agreement
 mco-agreement:
 	@mkdir -p $(BIN)
-	$(GO) test -run '^TestMCOAgreement$$' -count 1 -timeout 180m -v ./mcorules/ -args -update -agreement.before \
+	$(GO) test -run '^TestMCOAgreement$$' -count 1 -timeout 180m -v ./mco/mcorules/ -args -update -agreement.before \
 		-agreement.workers $(MCO_AGREEMENT_WORKERS) -agreement.resume $(BIN)/mco-agreement.resume 2>&1 | \
 		grep -v -E '^=== RUN'
 
@@ -162,7 +162,7 @@ mco-agreement:
 MCO_EXPORT_WORKERS ?= 0
 .PHONY: mco-export-agreement
 mco-export-agreement:
-	$(GO) test -run '^TestMCOExportAgreement$$' -count 1 -timeout 180m -v ./mcorules/ -args -export.cases 10000 -export.live-all \
+	$(GO) test -run '^TestMCOExportAgreement$$' -count 1 -timeout 180m -v ./mco/mcorules/ -args -export.cases 10000 -export.live-all \
 		-export.workers $(MCO_EXPORT_WORKERS)
 
 ## diff-agreement: clusterdiff.Diff (ndp diff) against the MCO's own controllers and daemon code: each of the five real
