@@ -208,19 +208,16 @@ func (p *Previewer) PreviewMCO(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		return nil, err
 	}
 	out := &MCOPreview{Pool: pool.Name, Rendered: r.Name, Unchanged: r.Name == pool.Spec.Configuration.Name}
-	byConfig, err := view.NodesByConfig(ctx)
+	census, err := preview.TakeCensus(ctx, view, r.Name)
 	if err != nil {
 		return nil, err
 	}
-	var counts map[string]int
-	out.Nodes, out.Unconfigured, out.UpToDate, counts = preview.Tally(byConfig, r.Name)
+	out.Nodes, out.Unconfigured, out.UpToDate = census.Nodes, census.Unconfigured, census.UpToDate
 	if out.Unchanged {
-		for _, n := range counts {
-			out.Pending += n
-		}
+		out.Pending = census.Pending()
 		return out, nil
 	}
-	for _, from := range preview.FromsByCount(counts, pool.Spec.Configuration.Name, r.Name) {
+	for _, from := range census.Froms(pool.Spec.Configuration.Name, r.Name) {
 		fromCfg, err := p.ConfigNamed(ctx, pool, from)
 		if err != nil {
 			return nil, err
@@ -229,7 +226,7 @@ func (p *Previewer) PreviewMCO(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		if err != nil {
 			return nil, fmt.Errorf("the MCO's decision from %s to %s: %w", from, r.Name, err)
 		}
-		g := MCOGroup{From: from, Nodes: counts[from], Decision: d}
+		g := MCOGroup{From: from, Nodes: census.Others[from], Decision: d}
 		if pl := p.Active.Planner(); pl != nil && ndpCanBeLess(d) {
 			// ndp's own plan is a comparison only: without it, the MCO's
 			// decision still stands; where the MCO does nothing, ndp

@@ -170,17 +170,11 @@ func (p *Previewer) pendingWarnings(ctx context.Context, pool *mcfgv1.MachineCon
 	if target == "" {
 		return nil, nil
 	}
-	byConfig, err := p.View(pool).NodesByConfig(ctx)
+	census, err := preview.TakeCensus(ctx, p.View(pool), target)
 	if err != nil {
 		return nil, err
 	}
-	counts := map[string]int{}
-	for cur, nodes := range byConfig {
-		if cur != "" && cur != target {
-			counts[cur] = len(nodes)
-		}
-	}
-	if len(counts) == 0 {
+	if len(census.Others) == 0 {
 		return nil, nil
 	}
 	toCfg, err := p.ConfigNamed(ctx, pool, target)
@@ -188,7 +182,7 @@ func (p *Previewer) pendingWarnings(ctx context.Context, pool *mcfgv1.MachineCon
 		return nil, err
 	}
 	var out []string
-	for _, from := range preview.FromsByCount(counts, target, target) {
+	for _, from := range census.Froms(target, target) {
 		fromCfg, err := p.ConfigNamed(ctx, pool, from)
 		if err != nil {
 			return nil, err
@@ -204,10 +198,10 @@ func (p *Previewer) pendingWarnings(ctx context.Context, pool *mcfgv1.MachineCon
 			return nil, err
 		}
 		name := pool.Name
-		if len(counts) > 1 {
+		if len(census.Others) > 1 {
 			name += " (from " + from + ")"
 		}
-		out = append(out, pendingText(name, counts[from], before, now))
+		out = append(out, pendingText(name, census.Others[from], before, now))
 	}
 	return out, nil
 }

@@ -186,7 +186,7 @@ func (a *Answers) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool, o
 		return nil, err
 	}
 	out := &PoolPreview{Pool: pool.Name, Rendered: r.Name, Unchanged: r.Name == pool.Spec.Configuration.Name}
-	byConfig, err := view.NodesByConfig(ctx)
+	census, err := preview.TakeCensus(ctx, view, r.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -194,17 +194,14 @@ func (a *Answers) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool, o
 	if err != nil {
 		return nil, err
 	}
-	var counts map[string]int
-	out.Nodes, out.Unconfigured, out.UpToDate, counts = preview.Tally(byConfig, r.Name)
+	out.Nodes, out.Unconfigured, out.UpToDate = census.Nodes, census.Unconfigured, census.UpToDate
 	if out.Unchanged {
 		// Nothing new to plan: updates already under way keep the plans
 		// the plan controller wrote, and are not this change's doing.
-		for _, n := range counts {
-			out.Pending += n
-		}
+		out.Pending = census.Pending()
 		return out, nil
 	}
-	for _, from := range preview.FromsByCount(counts, pool.Spec.Configuration.Name, r.Name) {
+	for _, from := range census.Froms(pool.Spec.Configuration.Name, r.Name) {
 		plan, err := p.Plan(ctx, pl, pool, from, r.Name, r.Config, single)
 		if err != nil {
 			return nil, err
@@ -212,8 +209,8 @@ func (a *Answers) Preview(ctx context.Context, pool *mcfgv1.MachineConfigPool, o
 		for _, u := range plan.Unreconcilable {
 			out.Unreconcilable = append(out.Unreconcilable, fmt.Sprintf("from %s: %s", from, u))
 		}
-		if counts[from] > 0 {
-			out.Groups = append(out.Groups, Group{From: from, Nodes: counts[from], Plan: plan})
+		if n := census.Others[from]; n > 0 {
+			out.Groups = append(out.Groups, Group{From: from, Nodes: n, Plan: plan})
 		}
 	}
 	return out, nil

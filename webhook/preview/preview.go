@@ -233,38 +233,61 @@ func (p *Previewer) Pools(ctx context.Context) ([]*mcfgv1.MachineConfigPool, err
 	return out, nil
 }
 
-// Tally counts a pool's nodes by the config they run: all of them, those
-// on no config yet, those already on rendered, and the others by config.
-func Tally(byConfig map[string][]*corev1.Node, rendered string) (nodes, unconfigured, upToDate int, others map[string]int) {
-	others = map[string]int{}
-	for cur, ns := range byConfig {
-		nodes += len(ns)
-		switch cur {
-		case "":
-			unconfigured += len(ns)
-		case rendered:
-			upToDate += len(ns)
-		default:
-			others[cur] = len(ns)
-		}
-	}
-	return nodes, unconfigured, upToDate, others
+// Census is where a pool's nodes stand against a rendered config.
+type Census struct {
+	// Nodes is all of them; Unconfigured, those on no config yet; UpToDate,
+	// those already on the rendered config.
+	Nodes, Unconfigured, UpToDate int
+	// Others counts the rest by the config they run.
+	Others map[string]int
 }
 
-// FromsByCount orders the configs nodes run, most nodes first. A pool
+// TakeCensus counts view's nodes by the config they run against rendered.
+func TakeCensus(ctx context.Context, view *render.PoolView, rendered string) (Census, error) {
+	byConfig, err := view.NodesByConfig(ctx)
+	if err != nil {
+		return Census{}, err
+	}
+	c := Census{Others: map[string]int{}}
+	for cur, ns := range byConfig {
+		c.Nodes += len(ns)
+		switch cur {
+		case "":
+			c.Unconfigured += len(ns)
+		case rendered:
+			c.UpToDate += len(ns)
+		default:
+			c.Others[cur] = len(ns)
+		}
+	}
+	return c, nil
+}
+
+// Pending is how many nodes run another config than the rendered one:
+// updates already under way, not a change's doing when it renders nothing
+// new.
+func (c Census) Pending() int {
+	n := 0
+	for _, k := range c.Others {
+		n += k
+	}
+	return n
+}
+
+// Froms orders the other configs nodes run, most nodes first. A pool
 // without nodes on other configs is still checked from its target, as the
 // render controller does: that is what nodes will join.
-func FromsByCount(counts map[string]int, target, rendered string) []string {
-	froms := make([]string, 0, len(counts)+1)
-	for from := range counts {
+func (c Census) Froms(target, rendered string) []string {
+	froms := make([]string, 0, len(c.Others)+1)
+	for from := range c.Others {
 		froms = append(froms, from)
 	}
 	if len(froms) == 0 && target != "" && target != rendered {
 		froms = append(froms, target)
 	}
 	sort.Slice(froms, func(i, j int) bool {
-		if counts[froms[i]] != counts[froms[j]] {
-			return counts[froms[i]] > counts[froms[j]]
+		if c.Others[froms[i]] != c.Others[froms[j]] {
+			return c.Others[froms[i]] > c.Others[froms[j]]
 		}
 		return froms[i] < froms[j]
 	})
