@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/ndp-dev/ndp/internal/durablefile"
 )
 
 // Rebooter reboots the node. It returns once the reboot is under way; the
@@ -33,7 +33,7 @@ func (r SystemdRebooter) Reboot(ctx context.Context, _ string) error {
 type RecordingRebooter struct{ Path string }
 
 func (r RecordingRebooter) Reboot(_ context.Context, reason string) error {
-	return appendLine(r.Path, map[string]string{"reboot": reason, "at": time.Now().UTC().Format(time.RFC3339Nano)})
+	return durablefile.AppendJSONLine(r.Path, map[string]string{"reboot": reason, "at": time.Now().UTC().Format(time.RFC3339Nano)})
 }
 
 // OSConfig is the part of a MachineConfig that the OS updater applies.
@@ -145,30 +145,7 @@ func (r RpmOstree) Apply(ctx context.Context, from, to OSConfig) error {
 type RecordingOSUpdater struct{ Path string }
 
 func (r RecordingOSUpdater) Apply(_ context.Context, from, to OSConfig) error {
-	return appendLine(r.Path, map[string]OSConfig{"from": from, "to": to})
-}
-
-func appendLine(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return durablefile.AppendJSONLine(r.Path, map[string]OSConfig{"from": from, "to": to})
 }
 
 func stringSetDiff(a, b []string) (added, removed []string) {

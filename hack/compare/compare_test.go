@@ -137,12 +137,12 @@ func TestTotals(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		got, want float64
-	}{{"ndp", r.NDP, ndp}, {"defaults alone", r.Defaults, defaults}, {"reboot on any change", r.RebootOnAny, rebootAny}, {"saved", r.Saved, saved},
-		{"MCO today", r.MCONodeMin, mco}, {"saved vs MCO today", r.SavedVsMCO, savedMCO},
+	}{{"ndp", r.All.NDP, ndp}, {"defaults alone", r.All.Defaults, defaults}, {"reboot on any change", r.All.RebootOnAny, rebootAny}, {"saved", r.All.Saved, saved},
+		{"MCO today", r.All.MCONodeMin, mco}, {"saved vs MCO today", r.All.SavedVsMCO, savedMCO},
 		{"KubeletConfig/ContainerRuntimeConfig ndp", r.Generated.NDP, gen.NDP}, {"KubeletConfig/ContainerRuntimeConfig MCO today", r.Generated.MCONodeMin, gen.MCONodeMin},
 		{"KubeletConfig/ContainerRuntimeConfig saved", r.Generated.Saved, gen.Saved}, {"KubeletConfig/ContainerRuntimeConfig saved vs MCO", r.Generated.SavedVsMCO, gen.SavedVsMCO},
-		{"MCO with ndp's entries", r.Entries.NodeMin, entries.NodeMin}, {"with ndp's entries saved vs MCO today", r.Entries.SavedVsMCO, entries.SavedVsMCO},
-		{"with ndp's entries over ndp", r.Entries.OverNDP, entries.OverNDP}, {"with ndp's entries as ndp plans", float64(r.Entries.SameAsNDP), float64(entries.SameAsNDP)},
+		{"MCO with ndp's entries", r.All.Entries.NodeMin, entries.NodeMin}, {"with ndp's entries saved vs MCO today", r.All.Entries.SavedVsMCO, entries.SavedVsMCO},
+		{"with ndp's entries over ndp", r.All.Entries.OverNDP, entries.OverNDP}, {"with ndp's entries as ndp plans", float64(r.All.Entries.SameAsNDP), float64(entries.SameAsNDP)},
 		{"KubeletConfig/ContainerRuntimeConfig with ndp's entries", r.Generated.Entries.NodeMin, gen.Entries.NodeMin}} {
 		if !near(c.got, c.want) {
 			t.Errorf("total %s = %v, the rows sum to %v", c.name, c.got, c.want)
@@ -151,8 +151,8 @@ func TestTotals(t *testing.T) {
 	if gen.Rows < 12 || r.Generated.Rows != gen.Rows {
 		t.Errorf("%d KubeletConfig/ContainerRuntimeConfig rows (report: %d), want at least 12", gen.Rows, r.Generated.Rows)
 	}
-	if r.Saved <= 0 || r.NDP > r.Defaults || r.Defaults > r.RebootOnAny || r.MCONodeMin > r.RebootOnAny {
-		t.Errorf("totals out of order: ndp %v, defaults alone %v, reboot on any %v", r.NDP, r.Defaults, r.RebootOnAny)
+	if r.All.Saved <= 0 || r.All.NDP > r.All.Defaults || r.All.Defaults > r.All.RebootOnAny || r.All.MCONodeMin > r.All.RebootOnAny {
+		t.Errorf("totals out of order: ndp %v, defaults alone %v, reboot on any %v", r.All.NDP, r.All.Defaults, r.All.RebootOnAny)
 	}
 }
 

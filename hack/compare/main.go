@@ -214,9 +214,8 @@ type Report struct {
 	Rows     []Row
 	// MCODecide is the MCO's reference tool the entries column ran.
 	MCODecide string
-	// Totals over the rows.
-	NDP, Defaults, MCONodeMin, RebootOnAny, Saved, SavedVsMCO float64
-	Entries                                                   EntriesTotals
+	// All are the totals over every row.
+	All Totals
 	// Generated are the totals over the KubeletConfig and
 	// ContainerRuntimeConfig rows only.
 	Generated Totals
@@ -449,13 +448,7 @@ func Run(ctx context.Context, path string, costs Costs, mcoDecide string) (*Repo
 		row.WithEntries.SavedVsMCO = row.MCONodeMin - row.WithEntries.NodeMin
 		row.WithEntries.OverNDP = row.WithEntries.NodeMin - row.NDP
 
-		r.NDP += row.NDP
-		r.Defaults += row.Defaults
-		r.MCONodeMin += row.MCONodeMin
-		r.RebootOnAny += row.RebootOnAny
-		r.Saved += row.Saved
-		r.SavedVsMCO += row.SavedVsMCO
-		r.Entries.add(row.WithEntries)
+		r.All.add(*row)
 		if row.Entry.Generated() {
 			r.Generated.add(*row)
 		}
@@ -626,19 +619,19 @@ func WriteTable(w io.Writer, r *Report) error {
 			yesNo(row.Plan.Drain), num(row.NDP), row.MCO.String(), num(row.MCONodeMin), num(row.RebootOnAny), num(row.SavedVsMCO), num(row.Saved)})
 	}
 	rows = append(rows, []string{"", "total", "", fmt.Sprintf("%d of %d changes without a reboot", noReboot(r, func(row Row) *Outcome { return row.Plan }), len(r.Rows)),
-		fmt.Sprintf("%d", drained(r)), num(r.NDP), fmt.Sprintf("%d of %d without a reboot", noReboot(r, func(row Row) *Outcome { return row.MCO }), len(r.Rows)),
-		num(r.MCONodeMin), num(r.RebootOnAny), fmt.Sprintf("%s (%s)", num(r.SavedVsMCO), pct(r.SavedVsMCO, r.MCONodeMin)), fmt.Sprintf("%s (%s)", num(r.Saved), pct(r.Saved, r.RebootOnAny))})
+		fmt.Sprintf("%d", drained(r)), num(r.All.NDP), fmt.Sprintf("%d of %d without a reboot", noReboot(r, func(row Row) *Outcome { return row.MCO }), len(r.Rows)),
+		num(r.All.MCONodeMin), num(r.All.RebootOnAny), fmt.Sprintf("%s (%s)", num(r.All.SavedVsMCO), pct(r.All.SavedVsMCO, r.All.MCONodeMin)), fmt.Sprintf("%s (%s)", num(r.All.Saved), pct(r.All.Saved, r.All.RebootOnAny))})
 	writeAligned(&b, header, rows, map[int]bool{0: true, 5: true, 7: true, 8: true, 9: true, 10: true})
 
 	writeEntriesSection(&b, r)
 
 	fmt.Fprintf(&b, "\nSummary, node-minutes for a pool of %d nodes (saved: what ndp saves against each anchor):\n\n", c.Nodes)
-	all := Totals{Rows: len(r.Rows), NDP: r.NDP, Defaults: r.Defaults, MCONodeMin: r.MCONodeMin, RebootOnAny: r.RebootOnAny, Saved: r.Saved, SavedVsMCO: r.SavedVsMCO}
+
 	var sum [][]string
 	for _, t := range []struct {
 		name string
 		t    Totals
-	}{{"all changes", all}, {"KubeletConfig and ContainerRuntimeConfig", r.Generated}} {
+	}{{"all changes", r.All}, {"KubeletConfig and ContainerRuntimeConfig", r.Generated}} {
 		if t.t.Rows == 0 {
 			continue
 		}
@@ -655,8 +648,8 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  %s: %s, %s node-minutes\n", row.Entry.Dir, row.DefaultsOnly, num(row.Defaults))
 		}
 		fmt.Fprintf(&b, "Total with the defaults alone: %s node-minutes, %s saved against reboot on any change (%s), %s against MCO today (%s).\n",
-			num(r.Defaults), num(r.RebootOnAny-r.Defaults), pct(r.RebootOnAny-r.Defaults, r.RebootOnAny),
-			num(r.MCONodeMin-r.Defaults), pct(r.MCONodeMin-r.Defaults, r.MCONodeMin))
+			num(r.All.Defaults), num(r.All.RebootOnAny-r.All.Defaults), pct(r.All.RebootOnAny-r.All.Defaults, r.All.RebootOnAny),
+			num(r.All.MCONodeMin-r.All.Defaults), pct(r.All.MCONodeMin-r.All.Defaults, r.All.MCONodeMin))
 	}
 	if len(r.Drift) > 0 {
 		fmt.Fprintf(&b, "\nDRIFT: %d plan(s) differ from %s:\n", len(r.Drift), r.Manifest)
@@ -681,18 +674,18 @@ func writeEntriesSection(b *strings.Builder, r *Report) {
 		w := row.WithEntries
 		rows = append(rows, []string{strconv.Itoa(i + 1), row.Entry.Dir, entriesText(w), w.Plan.String(), num(w.NodeMin), yesNo(w.SameAsNDP), num(w.SavedVsMCO), num(w.OverNDP)})
 	}
-	t := r.Entries
+	t := r.All.Entries
 	rows = append(rows, []string{"", "total", "", fmt.Sprintf("%d of %d as ndp plans", t.SameAsNDP, len(r.Rows)), num(t.NodeMin), "",
-		fmt.Sprintf("%s (%s)", num(t.SavedVsMCO), pct(t.SavedVsMCO, r.MCONodeMin)), num(t.OverNDP)})
+		fmt.Sprintf("%s (%s)", num(t.SavedVsMCO), pct(t.SavedVsMCO, r.All.MCONodeMin)), num(t.OverNDP)})
 	writeAligned(b, header, rows, map[int]bool{0: true, 4: true, 6: true, 7: true})
 
 	fmt.Fprintf(b, "\nNode-minutes with ndp's entries, a pool of %d nodes (saved: against MCO today; over ndp: beyond ndp's own plans):\n\n", r.Costs.Nodes)
-	all := Totals{Rows: len(r.Rows), NDP: r.NDP, MCONodeMin: r.MCONodeMin, Entries: r.Entries}
+
 	var sum [][]string
 	for _, t := range []struct {
 		name string
 		t    Totals
-	}{{"all changes", all}, {"KubeletConfig and ContainerRuntimeConfig", r.Generated}} {
+	}{{"all changes", r.All}, {"KubeletConfig and ContainerRuntimeConfig", r.Generated}} {
 		if t.t.Rows == 0 {
 			continue
 		}

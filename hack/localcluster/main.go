@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	kwait "k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/ndp-dev/ndp/internal/controlplane"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -517,22 +519,12 @@ func wait(ctx context.Context, timeout time.Duration, what string, cond func() (
 }
 
 func waitEvery(ctx context.Context, timeout, every time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waited %s for %s", timeout, what)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("interrupted")
-		case <-time.After(every):
-		}
+	err := kwait.PollUntilContextTimeout(ctx, every, timeout, true, func(context.Context) (bool, error) { return cond() })
+	switch {
+	case err == nil || !kwait.Interrupted(err):
+		return err
+	case ctx.Err() != nil:
+		return errors.New("interrupted")
 	}
+	return fmt.Errorf("waited %s for %s", timeout, what)
 }

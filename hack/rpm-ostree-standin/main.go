@@ -31,6 +31,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ndp-dev/ndp/internal/durablefile"
 )
 
 // DefaultDir is where the stand-in keeps its state on the node.
@@ -328,32 +330,7 @@ func (s store) status(asJSON bool) (string, error) {
 }
 
 func (s store) appendCall(c Call) error {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return err
-	}
-	return writeSynced(s.path("calls"), os.O_APPEND, append(b, '\n'))
-}
-
-// writeSynced writes data to path (opened with flag, created if missing)
-// and syncs it before closing: what it records survives a power cut.
-func writeSynced(path string, flag int, data []byte) error {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return durablefile.AppendJSONLine(s.path("calls"), c)
 }
 
 // readJSON reads path into v; false when there is no such file.
@@ -382,7 +359,7 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := writeSynced(tmp, os.O_TRUNC, append(b, '\n')); err != nil {
+	if err := durablefile.Write(tmp, os.O_TRUNC, append(b, '\n')); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The node's addresses, inside the cluster's network namespace: the node
@@ -417,20 +419,9 @@ func (s *stack) waitTCP(ctx context.Context, addr string, timeout time.Duration)
 
 // Poll calls cond every 200 ms until it is true, fails, or timeout passes.
 func Poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: not within %s", what, timeout)
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
+	if wait.Interrupted(err) {
+		return fmt.Errorf("waiting for %s: not within %s", what, timeout)
 	}
+	return err
 }

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -42,7 +41,6 @@ import (
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/docexample"
 	"github.com/ndp-dev/ndp/mco/mcorender"
-	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/render"
 )
 
@@ -485,24 +483,6 @@ func (a *installedAdvisor) waitEstablished(t *testing.T, name string) {
 		}
 		return false, fmt.Sprint(conds)
 	})
-}
-
-// playOperator writes MachineConfiguration cluster's status as the MCO's
-// operator does (which mcc-ref does not run): the spec's policies merged
-// with the MCO's defaults, at the current generation. The test does, as
-// an administrator; ndp only reads it.
-func (a *installedAdvisor) playOperator(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	var mc operatorv1.MachineConfiguration
-	if err := a.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, &mc); err != nil {
-		t.Fatalf("reading MachineConfiguration cluster: %v", err)
-	}
-	mc.Status.ObservedGeneration = mc.Generation
-	mc.Status.NodeDisruptionPolicyStatus.ClusterPolicies = mcorules.MergePolicies(mc.Spec.NodeDisruptionPolicy)
-	if err := a.Client.Status().Update(ctx, &mc); err != nil {
-		t.Fatalf("writing MachineConfiguration cluster's status: %v", err)
-	}
 }
 
 // addNodes creates n worker Nodes on the worker pool's rendered config, as

@@ -39,6 +39,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/internal/output"
 	"github.com/ndp-dev/ndp/internal/testkit"
+	"github.com/ndp-dev/ndp/mco/mcorules"
 )
 
 // MCO is a kube-apiserver with the MCO's controllers running against it,
@@ -189,6 +190,24 @@ func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 		m.WaitRendered(t, pool, nil)
 	}
 	return m
+}
+
+// playOperator writes MachineConfiguration cluster's status as the MCO's
+// operator does (which mcc-ref does not run): the spec's policies merged
+// with the MCO's defaults, at the current generation. The test does, as
+// an administrator; ndp only reads it.
+func (m *MCO) playOperator(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var mc operatorv1.MachineConfiguration
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, &mc); err != nil {
+		t.Fatalf("reading MachineConfiguration cluster: %v", err)
+	}
+	mc.Status.ObservedGeneration = mc.Generation
+	mc.Status.NodeDisruptionPolicyStatus.ClusterPolicies = mcorules.MergePolicies(mc.Spec.NodeDisruptionPolicy)
+	if err := m.Client.Status().Update(ctx, &mc); err != nil {
+		t.Fatalf("writing MachineConfiguration cluster's status: %v", err)
+	}
 }
 
 // completeControllerConfig writes the ControllerConfig's status as the

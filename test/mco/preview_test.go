@@ -34,7 +34,6 @@ import (
 	"github.com/ndp-dev/ndp/internal/testkit"
 	"github.com/ndp-dev/ndp/internal/testkit/policytest"
 	"github.com/ndp-dev/ndp/mco/mcorender"
-	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner/engine"
 	"github.com/ndp-dev/ndp/planner/policy"
 	"github.com/ndp-dev/ndp/policyset"
@@ -163,23 +162,6 @@ func startAdvisor(t *testing.T) *advisor {
 		}
 	}
 	return a
-}
-
-// playOperator writes MachineConfiguration cluster's status as the MCO's
-// operator does: the spec's policies merged with the defaults, at the
-// current generation.
-func (a *advisor) playOperator(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	var mc operatorv1.MachineConfiguration
-	if err := a.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, &mc); err != nil {
-		t.Fatalf("reading MachineConfiguration cluster: %v", err)
-	}
-	mc.Status.ObservedGeneration = mc.Generation
-	mc.Status.NodeDisruptionPolicyStatus.ClusterPolicies = mcorules.MergePolicies(mc.Spec.NodeDisruptionPolicy)
-	if err := a.Client.Status().Update(ctx, &mc); err != nil {
-		t.Fatalf("writing MachineConfiguration cluster's status: %v", err)
-	}
 }
 
 // dryRun applies manifest with kubectl apply --dry-run=server and returns
