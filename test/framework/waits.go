@@ -33,14 +33,22 @@ func (c *Cluster) DeleteDaemonPodOn(ctx context.Context, node string) error {
 	if _, err := c.KubectlMust("-n", "ndp-system", "delete", "pod", old, "--grace-period=0", "--force", "--wait=false"); err != nil {
 		return err
 	}
-	return Poll(ctx, 2*time.Minute, "the DaemonSet's new pod on "+node, func() (bool, error) {
-		out, _ := c.KubectlQuiet(append(get, "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}`)...)
+	// The new pod's start (the image from the node's cache, the kubelet
+	// and containerd under TCG) is followed, not timed: it may take
+	// minutes on a loaded machine, and its progress shows.
+	return followProgress(ctx, "the DaemonSet's new pod on "+node, ceilingFor(1), func() observation {
+		v := c.observeNodes([]string{node}, "")
+		out, err := c.KubectlQuiet(append(get, "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}`)...)
+		if err != nil {
+			return v.observation
+		}
+		v.observation.progress["daemon pods on "+node] = out
 		for _, l := range strings.Split(out, "\n") {
 			if f := strings.Fields(l); len(f) == 2 && f[0] != old && f[1] == "Running" {
-				return true, nil
+				v.observation.done = true
 			}
 		}
-		return false, nil
+		return v.observation
 	})
 }
 
