@@ -120,7 +120,7 @@ test-fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME) ./planner/
 
 ## fuzz: every fuzz target for FUZZTIME_LONG each, one after another: MachineConfig/Ignition diffing and planning,
-## registries.conf parsing, NodeDisruptionPolicy decoding, the daemon's plan and journal decoding (its Sync on a
+## registries.conf parsing, NodeDisruptionPolicy decoding, the OS tools' output (osupdate), the daemon's plan and journal decoding (its Sync on a
 ## temporary host root), Ignition parsing, the differential test and the MCO agreement (mcorules.Decide against
 ## ../shared/mco-ref/mco-decide on a real config and a mutation sequence; skipped without the tool). Seeds and kept crashers are in <pkg>/testdata/fuzz
 ## (plain `go test` replays them); what a run finds is kept in the Go cache. FUZZMINIMIZETIME bounds the minimizing
@@ -131,6 +131,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNodeDisruptionPolicy$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/loader/
 	$(GO) test -run '^$$' -fuzz '^FuzzDaemonPlan$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseIgnition$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./machineconfig/
+	$(GO) test -run '^$$' -fuzz '^FuzzParsers$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./osupdate/
 	$(GO) test -run '^$$' -fuzz '^FuzzDifferentialDefaults$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./planner/
 	$(GO) test -run '^$$' -fuzz '^FuzzMCOAgreement$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mco/mcorules/
 	$(GO) test -run '^$$' -fuzz '^FuzzMCOExport$$' -fuzztime $(FUZZTIME_LONG) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1 ./mco/mcorules/

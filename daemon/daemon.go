@@ -317,7 +317,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", err)
 	}
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
-	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).equal(osConfig(target.Spec)), inherit)
+	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).Equal(osConfig(target.Spec)), inherit)
 	j.Sources = changeSources(plan.Reasons, sourcesOf(&target), cur.Sources)
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
@@ -623,7 +623,7 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 		if err := u.configs(ctx); err != nil {
 			return stepRan, err
 		}
-		if err := d.OS.Apply(ctx, osConfig(u.from.Spec), osConfig(u.to.Spec)); err != nil {
+		if _, err := d.OS.Apply(ctx, osConfig(u.from.Spec), osConfig(u.to.Spec)); err != nil {
 			return stepRan, err
 		}
 	case StepCurrentConfig:

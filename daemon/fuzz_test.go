@@ -29,6 +29,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/scheme"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
+	"github.com/ndp-dev/ndp/osupdate"
 )
 
 // The fuzzed node: it runs fuzzFrom (recorded on its host) and is told to
@@ -543,9 +544,9 @@ func (s *recordingSystemd) StartUnitIrreversibly(_ context.Context, unit string)
 
 type countingOS struct{ n int }
 
-func (o *countingOS) Apply(context.Context, OSConfig, OSConfig) error {
+func (o *countingOS) Apply(context.Context, osupdate.Config, osupdate.Config) (osupdate.Outcome, error) {
 	o.n++
-	return nil
+	return osupdate.Outcome{Reboot: true}, nil
 }
 
 type countingRebooter struct{ n int }

@@ -26,6 +26,7 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
+	"github.com/ndp-dev/ndp/osupdate"
 )
 
 // config is what ndp-daemon runs with: the flags, bound to its fields by
@@ -146,7 +147,7 @@ func run(info func(string, ...any), c config) error {
 	if c.SimulateReboot != "" {
 		rebooter = daemon.RecordingRebooter{Path: c.SimulateReboot}
 	}
-	var osUpdater daemon.OSUpdater = daemon.RpmOstree{Root: c.Root}
+	var osUpdater daemon.OSUpdater = osupdate.RpmOstree{Runner: osupdate.HostRunner{Root: c.Root}}
 	if c.SimulateOSUpdates != "" {
 		osUpdater = daemon.RecordingOSUpdater{Path: c.SimulateOSUpdates}
 	}

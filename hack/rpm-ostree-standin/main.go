@@ -1,6 +1,6 @@
 // Command rpm-ostree-standin stands in for rpm-ostree on make cluster's
 // Debian worker VMs, installed there as /usr/bin/rpm-ostree: ndp-daemon's
-// OS updater (daemon.RpmOstree) runs it as it runs rpm-ostree on RHEL
+// OS updater (osupdate.RpmOstree) runs it as it runs rpm-ostree on RHEL
 // CoreOS, chrooted into the host root.
 //
 // It accepts exactly the command lines the daemon issues (rebase, kargs,
@@ -82,7 +82,7 @@ func usage(format string, a ...any) error {
 }
 
 // The kernel packages the daemon removes or resets for a kernel type, and
-// what it installs for each non-default one, as daemon.RpmOstree issues them.
+// what it installs for each non-default one, as osupdate.RpmOstree issues them.
 var (
 	kernelPackages = []string{"kernel", "kernel-core", "kernel-modules", "kernel-modules-core", "kernel-modules-extra"}
 	kernelInstalls = map[string][]string{

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/osupdate"
 )
 
 func testStore(t *testing.T, boot *string) store {
@@ -152,9 +152,9 @@ func TestDaemonRpmOstreeThroughAChroot(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	from := daemon.OSConfig{KernelArguments: []string{"old=1"}, Extensions: []string{"kerberos"}, KernelType: "default"}
-	to := daemon.OSConfig{OSImageURL: "example.com/os@sha256:2", KernelArguments: []string{"a=1"}, Extensions: []string{"usbguard"}, KernelType: "64k-pages"}
-	if err := (daemon.RpmOstree{Root: root}).Apply(context.Background(), from, to); err != nil {
+	from := osupdate.Config{KernelArguments: []string{"old=1"}, Extensions: []string{"kerberos"}, KernelType: "default"}
+	to := osupdate.Config{OSImageURL: "example.com/os@sha256:2", KernelArguments: []string{"a=1"}, Extensions: []string{"usbguard"}, KernelType: "64k-pages"}
+	if _, err := (osupdate.RpmOstree{Runner: osupdate.HostRunner{Root: root}}).Apply(context.Background(), from, to); err != nil {
 		t.Fatal(err)
 	}
 	staged, ok := readDeployment(t, filepath.Join(root, DefaultDir, "staged.json"))
@@ -170,11 +170,11 @@ func TestDaemonRpmOstreeThroughAChroot(t *testing.T) {
 		t.Fatalf("calls (want 4: rebase, kargs, update, override, none refused):\n%s", b)
 	}
 	// Back to the default kernel: override reset.
-	err = (daemon.RpmOstree{Root: root}).Apply(context.Background(), to, daemon.OSConfig{KernelType: "default", Extensions: []string{"usbguard"}, KernelArguments: []string{"a=1"}, OSImageURL: "example.com/os@sha256:2"})
+	_, err = (osupdate.RpmOstree{Runner: osupdate.HostRunner{Root: root}}).Apply(context.Background(), to, osupdate.Config{KernelType: "default", Extensions: []string{"usbguard"}, KernelArguments: []string{"a=1"}, OSImageURL: "example.com/os@sha256:2"})
 	if err != nil {
 		t.Fatalf("back to the default kernel: %v", err)
 	}
-	if err := (daemon.RpmOstree{Root: filepath.Join(root, "nowhere")}).Apply(context.Background(), from, to); err == nil || !strings.Contains(err.Error(), "rpm-ostree rebase") {
+	if _, err := (osupdate.RpmOstree{Runner: osupdate.HostRunner{Root: filepath.Join(root, "nowhere")}}).Apply(context.Background(), from, to); err == nil || !strings.Contains(err.Error(), "rpm-ostree rebase") {
 		t.Fatalf("a root without rpm-ostree: %v, want an error naming the command", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ndp-dev/ndp/daemon"
+	"github.com/ndp-dev/ndp/osupdate"
 )
 
 // UnitDir is where the daemon writes units on a simulated host.
@@ -243,19 +244,19 @@ func (s *Systemd) DaemonReloads() int {
 type OSUpdater struct {
 	mu       sync.Mutex
 	applies  int
-	staged   *daemon.OSConfig
-	running  daemon.OSConfig
+	staged   *osupdate.Config
+	running  osupdate.Config
 	hasStage bool
 }
 
 var _ daemon.OSUpdater = (*OSUpdater)(nil)
 
-func (o *OSUpdater) Apply(_ context.Context, _, to daemon.OSConfig) error {
+func (o *OSUpdater) Apply(_ context.Context, _, to osupdate.Config) (osupdate.Outcome, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.applies++
 	o.staged, o.hasStage = &to, true
-	return nil
+	return osupdate.Outcome{Reboot: true}, nil
 }
 
 func (o *OSUpdater) boot() {
@@ -273,7 +274,7 @@ func (o *OSUpdater) Applies() int {
 	return o.applies
 }
 
-func (o *OSUpdater) Running() daemon.OSConfig {
+func (o *OSUpdater) Running() osupdate.Config {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.running

@@ -219,3 +219,20 @@ func TestWebhookModesApart(t *testing.T) {
 		}
 	}
 }
+
+// TestOSUpdatersStandAlone: the OS updaters run on the node for the daemon
+// and decide nothing of a plan: they link no policy engine, no Kubernetes
+// client and nothing else of ndp, so that what they may do is what their
+// own package says.
+func TestOSUpdatersStandAlone(t *testing.T) {
+	ds := deps(t, "./osupdate")
+	if len(ds) < 10 {
+		t.Fatalf("osupdate has %d dependencies: not a real dependency list", len(ds))
+	}
+	for _, p := range ds {
+		if strings.HasPrefix(p, "github.com/open-policy-agent/opa") || strings.HasPrefix(p, "k8s.io/") || strings.HasPrefix(p, "sigs.k8s.io/") ||
+			(strings.HasPrefix(p, module) && p != module+"osupdate") {
+			t.Errorf("osupdate links %s", p)
+		}
+	}
+}
