@@ -316,6 +316,9 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	if err != nil {
 		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "InvalidConfig", err)
 	}
+	if err := d.OS.Check(osConfig(cur.Spec), osConfig(target.Spec)); err != nil {
+		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "OSUpdateNotPossible", err)
+	}
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
 	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).Equal(osConfig(target.Spec)), inherit)
 	j.Sources = changeSources(plan.Reasons, sourcesOf(&target), cur.Sources)

@@ -544,6 +544,8 @@ func (s *recordingSystemd) StartUnitIrreversibly(_ context.Context, unit string)
 
 type countingOS struct{ n int }
 
+func (o *countingOS) Check(_, _ osupdate.Config) error { return nil }
+
 func (o *countingOS) Apply(context.Context, osupdate.Config, osupdate.Config) (osupdate.Outcome, error) {
 	o.n++
 	return osupdate.Outcome{Reboot: true}, nil

@@ -41,17 +41,22 @@ func osConfig(spec mcfgv1.MachineConfigSpec) osupdate.Config {
 }
 
 // OSUpdater stages OS changes (image, kernel arguments, extensions, kernel
-// type) for the next boot (osupdate.RpmOstree on the host). Apply must be
-// idempotent: after a crash the daemon applies the same change again. The
-// outcome is what the host says the change needs; the plan, computed
-// before, already holds the reboot that finalizes a staged OS.
+// type) for the next boot (osupdate.ConfigUpdater on the host: rpm-ostree
+// or bootc). Check says, before anything is written, whether the host can
+// apply a change at all. Apply must be idempotent: after a crash the
+// daemon applies the same change again. The outcome is what the host says
+// the change needs; the plan, computed before, already holds the reboot
+// that finalizes a staged OS.
 type OSUpdater interface {
+	Check(from, to osupdate.Config) error
 	Apply(ctx context.Context, from, to osupdate.Config) (osupdate.Outcome, error)
 }
 
 // RecordingOSUpdater records each change as a line of a file instead of
 // applying it, where no rpm-ostree can run (tests, a local cluster).
 type RecordingOSUpdater struct{ Path string }
+
+func (RecordingOSUpdater) Check(_, _ osupdate.Config) error { return nil }
 
 func (r RecordingOSUpdater) Apply(_ context.Context, from, to osupdate.Config) (osupdate.Outcome, error) {
 	return osupdate.Outcome{Reboot: true}, durablefile.AppendJSONLine(r.Path, map[string]osupdate.Config{"from": from, "to": to})

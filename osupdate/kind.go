@@ -37,6 +37,34 @@ func ParseKind(s string) (Kind, error) {
 	return "", fmt.Errorf("unknown OS updater %q: one of auto, rpm-ostree, apt, flatcar, bootc", s)
 }
 
+// OverridePath is where a host names its own updater (one of Kinds, a
+// line), relative to its root: written into an image, or by a
+// MachineConfig, where detection would choose another.
+const OverridePath = "etc/ndp/os-updater"
+
+// Choose says which updater serves the host at root: named (ndp-daemon's
+// --os-updater) where it is set, else the host's own OverridePath, else
+// what Detect finds.
+func Choose(root string, named Kind) (Detection, error) {
+	if named != "" {
+		return Detection{Kind: named, Reason: "--os-updater=" + string(named)}, nil
+	}
+	b, err := os.ReadFile(filepath.Join(root, OverridePath))
+	switch {
+	case err == nil:
+		k, err := ParseKind(strings.TrimSpace(string(b)))
+		if err != nil {
+			return Detection{}, fmt.Errorf("/%s: %w", OverridePath, err)
+		}
+		if k != "" {
+			return Detection{Kind: k, Reason: "/" + OverridePath}, nil
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return Detection{}, err
+	}
+	return Detect(root)
+}
+
 // Detection is which updater a host gets, and why.
 type Detection struct {
 	Kind Kind

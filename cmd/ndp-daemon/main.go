@@ -43,6 +43,9 @@ type config struct {
 	// SimulateReboot and SimulateOSUpdates, when set, name files that
 	// record reboot requests and OS changes instead of doing them.
 	SimulateReboot, SimulateOSUpdates string
+	// OSUpdater names the host's OS updater ("auto": each host's own
+	// /etc/ndp/os-updater, or what its files say).
+	OSUpdater string
 	// MetricsAddress and ProbeAddress are the manager's endpoints ("0"
 	// disables them).
 	MetricsAddress, ProbeAddress string
@@ -59,6 +62,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.BootIDPath, "boot-id-file", daemon.DefaultBootIDPath, "file holding the current boot's ID")
 	fs.StringVar(&c.SimulateReboot, "simulate-reboot", "", "record reboot requests as lines of this file instead of rebooting (tests, local clusters)")
 	fs.StringVar(&c.SimulateOSUpdates, "simulate-os-updates", "", "record OS changes as lines of this file instead of running rpm-ostree (tests, local clusters)")
+	fs.StringVar(&c.OSUpdater, "os-updater", "auto", "the hosts' OS updater: auto (a host's /etc/ndp/os-updater, else detected from its files), rpm-ostree, apt, flatcar or bootc")
 	fs.StringVar(&c.MetricsAddress, "metrics-bind-address", ":8797", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&c.ProbeAddress, "health-probe-bind-address", ":8798", "address of the health and readiness probes (0 disables them)")
 	fs.DurationVar(&c.PollInterval, "plan-poll-interval", 10*time.Second, "how often to look again for a plan that is not written yet")
@@ -147,7 +151,16 @@ func run(info func(string, ...any), c config) error {
 	if c.SimulateReboot != "" {
 		rebooter = daemon.RecordingRebooter{Path: c.SimulateReboot}
 	}
-	var osUpdater daemon.OSUpdater = osupdate.RpmOstree{Runner: osupdate.HostRunner{Root: c.Root}}
+	named, err := osupdate.ParseKind(c.OSUpdater)
+	if err != nil {
+		return fmt.Errorf("--os-updater: %w", err)
+	}
+	var osUpdater daemon.OSUpdater = osupdate.ConfigUpdater{Root: c.Root, Named: named, Runner: osupdate.HostRunner{Root: c.Root}}
+	if det, err := osupdate.Choose(c.Root, named); err != nil {
+		info("no OS updater for this host: OS changes will be refused", "reason", err.Error())
+	} else {
+		info("OS updater", "kind", det.Kind, "chosen by", det.Reason)
+	}
 	if c.SimulateOSUpdates != "" {
 		osUpdater = daemon.RecordingOSUpdater{Path: c.SimulateOSUpdates}
 	}

@@ -251,6 +251,8 @@ type OSUpdater struct {
 
 var _ daemon.OSUpdater = (*OSUpdater)(nil)
 
+func (o *OSUpdater) Check(_, _ osupdate.Config) error { return nil }
+
 func (o *OSUpdater) Apply(_ context.Context, _, to osupdate.Config) (osupdate.Outcome, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -158,6 +158,10 @@ func (c *Cluster) startWorkers(ctx context.Context) error {
 			filepath.Join(share, "etc", "systemd", "system", "kubelet.service.d", "20-images.conf"):  guestImagesDropIn,
 			filepath.Join(share, "usr", "local", "sbin", "node-images"):                              guestImagesScript,
 			filepath.Join(share, "etc", "systemd", "system", standinUnit):                            standinUnitText,
+			// A Debian host whose OS changes go to rpm-ostree's stand-in: it
+			// names its updater, as an administrator of such a host would
+			// (ndp-daemon would otherwise choose apt).
+			filepath.Join(share, "etc", "ndp", "os-updater"): "rpm-ostree\n",
 			// kubelet.conf is the worker pool's (its MachineConfig
 			// 01-worker-kubelet, which ndp-daemon updates): the share only
 			// provisions it, as Ignition would at first boot.
