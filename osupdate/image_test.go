@@ -144,13 +144,10 @@ func TestFlatcarApply(t *testing.T) {
 			if d := cmp.Diff(tc.want, r.calls); d != "" {
 				t.Errorf("commands (-want +got):\n%s", d)
 			}
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
+			if wantError(t, err, tc.err) {
 				return
 			}
-			if err != nil || o.Reboot != tc.reboot {
+			if o.Reboot != tc.reboot {
 				t.Fatalf("outcome %+v, %v; want reboot %v", o, err, tc.reboot)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 )
 
 // scripted is a Runner that answers each command from a script, in order
@@ -38,4 +39,20 @@ func (s *scripted) Run(_ context.Context, c Command) ([]byte, error) {
 		s.answers[key] = as[1:]
 	}
 	return []byte(a.out), a.err
+}
+
+// wantError holds err to want: "" for none (fatal if there is one), else
+// an error containing want. It says whether the case expected an error.
+func wantError(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one with %q", err, want)
+	}
+	return true
 }
