@@ -261,6 +261,7 @@ func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConf
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
 	done := map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: cur.Name, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
+		v1alpha1.RebootRequestedAtAnnotation: "",
 	}
 	// The update that brought it here completed, maybe without its report
 	// (a crash in between): its pacing annotations too (no change, no
@@ -353,7 +354,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 		}
 		d.Status.condition(c.typ, metav1.ConditionFalse, reason, "")
 	}
-	if err := d.report(ctx, node, cur.Name, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}, pool); err != nil {
+	if err := d.report(ctx, node, cur.Name, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: "", v1alpha1.RebootRequestedAtAnnotation: ""}, pool); err != nil {
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
@@ -396,6 +397,18 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		msg := fmt.Sprintf("resumed the update to %s at step %s after %s", j.To, at, why)
 		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)
 		d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
+		if boot != j.BootID {
+			// Back from a reboot: it is no longer under way, and a node
+			// ndp-controller marked Degraded for not coming back in time
+			// is at work again (annotate writes only what differs).
+			back := map[string]string{v1alpha1.RebootRequestedAtAnnotation: ""}
+			if strings.HasPrefix(node.Annotations[ndpmcv1.ReasonAnnotation], v1alpha1.RebootTimeoutReason) {
+				back[ndpmcv1.StateAnnotation], back[ndpmcv1.ReasonAnnotation] = ndpmcv1.StateWorking, ""
+			}
+			if err := d.Status.annotate(ctx, node, back); err != nil {
+				return d.PollInterval, transient(err)
+			}
+		}
 	}
 	return d.run(ctx, node, &update{d: d, j: j}, boot)
 }
@@ -504,6 +517,7 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	d.recordJournal(ctx, node, j)
 	if err := d.report(ctx, node, j.To, j.To, map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
+		v1alpha1.RebootRequestedAtAnnotation: "",
 		// In the same patch, for the rollout's pacing: when it completed,
 		// and what the drain evicted ("": this update drained nothing).
 		v1alpha1.UpdateDoneAnnotation:  now.Format(time.RFC3339),
@@ -680,7 +694,9 @@ func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journ
 			return nil
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionUnknown, "Rebooting", "reboot requested")
-		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
+		// When it was asked for, in the same patch: a rollout policy's
+		// failures.rebootTimeout counts from it.
+		if err := d.report(ctx, node, "", j.To, map[string]string{v1alpha1.RebootRequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}, j.Pool); err != nil {
 			return err
 		}
 		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
@@ -959,7 +975,7 @@ func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desir
 	degraded.WithLabelValues(d.NodeName).Set(1)
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionTrue, reason, msg)
 	d.Status.event(node, corev1.EventTypeWarning, reason, "Update", msg)
-	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: conditions.Truncate(msg, maxMessage)}, pool)
+	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: conditions.Truncate(msg, maxMessage), v1alpha1.RebootRequestedAtAnnotation: ""}, pool)
 }
 
 // report writes the node annotations given and the MachineConfigNode,

@@ -71,9 +71,16 @@ type Decision struct {
 	// HeldNodes are the pool's nodes that carry the hold annotation, by
 	// name (candidates or not).
 	HeldNodes []string
+	// Overdue are the pool's nodes not back from a reboot within a
+	// policy's rebootTimeout and not yet marked Degraded: the caller marks
+	// them. Failed names every failed node of the pool (Degraded, or
+	// overdue), sorted.
+	Overdue []Overdue
+	Failed  []string
 	// Next is the earliest time the decision can change by time alone (a
-	// window opens, a settle time ends); zero: none. Gates change without
-	// notice: the caller looks again on its own interval.
+	// window opens, a settle time ends, a reboot becomes overdue); zero:
+	// none. Gates change without notice: the caller looks again on its own
+	// interval.
 	Next time.Time
 }
 
@@ -144,6 +151,19 @@ func Decide(in Input) Decision {
 	for _, r := range pc.check(in.Pacing, in.Now) {
 		d.Pool = append(d.Pool, r)
 		until(r.Until)
+	}
+
+	// Failures: nodes not back from a reboot in time fail; haltAfter
+	// failed nodes hold the pool.
+	var fl failures
+	for _, p := range policies {
+		fl.add(p)
+	}
+	var failNext time.Time
+	d.Overdue, d.Failed, failNext = fl.check(in.Nodes, in.Now)
+	until(failNext)
+	if r := fl.halt(d.Failed); r != nil {
+		d.Pool = append(d.Pool, *r)
 	}
 
 	// Held by annotation: every node of the pool, for the report.

@@ -22,6 +22,7 @@ const (
 	ReasonNoPlan      ReasonKind = "NoPlan"        // the node's plan is not ready: its kinds are unknown
 	ReasonInvalid     ReasonKind = "InvalidPolicy" // a policy on the pool is invalid: it holds the pool
 	ReasonIgnored     ReasonKind = "OrderIgnored"  // a warning: another policy's order applies
+	ReasonHalted      ReasonKind = "Halted"        // failures: haltAfter nodes of the pool failed
 )
 
 // Reason is why a start does not happen now, or (a warning) why a gate
@@ -46,6 +47,9 @@ func (r Reason) String() string {
 		return "held: " + r.Detail
 	}
 	s := "waiting: " + r.Detail
+	if r.Kind == ReasonHalted {
+		s = "halted: " + r.Detail
+	}
 	if r.Policy != "" && r.Kind != ReasonInvalid { // its detail names the policy
 		s += fmt.Sprintf(" [rolloutpolicy %s]", r.Policy)
 	}

@@ -5,9 +5,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -49,6 +51,9 @@ func TestRolloutPolicyCRD(t *testing.T) {
 		{"zone-budget-pct", v1alpha1.RolloutPolicySpec{ZoneBudget: &pct}, ""},
 		{"zone-budget-150", v1alpha1.RolloutPolicySpec{ZoneBudget: &bad}, "zoneBudget is a number"},
 		{"zone-budget-0", v1alpha1.RolloutPolicySpec{ZoneBudget: &zero}, "zoneBudget is a number"},
+		{"failures", v1alpha1.RolloutPolicySpec{Failures: &v1alpha1.RolloutFailures{HaltAfter: ptr.To[int32](2), RebootTimeout: &metav1.Duration{Duration: time.Minute}}}, ""},
+		{"failures-empty", v1alpha1.RolloutPolicySpec{Failures: &v1alpha1.RolloutFailures{}}, "failures sets haltAfter, rebootTimeout or both"},
+		{"halt-after-0", v1alpha1.RolloutPolicySpec{Failures: &v1alpha1.RolloutFailures{HaltAfter: ptr.To[int32](0)}}, "spec.failures.haltAfter"},
 		{"prometheus-nothing", v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{Prometheus: &v1alpha1.PrometheusGate{URL: "http://p:9090"}}}, "sets alerts, query or both"},
 		{"prometheus-url", v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{Prometheus: &v1alpha1.PrometheusGate{URL: "p:9090", Query: "up == 0"}}}, "spec.gates.prometheus.url"},
 		{"label-priority-no-label", v1alpha1.RolloutPolicySpec{Order: &v1alpha1.RolloutOrder{By: v1alpha1.OrderLabelPriority}}, "LabelPriority needs label and priorities"},

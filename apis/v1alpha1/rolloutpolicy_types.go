@@ -33,6 +33,17 @@ const DrainedPodsAnnotation = "ndp.dev/drained-pods"
 // ndp-controller.
 const UpdateDoneAnnotation = "ndp.dev/update-done-at"
 
+// RebootRequestedAtAnnotation is on a Node while its reboot is under way:
+// when ndp-daemon asked for it (RFC 3339), written with the report that
+// says the node reboots (no request of its own) and removed by the
+// daemon's first report after the boot. A policy's failures.rebootTimeout
+// counts from it.
+const RebootRequestedAtAnnotation = "ndp.dev/reboot-requested-at"
+
+// RebootTimeoutReason is the reason ndp-controller gives a node it marks
+// Degraded because it did not come back from its reboot in time.
+const RebootTimeoutReason = "RebootTimeout"
+
 // MaxDrainedOwners bounds DrainedPods.Owners; the others are counted in More.
 const MaxDrainedOwners = 50
 
@@ -113,7 +124,7 @@ type Weekday string
 // RolloutPolicySpec says when and in what order the nodes of the selected
 // pools may start an update. It only ever stops or delays starts: it never
 // loosens a pool's maxUnavailable, and a node that has started finishes.
-// +kubebuilder:validation:XValidation:rule="has(self.windows) || has(self.gates) || has(self.pacing) || has(self.order) || has(self.zoneBudget)",message="a rollout policy sets at least one of windows, gates, pacing, order, zoneBudget"
+// +kubebuilder:validation:XValidation:rule="has(self.windows) || has(self.gates) || has(self.pacing) || has(self.order) || has(self.zoneBudget) || has(self.failures)",message="a rollout policy sets at least one of windows, gates, pacing, order, zoneBudget, failures"
 type RolloutPolicySpec struct {
 	// poolSelector selects MachineConfigPools by their labels; {} selects
 	// every pool. Several policies on one pool combine as the strictest.
@@ -149,6 +160,28 @@ type RolloutPolicySpec struct {
 	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="zoneBudget is a number >= 1 or a percentage 1%-100%"
 	ZoneBudget *intstr.IntOrString `json:"zoneBudget,omitempty"`
+
+	// failures says what the rollout does when nodes fail.
+	// +optional
+	Failures *RolloutFailures `json:"failures,omitempty"`
+}
+
+// RolloutFailures says what a rollout does when nodes fail: without it, a
+// failed node only counts against the pool's maxUnavailable.
+// +kubebuilder:validation:XValidation:rule="has(self.haltAfter) || has(self.rebootTimeout)",message="failures sets haltAfter, rebootTimeout or both"
+type RolloutFailures struct {
+	// haltAfter stops every new start of the pool while this many of its
+	// nodes have failed: Degraded, whether their update failed or they did
+	// not come back from a reboot in time. The pool goes on by itself once
+	// fewer have (a node fixed, or taken out of the pool).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	HaltAfter *int32 `json:"haltAfter,omitempty"`
+	// rebootTimeout: a node not back this long after its daemon asked for
+	// its reboot is marked Degraded (reason RebootTimeout, an Event); if it
+	// comes back later, its daemon goes on where it stopped ("15m").
+	// +optional
+	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
 }
 
 // MaintenanceWindow is a weekly time of day, in a time zone, during which

@@ -215,6 +215,13 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	r.reportHolds(&pool, d, pol.policies(), pol.Now)
+	if d.Policy != nil {
+		for _, o := range d.Policy.Overdue {
+			if err := r.markOverdue(ctx, &pool, o); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
 	// One write per node: its desiredConfig and its UpdateInProgress
 	// taint together. taint is only read from here on (the sends below
 	// run concurrently).
@@ -510,6 +517,26 @@ func (r *RolloutReconciler) recheck() time.Duration {
 
 // maxParallelSends bounds the desiredConfig patches a pool sends at once.
 const maxParallelSends = 8
+
+// markOverdue marks a node that did not come back from its reboot within
+// a rollout policy's rebootTimeout Degraded, as its daemon would report a
+// failed update: its daemon is not there to say anything. The patch
+// carries the node's resourceVersion, so a daemon that came back and
+// wrote first wins; if the node comes back later, its daemon goes on and
+// says so.
+func (r *RolloutReconciler) markOverdue(ctx context.Context, pool *mcfgv1.MachineConfigPool, o rolloutcontrol.Overdue) error {
+	msg := o.Message()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": o.Node.ResourceVersion,
+		"annotations": map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: msg}}})
+	if err := r.Client.Patch(ctx, o.Node.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the node changed: the next step decides again
+		}
+		return err
+	}
+	r.Recorder.Eventf(o.Node, pool, corev1.EventTypeWarning, v1alpha1.RebootTimeoutReason, "Rollout", "pool %s: %s", pool.Name, msg)
+	return nil
+}
 
 // patchNode sets a node's desiredConfig (unless desired is "") and, if
 // taintKnown, adds (taint) or removes the UpdateInProgress taint, in one

@@ -1,0 +1,106 @@
+package rolloutcontrol
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
+)
+
+// A pool's failed nodes: Degraded ones, and those not back from a reboot
+// within the shortest rebootTimeout; haltAfter of them (the smallest)
+// hold every start.
+func TestDecideFailures(t *testing.T) {
+	now := epoch.Add(time.Hour)
+	degraded := "@" + ndpmcv1.StateAnnotation + "=" + ndpmcv1.StateDegraded
+	rebooting := func(ago time.Duration) string {
+		return "@" + v1alpha1.RebootRequestedAtAnnotation + "=" + now.Add(-ago).Format(time.RFC3339)
+	}
+	fail := func(halt int32, timeout time.Duration) v1alpha1.RolloutPolicySpec {
+		f := &v1alpha1.RolloutFailures{}
+		if halt > 0 {
+			f.HaltAfter = ptr.To(halt)
+		}
+		if timeout > 0 {
+			f.RebootTimeout = &metav1.Duration{Duration: timeout}
+		}
+		return v1alpha1.RolloutPolicySpec{Failures: f}
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []PolicyInput
+		out      []*corev1.Node // unavailable nodes of the pool
+		send     string
+		overdue  string
+		failed   string
+		halted   string // the pool's reason, "" for none
+		next     time.Time
+	}{
+		{name: "no policy: a failed node only counts against the budget", out: []*corev1.Node{tnode("d1", "", 0, degraded)},
+			send: "c1", failed: "d1"},
+		{name: "fewer failed than haltAfter", policies: []PolicyInput{policy("p", fail(2, 0))}, out: []*corev1.Node{tnode("d1", "", 0, degraded)},
+			send: "c1", failed: "d1"},
+		{name: "haltAfter reached", policies: []PolicyInput{policy("p", fail(2, 0))},
+			out:    []*corev1.Node{tnode("d1", "", 0, degraded), tnode("d2", "", 0, degraded)},
+			failed: "d1 d2", halted: "halted: 2 of the pool's nodes failed (d1, d2), haltAfter is 2 [rolloutpolicy p]"},
+		{name: "the smallest haltAfter wins", policies: []PolicyInput{policy("a", fail(3, 0)), policy("b", fail(1, 0))},
+			out:    []*corev1.Node{tnode("d1", "", 0, degraded)},
+			failed: "d1", halted: "halted: 1 of the pool's nodes failed (d1), haltAfter is 1 [rolloutpolicy b]"},
+		{name: "a reboot under way: the decision changes when it is due", policies: []PolicyInput{policy("p", fail(1, 15*time.Minute))},
+			out:  []*corev1.Node{tnode("r1", "", 0, rebooting(10*time.Minute))},
+			send: "c1", next: now.Add(5 * time.Minute)},
+		{name: "a reboot overdue: marked, failed, and the pool halts", policies: []PolicyInput{policy("p", fail(1, 15*time.Minute))},
+			out:     []*corev1.Node{tnode("r1", "", 0, rebooting(20*time.Minute))},
+			overdue: "r1", failed: "r1", halted: "halted: 1 of the pool's nodes failed (r1), haltAfter is 1 [rolloutpolicy p]"},
+		{name: "the shortest rebootTimeout wins", policies: []PolicyInput{policy("a", fail(0, time.Hour)), policy("b", fail(0, 15*time.Minute))},
+			out:  []*corev1.Node{tnode("r1", "", 0, rebooting(20*time.Minute))},
+			send: "c1", overdue: "r1", failed: "r1"},
+		{name: "a Degraded node is not marked again", policies: []PolicyInput{policy("p", fail(0, time.Minute))},
+			out:  []*corev1.Node{tnode("r1", "", 0, rebooting(20*time.Minute), degraded)},
+			send: "c1", failed: "r1"},
+		{name: "a timestamp not the daemon's counts nothing", policies: []PolicyInput{policy("p", fail(1, time.Minute))},
+			out:  []*corev1.Node{tnode("r1", "", 0, "@"+v1alpha1.RebootRequestedAtAnnotation+"=yesterday")},
+			send: "c1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cand := tnode("c1", "", 0)
+			nodes := append([]*corev1.Node{cand}, tc.out...)
+			d := Decide(Input{Now: now, Policies: tc.policies, Nodes: nodes, Out: tc.out, Candidates: []*corev1.Node{cand}, Allowed: 3,
+				Plan: func(*corev1.Node) (*ndpmcv1.PostConfigActions, bool) { return nil, true }})
+			var overdue []string
+			for _, o := range d.Overdue {
+				overdue = append(overdue, o.Node.Name)
+			}
+			var halted []string
+			for _, r := range d.Pool {
+				halted = append(halted, r.String())
+			}
+			for what, got := range map[string][2]string{
+				"send":    {strings.Join(names(d.Send), " "), tc.send},
+				"overdue": {strings.Join(overdue, " "), tc.overdue},
+				"failed":  {strings.Join(d.Failed, " "), tc.failed},
+				"halted":  {strings.Join(halted, "; "), tc.halted},
+			} {
+				if got[0] != got[1] {
+					t.Errorf("%s: %q, want %q", what, got[0], got[1])
+				}
+			}
+			if !d.Next.Equal(tc.next) {
+				t.Errorf("next %v, want %v", d.Next, tc.next)
+			}
+		})
+	}
+}
+
+func TestOverdueMessage(t *testing.T) {
+	o := Overdue{Since: utc("2026-01-01 10:04"), Timeout: 15 * time.Minute, Policy: "workers"}
+	if got, want := o.Message(), "RebootTimeout: not back 15m0s after its reboot was asked for at 2026-01-01 10:04:00 UTC (rolloutpolicy workers's failures.rebootTimeout)"; got != want {
+		t.Errorf("%q\nwant %q", got, want)
+	}
+}
