@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -51,12 +52,22 @@ func (d *Daemon) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("ndp-daemon").
 		For(&corev1.Node{}, builder.WithPredicates(own, notTaintsOnly))
+	wakeUp := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: d.NodeName}}}
+	})
 	// The MCO coming or going wakes the daemon (its guard's watch).
 	if n, ok := d.MCO.(mcoNotifies); ok {
-		b = b.WatchesRawSource(source.Channel(n.Subscribe(), handler.EnqueueRequestsFromMapFunc(
-			func(context.Context, client.Object) []reconcile.Request {
-				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: d.NodeName}}}
-			})))
+		b = b.WatchesRawSource(source.Channel(n.Subscribe(), wakeUp))
+	}
+	// The host asking for a reboot wakes it (a watch of the sentinel file).
+	if d.Sentinel != nil && d.Sentinel.Path != "" {
+		wake := make(chan event.GenericEvent, 1)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return d.Sentinel.watch(ctx, d.Host.Path, wake, d.Log)
+		})); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.Channel(wake, wakeUp))
 	}
 	return b.
 		// One update at a time: the steps of a node are sequential.

@@ -60,7 +60,12 @@ type Daemon struct {
 	// PollInterval is how often the daemon looks again for a plan that is
 	// not written yet, or for a new one after a refusal.
 	PollInterval time.Duration
-	Log          logr.Logger
+	// Sentinel, when set, is asked whether the host wants a reboot while
+	// the node is settled, every SentinelPeriod; the request is reported on
+	// the Node and run once the rollout controller grants it.
+	Sentinel       *RebootSentinel
+	SentinelPeriod time.Duration
+	Log            logr.Logger
 	// CrashAt, for fault-injection tests only, names a point
 	// ("<step index>:started|ran|done") where the process kills itself
 	// with SIGKILL, as a crash or a power cut would stop it.
@@ -163,15 +168,23 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	}
 	desired := node.Annotations[ndpmcv1.DesiredConfigAnnotation]
 	if desired == "" || desired == cur.Name {
-		if err := d.settled(ctx, &node, cur, prev); err != nil {
+		req := d.rebootRequest(ctx, &node, prev, boot)
+		if g, ok := grantFor(&node, req); ok {
+			return d.startRequestedReboot(ctx, &node, cur, req, g, prev, boot)
+		}
+		if err := d.settled(ctx, &node, cur, prev, req); err != nil {
 			return 0, err
 		}
+		var next time.Duration
 		if d.historyPending() {
 			// A settled node may not sync again for long: look again
 			// (but not at every poll: the history is a record).
-			return max(d.PollInterval, historyRetry), nil
+			next = max(d.PollInterval, historyRetry)
 		}
-		return 0, nil
+		if d.Sentinel != nil && d.SentinelPeriod > 0 && (next == 0 || d.SentinelPeriod < next) {
+			next = d.SentinelPeriod
+		}
+		return next, nil
 	}
 	return d.start(ctx, &node, cur, desired, prev, boot)
 }
@@ -242,7 +255,7 @@ func (d *Daemon) currentConfig(ctx context.Context, node *corev1.Node) (*StoredC
 }
 
 // settled reports a node that runs its desired config.
-func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConfig, prev *Journal) error {
+func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConfig, prev *Journal, req *RebootRequest) error {
 	if prev != nil && prev.Failed != nil && !prev.Failed.Closed {
 		// Back on its own config after a failed update: undo that update's
 		// cordon, once.
@@ -262,6 +275,15 @@ func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConf
 	done := map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: cur.Name, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
 		v1alpha1.RebootRequestedAtAnnotation: "",
+		// What the host asks now ("": nothing); a grant of nothing the
+		// host asks is dropped.
+		v1alpha1.RebootRequiredAnnotation: "", v1alpha1.RebootRequiredByAnnotation: "",
+	}
+	if req != nil {
+		done[v1alpha1.RebootRequiredAnnotation], done[v1alpha1.RebootRequiredByAnnotation] = req.At, req.By
+	}
+	if _, ok := grantFor(node, req); !ok {
+		done[v1alpha1.RebootGrantAnnotation] = ""
 	}
 	// The update that brought it here completed, maybe without its report
 	// (a crash in between): its pacing annotations too (no change, no
@@ -326,9 +348,16 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
 	}
+	// The steps reuse what the checks above parsed and computed.
+	return d.launch(ctx, node, cur.Name, &update{d: d, j: j, from: from, to: to, target: &target, files: files}, inherit, boot)
+}
+
+// launch reports the update u's journal starts, and runs it.
+func (d *Daemon) launch(ctx context.Context, node *corev1.Node, current string, u *update, inherit bool, boot string) (time.Duration, error) {
+	j, plan, desired, pool := u.j, &u.j.Plan, u.j.To, u.j.Pool
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionTrue, "PlanVerified", describePlan(j))
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionUnknown, "Executing", "updating to "+desired)
-	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionFalse, "Updating", fmt.Sprintf("updating from %s to %s", cur.Name, desired))
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionFalse, "Updating", fmt.Sprintf("updating from %s to %s", current, desired))
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
 	degraded.WithLabelValues(d.NodeName).Set(0)
 	// Every phase starts False: Pending if this plan has it, NotRequired
@@ -354,13 +383,12 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 		}
 		d.Status.condition(c.typ, metav1.ConditionFalse, reason, "")
 	}
-	if err := d.report(ctx, node, cur.Name, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: "", v1alpha1.RebootRequestedAtAnnotation: ""}, pool); err != nil {
+	if err := d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: "", v1alpha1.RebootRequestedAtAnnotation: ""}, pool); err != nil {
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
 	d.recordJournal(ctx, node, j)
-	// The steps reuse what the checks above parsed and computed.
-	return d.run(ctx, node, &update{d: d, j: j, from: from, to: to, target: &target, files: files}, boot)
+	return d.run(ctx, node, u, boot)
 }
 
 func describePlan(j *Journal) string {
@@ -518,6 +546,9 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	if err := d.report(ctx, node, j.To, j.To, map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
 		v1alpha1.RebootRequestedAtAnnotation: "",
+		// Any reboot served what the host asked before it; the next sync
+		// reports what it asks now. A grant is used up.
+		v1alpha1.RebootRequiredAnnotation: "", v1alpha1.RebootRequiredByAnnotation: "", v1alpha1.RebootGrantAnnotation: "",
 		// In the same patch, for the rollout's pacing: when it completed,
 		// and what the drain evicted ("": this update drained nothing).
 		v1alpha1.UpdateDoneAnnotation:  now.Format(time.RFC3339),

@@ -75,6 +75,8 @@ type Journal struct {
 	// its first eviction; reported with the Done state
 	// (v1alpha1.DrainedPodsAnnotation).
 	Drained *v1alpha1.DrainedPods `json:"drained,omitempty"`
+	// Requested, for a reboot the node asked for, is that request.
+	Requested *RebootRequest `json:"requested,omitempty"`
 }
 
 // Step is one step of an update.
@@ -198,12 +200,16 @@ func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string,
 		add(StepCordon, nil)
 		add(StepDrain, nil)
 	}
-	add(StepBackup, nil)
-	add(StepFiles, nil)
-	if osChange {
-		add(StepOS, nil)
+	// A reboot the node asked for (its plan from the config it runs to
+	// that config) writes nothing.
+	if plan.From != to {
+		add(StepBackup, nil)
+		add(StepFiles, nil)
+		if osChange {
+			add(StepOS, nil)
+		}
+		add(StepCurrentConfig, nil)
 	}
-	add(StepCurrentConfig, nil)
 	for i := range plan.Actions {
 		switch a := plan.Actions[i]; a.Type {
 		case "None":

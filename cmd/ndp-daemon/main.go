@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -46,6 +47,11 @@ type config struct {
 	// OSUpdater names the host's OS updater ("auto": each host's own
 	// /etc/ndp/os-updater, or what its files say).
 	OSUpdater string
+	// RebootSentinel and RebootSentinelCommand say when the host asks for
+	// a reboot (a file, a command); RebootSentinelPeriod how often a
+	// settled node is asked.
+	RebootSentinel, RebootSentinelCommand string
+	RebootSentinelPeriod                  time.Duration
 	// MetricsAddress and ProbeAddress are the manager's endpoints ("0"
 	// disables them).
 	MetricsAddress, ProbeAddress string
@@ -63,6 +69,9 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SimulateReboot, "simulate-reboot", "", "record reboot requests as lines of this file instead of rebooting (tests, local clusters)")
 	fs.StringVar(&c.SimulateOSUpdates, "simulate-os-updates", "", "record OS changes as lines of this file instead of running rpm-ostree (tests, local clusters)")
 	fs.StringVar(&c.OSUpdater, "os-updater", "auto", "the hosts' OS updater: auto (a host's /etc/ndp/os-updater, else detected from its files), rpm-ostree, apt, flatcar or bootc")
+	fs.StringVar(&c.RebootSentinel, "reboot-sentinel", daemon.DefaultRebootSentinel, "a file on the host whose presence asks for a reboot, granted through the pool's rollout (\"\" checks none)")
+	fs.StringVar(&c.RebootSentinelCommand, "reboot-sentinel-command", "", "a command run on the host (words split at spaces) whose exit status 0 asks for a reboot")
+	fs.DurationVar(&c.RebootSentinelPeriod, "reboot-sentinel-period", time.Hour, "how often a settled node's sentinel is checked besides the file's watch: the command's only check (kured's --period)")
 	fs.StringVar(&c.MetricsAddress, "metrics-bind-address", ":8797", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&c.ProbeAddress, "health-probe-bind-address", ":8798", "address of the health and readiness probes (0 disables them)")
 	fs.DurationVar(&c.PollInterval, "plan-poll-interval", 10*time.Second, "how often to look again for a plan that is not written yet")
@@ -180,7 +189,10 @@ func run(info func(string, ...any), c config) error {
 		Status:       &daemon.Status{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ndp-daemon"), NodeName: c.NodeName},
 		BootIDPath:   c.BootIDPath,
 		PollInterval: c.PollInterval,
-		Log:          ctrl.Log.WithName("daemon").WithValues("node", c.NodeName),
+		Sentinel: &daemon.RebootSentinel{Path: c.RebootSentinel, Command: strings.Fields(c.RebootSentinelCommand),
+			Runner: osupdate.HostRunner{Root: c.Root}},
+		SentinelPeriod: c.RebootSentinelPeriod,
+		Log:            ctrl.Log.WithName("daemon").WithValues("node", c.NodeName),
 		// Fault injection for the crash tests; unset in production.
 		CrashAt: os.Getenv("NDP_DAEMON_CRASH_AT"),
 	}

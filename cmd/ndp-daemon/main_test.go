@@ -23,7 +23,8 @@ func TestFlagDefaults(t *testing.T) {
 	t.Setenv("NODE_NAME", "worker-0")
 	want := config{
 		NodeName: "worker-0", Root: "/", UnitDir: "/etc/systemd/system", BootIDPath: daemon.DefaultBootIDPath,
-		OSUpdater: "auto", MetricsAddress: ":8797", ProbeAddress: ":8798",
+		OSUpdater: "auto", RebootSentinel: "/var/run/reboot-required", RebootSentinelPeriod: time.Hour,
+		MetricsAddress: ":8797", ProbeAddress: ":8798",
 		PollInterval: 10 * time.Second, DrainAttemptTimeout: 90 * time.Second,
 		DrainEvictRetryDelay: 5 * time.Second, DrainRetryMax: time.Minute,
 	}
@@ -45,6 +46,9 @@ func TestFlagsSetFields(t *testing.T) {
 		"--simulate-reboot", "/reboots",
 		"--simulate-os-updates", "/os",
 		"--os-updater", "apt",
+		"--reboot-sentinel", "/run/r",
+		"--reboot-sentinel-command", "/bin/check now",
+		"--reboot-sentinel-period", "5m",
 		"--metrics-bind-address", ":1",
 		"--health-probe-bind-address", "0",
 		"--plan-poll-interval", "1s",
@@ -54,7 +58,8 @@ func TestFlagsSetFields(t *testing.T) {
 	)
 	want := config{
 		NodeName: "n", Root: "/r", UnitDir: "/u", SystemdAddress: "unix:path=/s", BootIDPath: "/b",
-		SimulateReboot: "/reboots", SimulateOSUpdates: "/os", OSUpdater: "apt", MetricsAddress: ":1", ProbeAddress: "0",
+		SimulateReboot: "/reboots", SimulateOSUpdates: "/os", OSUpdater: "apt",
+		RebootSentinel: "/run/r", RebootSentinelCommand: "/bin/check now", RebootSentinelPeriod: 5 * time.Minute, MetricsAddress: ":1", ProbeAddress: "0",
 		PollInterval: time.Second, DrainAttemptTimeout: 2 * time.Second,
 		DrainEvictRetryDelay: 3 * time.Second, DrainRetryMax: 4 * time.Second,
 	}

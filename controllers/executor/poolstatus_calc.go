@@ -11,6 +11,7 @@ import (
 
 	"github.com/ndp-dev/ndp/apis/conditions"
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 // poolCounts are a pool's nodes by state: its status's machine counts and
@@ -207,7 +208,8 @@ func nodeReady(n *corev1.Node) bool {
 // neither annotation is missing.
 func nodeDone(n *corev1.Node) bool {
 	cur, desired := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-	return cur != "" && cur == desired && n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone
+	_, granted := n.Annotations[v1alpha1.RebootGrantAnnotation] // a reboot it asked for, under way
+	return cur != "" && cur == desired && n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDone && !granted
 }
 
 // nodeDegraded: the node's daemon reports Degraded or Unreconcilable.
@@ -220,7 +222,8 @@ func nodeDegraded(n *corev1.Node) bool {
 // daemon is at work.
 func updating(n *corev1.Node) bool {
 	cur, desired := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-	return (desired != "" && desired != cur) || n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking
+	_, granted := n.Annotations[v1alpha1.RebootGrantAnnotation]
+	return (desired != "" && desired != cur) || n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateWorking || granted
 }
 
 // unavailable is the MCO's LayeredNodeState.IsUnavailableForUpdate: not

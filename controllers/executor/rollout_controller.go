@@ -258,6 +258,11 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	for _, n := range d.Send {
 		written[n] = true
 	}
+	for _, n := range d.Grant {
+		if err := r.grantReboot(ctx, &pool, n); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	// The picks go out together (each patch still carries the node's
 	// resourceVersion): one at a time, a slice of a large pool would take
 	// longer to send than its nodes take to update. So do the taints of
@@ -517,6 +522,24 @@ func (r *RolloutReconciler) recheck() time.Duration {
 
 // maxParallelSends bounds the desiredConfig patches a pool sends at once.
 const maxParallelSends = 8
+
+// grantReboot lets a node reboot as its host asked (RebootGrant, drain
+// first): its daemon journals and runs the reboot. The patch carries the
+// node's resourceVersion: a node whose request changed meanwhile is
+// decided again.
+func (r *RolloutReconciler) grantReboot(ctx context.Context, pool *mcfgv1.MachineConfigPool, n *corev1.Node) error {
+	g := v1alpha1.RebootGrant{Request: n.Annotations[v1alpha1.RebootRequiredAnnotation], Drain: true}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": n.ResourceVersion,
+		"annotations": map[string]string{v1alpha1.RebootGrantAnnotation: g.String()}}})
+	if err := r.Client.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // the node changed: the next step decides again
+		}
+		return err
+	}
+	r.Recorder.Eventf(n, pool, corev1.EventTypeNormal, "RebootGranted", "Rollout", "pool %s: may reboot as its host asked: %s", pool.Name, n.Annotations[v1alpha1.RebootRequiredByAnnotation])
+	return nil
+}
 
 // markOverdue marks a node that did not come back from its reboot within
 // a rollout policy's rebootTimeout Degraded, as its daemon would report a

@@ -91,6 +91,10 @@ type rolloutDecision struct {
 	// Send are the nodes that go next, in rollout order (zone, then age,
 	// then name), within the budget.
 	Send []*corev1.Node
+	// Grant are the nodes at the target whose host asked for a reboot
+	// (v1alpha1.RebootRequiredAnnotation) that may reboot now: they went
+	// through the same choice as Send, as plans that drain and reboot.
+	Grant []*corev1.Node
 	// Held tells, by node name, why each other node does not go.
 	Held map[string]holdReason
 	// Wait: a candidate within the budget waits for its plan; look at the
@@ -238,6 +242,10 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 	// and ok for a node that adopts the target or runs it already.
 	plan := func(n *corev1.Node) (*ndpmcv1.PostConfigActions, bool) {
 		cur := n.Annotations[ndpmcv1.CurrentConfigAnnotation]
+		if rebootAsked(n, name) {
+			p := ndpmcv1.RequestedRebootPlan(name, true, n.Annotations[v1alpha1.RebootRequiredByAnnotation])
+			return &p, true
+		}
 		if cur == "" || cur == name {
 			return nil, true
 		}
@@ -252,8 +260,9 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 	for _, n := range nodes {
 		cur, desired, state := n.Annotations[ndpmcv1.CurrentConfigAnnotation], n.Annotations[ndpmcv1.DesiredConfigAnnotation], n.Annotations[ndpmcv1.StateAnnotation]
 		if !unavailable(n) {
-			// Done: desiredConfig is currentConfig.
-			if desired != name {
+			// Done: desiredConfig is currentConfig. A node at the target
+			// whose host asks for a reboot is a candidate too.
+			if desired != name || rebootAsked(n, name) {
 				candidates = append(candidates, n)
 			} else {
 				d.Held[n.Name] = holdAtTarget
@@ -317,6 +326,9 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 	for _, n := range pd.Order {
 		reasons := pd.Held[n.Name]
 		switch {
+		case send[n] && rebootAsked(n, name):
+			d.Grant = append(d.Grant, n)
+			nSent++
 		case send[n]:
 			d.Send = append(d.Send, n)
 			nSent++
@@ -359,6 +371,14 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 		}
 	}
 	return d
+}
+
+// rebootAsked: the node runs the target, was sent to it, and its host
+// asks for a reboot not granted yet.
+func rebootAsked(n *corev1.Node, target string) bool {
+	_, granted := n.Annotations[v1alpha1.RebootGrantAnnotation]
+	return !granted && n.Annotations[v1alpha1.RebootRequiredAnnotation] != "" &&
+		n.Annotations[ndpmcv1.CurrentConfigAnnotation] == target && n.Annotations[ndpmcv1.DesiredConfigAnnotation] == target
 }
 
 func hasReason(rs []rolloutcontrol.Reason, k rolloutcontrol.ReasonKind) bool {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
 
 // testNode describes a node of a test pool; the zero value is a Ready,
@@ -26,6 +27,9 @@ type testNode struct {
 	// pressure, if set, is a node condition reported True (DiskPressure,
 	// NetworkUnavailable).
 	pressure corev1.NodeConditionType
+	// rebootAsked: its host asks for a reboot; granted: the rollout
+	// controller granted it.
+	rebootAsked, granted bool
 }
 
 var testEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -44,6 +48,13 @@ func (t testNode) node() *corev1.Node {
 		if v != "" {
 			n.Annotations[k] = v
 		}
+	}
+	if t.rebootAsked || t.granted {
+		n.Annotations[v1alpha1.RebootRequiredAnnotation] = "2025-01-01T00:00:00Z"
+		n.Annotations[v1alpha1.RebootRequiredByAnnotation] = "/var/run/reboot-required (linux-image-amd64)"
+	}
+	if t.granted {
+		n.Annotations[v1alpha1.RebootGrantAnnotation] = "2025-01-01T00:00:00Z;drain"
 	}
 	ready := corev1.ConditionTrue
 	if t.notReady {
@@ -111,6 +122,7 @@ type decision struct {
 	Redirect    []string
 	Record      []string
 	Send        []string
+	Grant       []string
 	Held        map[string]holdReason
 	Wait        bool
 }
@@ -123,7 +135,7 @@ func byName(d rolloutDecision) decision {
 		}
 		return out
 	}
-	return decision{Stop: d.Stop, Budget: d.Budget, Out: d.Out, Redirect: names(d.Redirect), Record: names(d.Record), Send: names(d.Send), Held: d.Held, Wait: d.Wait}
+	return decision{Stop: d.Stop, Budget: d.Budget, Out: d.Out, Redirect: names(d.Redirect), Record: names(d.Record), Send: names(d.Send), Grant: names(d.Grant), Held: d.Held, Wait: d.Wait}
 }
 
 func TestDecideRollout(t *testing.T) {
@@ -160,6 +172,27 @@ func TestDecideRollout(t *testing.T) {
 			nodes:  []testNode{done("a", "old")},
 			target: testTarget(true, "old"),
 			want:   decision{Stop: stopNoTarget},
+		},
+		{
+			name:   "a node whose host asks for a reboot is granted it, within the budget",
+			pool:   testPool("new", nil, false),
+			nodes:  []testNode{at(done("a", "new"), "", 0), func() testNode { n := at(done("b", "new"), "", 1); n.rebootAsked = true; return n }()},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 1, Grant: []string{"b"}, Held: map[string]holdReason{"a": holdAtTarget}},
+		},
+		{
+			name:   "a granted reboot counts against the budget",
+			pool:   testPool("new", nil, false),
+			nodes:  []testNode{func() testNode { n := done("a", "new"); n.granted = true; return n }(), func() testNode { n := done("b", "new"); n.rebootAsked = true; return n }()},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 1, Out: 1, Held: map[string]holdReason{"a": holdUnavailable, "b": holdOverBudget}},
+		},
+		{
+			name:   "updates and asked reboots share the budget, in rollout order",
+			pool:   testPool("new", nil, false),
+			nodes:  []testNode{at(done("a", "old"), "", 0), func() testNode { n := at(done("b", "new"), "", 1); n.rebootAsked = true; return n }()},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 1, Send: []string{"a"}, Held: map[string]holdReason{"b": holdOverBudget}},
 		},
 		{
 			name:   "paused pool sends nothing",

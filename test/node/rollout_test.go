@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -543,6 +544,18 @@ func operatorCondition(t *testing.T, typ configv1.ClusterStatusConditionType) co
 	return configv1.ClusterOperatorStatusCondition{}
 }
 
+// emptyRun empties the host's /run, as a boot does (a tmpfs): the
+// packages' reboot requests go with it.
+func (h *host) emptyRun() {
+	h.t.Helper()
+	entries, _ := os.ReadDir(h.path("/run"))
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(h.path("/run"), e.Name())); err != nil {
+			h.t.Error(err)
+		}
+	}
+}
+
 // superviseHosts restarts a pool's daemons when they exit, as their
 // DaemonSet would, and reboots a node that asks for it (a rollout's plans
 // should not: the trials count reboots).
@@ -566,6 +579,7 @@ func superviseHosts(t *testing.T, hosts []*host) {
 					h.stop()
 					boot++
 					h.setBootID(fmt.Sprintf("boot-%d", boot))
+					h.emptyRun()
 				case <-ctx.Done():
 					return
 				}

@@ -181,6 +181,7 @@ func newHostWithLabels(t *testing.T, name string, labels map[string]string) *hos
 		"/etc/group":   "root:x:0:\ncore:x:1000:\n",
 		"/etc/shadow":  "root:*:19000:0:99999:7:::\ncore:*:19000:0:99999:7:::\n",
 		"/home/.keep":  "",
+		"/run/.keep":   "",
 		unitDir + "/.": "",
 	} {
 		p := filepath.Join(h.root, path)
@@ -192,6 +193,14 @@ func newHostWithLabels(t *testing.T, name string, labels map[string]string) *hos
 				t.Fatal(err)
 			}
 		}
+	}
+	// Debian's /var/run: an absolute link into the host's /run, where the
+	// packages' reboot requests go.
+	if err := os.MkdirAll(filepath.Join(h.root, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/run", filepath.Join(h.root, "var", "run")); err != nil {
+		t.Fatal(err)
 	}
 	h.setBootID("boot-1")
 	sd, err := systemdtest.Start(filepath.Join(dir, "run"), filepath.Join(h.root, "etc/xdg"))

@@ -174,3 +174,15 @@ func (a PlanAction) String() string {
 	}
 	return string(a.Type)
 }
+
+// RequestedRebootPlan is the plan of a reboot a node asked for
+// (v1alpha1.RebootRequiredAnnotation), on the config it runs: drain or not,
+// as the rollout controller granted it, reboot, and nothing written. by
+// says what asked.
+func RequestedRebootPlan(config string, drain bool, by string) PostConfigActions {
+	reboot := []PlanAction{{Type: operatorv1.RebootSpecAction}}
+	p := PostConfigActions{From: config, Actions: reboot, Drain: drain, Reboot: true,
+		Reasons: []PlanReason{{Change: "reboot requested by the node: " + by, Policy: "the node's request, granted by its pool's rollout", Actions: reboot}}}
+	p.PlanHash = p.Hash(config)
+	return p
+}
