@@ -185,7 +185,11 @@ func (s *RebootSentinel) watch(ctx context.Context, root string, wake chan<- eve
 	}
 	defer w.Close()
 	if err := w.Add(filepath.Dir(p)); err != nil {
-		log.Error(err, "not watching the reboot sentinel: its directory is not there", "dir", filepath.Dir(p))
+		if errors.Is(err, fs.ErrNotExist) {
+			log.Info("not watching the reboot sentinel: its directory is not on the host", "dir", filepath.Dir(p))
+		} else {
+			log.Error(err, "not watching the reboot sentinel", "dir", filepath.Dir(p))
+		}
 		return nil
 	}
 	name := filepath.Base(p)
