@@ -32,8 +32,8 @@ func TestRolloutHaltsOnANodeNotBackFromItsReboot(t *testing.T) {
 	lost, played := r.hosts[0], r.hosts[1:] // the oldest goes first
 	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-lost"}, Spec: v1alpha1.RolloutPolicySpec{
 		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
-		Failures:     &v1alpha1.RolloutFailures{HaltAfter: ptr.To[int32](1), RebootTimeout: &metav1.Duration{Duration: 6 * time.Second}},
-		Pacing:       &v1alpha1.RolloutPacing{SettleAfter: &metav1.Duration{Duration: 20 * time.Second}},
+		Failures:     &v1alpha1.RolloutFailures{HaltAfter: ptr.To[int32](1), RebootTimeout: &metav1.Duration{Duration: 5 * time.Second}},
+		Pacing:       &v1alpha1.RolloutPacing{SettleAfter: &metav1.Duration{Duration: 12 * time.Second}},
 	}}
 	if err := k8s.Create(context.Background(), pol); err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestRolloutHaltsOnANodeNotBackFromItsReboot(t *testing.T) {
 	testkit.Eventually(t, "the lost node marked Degraded", func() (bool, string) {
 		n = lost.node()
 		s, why := n.Annotations[ndpmcv1.StateAnnotation], n.Annotations[ndpmcv1.ReasonAnnotation]
-		return s == ndpmcv1.StateDegraded && strings.HasPrefix(why, "RebootTimeout: not back 6s after its reboot was asked for at "), fmt.Sprintf("state %s: %s", s, why)
+		return s == ndpmcv1.StateDegraded && strings.HasPrefix(why, "RebootTimeout: not back 5s after its reboot was asked for at "), fmt.Sprintf("state %s: %s", s, why)
 	}, testkit.Within(2*time.Minute))
 	if !strings.Contains(n.Annotations[ndpmcv1.ReasonAnnotation], "(rolloutpolicy roll-lost's failures.rebootTimeout)") {
 		t.Errorf("reason %q", n.Annotations[ndpmcv1.ReasonAnnotation])
