@@ -274,7 +274,6 @@ func (d *Daemon) settled(ctx context.Context, node *corev1.Node, cur *StoredConf
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionFalse, "AsExpected", "")
 	done := map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: cur.Name, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
-		v1alpha1.RebootRequestedAtAnnotation: "",
 		// What the host asks now ("": nothing); a grant of nothing the
 		// host asks is dropped.
 		v1alpha1.RebootRequiredAnnotation: "", v1alpha1.RebootRequiredByAnnotation: "",
@@ -383,7 +382,7 @@ func (d *Daemon) launch(ctx context.Context, node *corev1.Node, current string, 
 		}
 		d.Status.condition(c.typ, metav1.ConditionFalse, reason, "")
 	}
-	if err := d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: "", v1alpha1.RebootRequestedAtAnnotation: ""}, pool); err != nil {
+	if err := d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}, pool); err != nil {
 		return 0, err
 	}
 	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
@@ -425,14 +424,10 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		msg := fmt.Sprintf("resumed the update to %s at step %s after %s", j.To, at, why)
 		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)
 		d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
-		if boot != j.BootID {
-			// Back from a reboot: it is no longer under way, and a node
-			// ndp-controller marked Degraded for not coming back in time
-			// is at work again (annotate writes only what differs).
-			back := map[string]string{v1alpha1.RebootRequestedAtAnnotation: ""}
-			if strings.HasPrefix(node.Annotations[ndpmcv1.ReasonAnnotation], v1alpha1.RebootTimeoutReason) {
-				back[ndpmcv1.StateAnnotation], back[ndpmcv1.ReasonAnnotation] = ndpmcv1.StateWorking, ""
-			}
+		if strings.HasPrefix(node.Annotations[ndpmcv1.ReasonAnnotation], v1alpha1.RebootTimeoutReason) {
+			// Back after ndp-controller marked it Degraded for staying
+			// down too long: at work again.
+			back := map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}
 			if err := d.Status.annotate(ctx, node, back); err != nil {
 				return d.PollInterval, transient(err)
 			}
@@ -545,7 +540,6 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	d.recordJournal(ctx, node, j)
 	if err := d.report(ctx, node, j.To, j.To, map[string]string{
 		ndpmcv1.CurrentConfigAnnotation: j.To, ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
-		v1alpha1.RebootRequestedAtAnnotation: "",
 		// Any reboot served what the host asked before it; the next sync
 		// reports what it asks now. A grant is used up.
 		v1alpha1.RebootRequiredAnnotation: "", v1alpha1.RebootRequiredByAnnotation: "", v1alpha1.RebootGrantAnnotation: "",
@@ -725,9 +719,7 @@ func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journ
 			return nil
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionUnknown, "Rebooting", "reboot requested")
-		// When it was asked for, in the same patch: a rollout policy's
-		// failures.rebootTimeout counts from it.
-		if err := d.report(ctx, node, "", j.To, map[string]string{v1alpha1.RebootRequestedAtAnnotation: time.Now().UTC().Format(time.RFC3339)}, j.Pool); err != nil {
+		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
 			return err
 		}
 		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
@@ -1006,7 +998,7 @@ func (d *Daemon) degraded(ctx context.Context, node *corev1.Node, current, desir
 	degraded.WithLabelValues(d.NodeName).Set(1)
 	d.Status.condition(mcfgv1.MachineConfigNodeNodeDegraded, metav1.ConditionTrue, reason, msg)
 	d.Status.event(node, corev1.EventTypeWarning, reason, "Update", msg)
-	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: conditions.Truncate(msg, maxMessage), v1alpha1.RebootRequestedAtAnnotation: ""}, pool)
+	return d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateDegraded, ndpmcv1.ReasonAnnotation: conditions.Truncate(msg, maxMessage)}, pool)
 }
 
 // report writes the node annotations given and the MachineConfigNode,

@@ -35,40 +35,43 @@ func (f *failures) add(pol *Policy) {
 	}
 }
 
-// Overdue is a node not back from its reboot within a policy's
-// rebootTimeout: the rollout controller marks it Degraded.
+// Overdue is a node in the middle of its update that has not been Ready
+// for a policy's rebootTimeout: the rollout controller marks it Degraded.
 type Overdue struct {
 	Node *corev1.Node
-	// Since is when its daemon asked for the reboot.
+	// Since is when it stopped being Ready (its Ready condition's last
+	// transition).
 	Since time.Time
 	// Timeout and Policy: the rebootTimeout that ran out, and whose.
 	Timeout time.Duration
 	Policy  string
 }
 
-// Message is the node's Degraded reason: "not back 15m0s after its reboot
-// was asked for at 10:04:05 UTC (rolloutpolicy p's failures.rebootTimeout)".
+// Message is the node's Degraded reason: "RebootTimeout: not Ready for
+// 15m0s of its update, since 2026-01-01 10:04:00 UTC (rolloutpolicy p's
+// failures.rebootTimeout)".
 func (o Overdue) Message() string {
-	return fmt.Sprintf("%s: not back %s after its reboot was asked for at %s (rolloutpolicy %s's failures.rebootTimeout)",
+	return fmt.Sprintf("%s: not Ready for %s of its update, since %s (rolloutpolicy %s's failures.rebootTimeout)",
 		v1alpha1.RebootTimeoutReason, o.Timeout, o.Since.UTC().Format("2006-01-02 15:04:05 MST"), o.Policy)
 }
 
-// check finds, among the pool's nodes at now, those whose reboot is
-// overdue (not yet marked), the failed ones (Degraded, and the overdue),
-// and the next time a reboot under way becomes overdue (zero: none).
+// check finds, among the pool's nodes at now, those down too long in the
+// middle of an update (Working, not Ready since rebootTimeout or more;
+// not yet marked), the failed ones (Degraded, and the overdue), and the
+// next time a node down now becomes overdue (zero: none).
 func (f failures) check(nodes []*corev1.Node, now time.Time) (overdue []Overdue, failed []string, next time.Time) {
 	for _, n := range nodes {
-		if n.Annotations[ndpmcv1.StateAnnotation] == ndpmcv1.StateDegraded {
+		switch n.Annotations[ndpmcv1.StateAnnotation] {
+		case ndpmcv1.StateDegraded:
 			failed = append(failed, n.Name)
 			continue
-		}
-		at, ok := n.Annotations[v1alpha1.RebootRequestedAtAnnotation]
-		if !ok || f.rebootTimeout == 0 {
+		case ndpmcv1.StateWorking:
+		default:
 			continue
 		}
-		since, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			continue // not the daemon's: nothing to count from
+		since, down := notReadySince(n)
+		if !down || f.rebootTimeout == 0 {
+			continue
 		}
 		due := since.Add(f.rebootTimeout)
 		if now.Before(due) {
@@ -82,6 +85,17 @@ func (f failures) check(nodes []*corev1.Node, now time.Time) (overdue []Overdue,
 	}
 	sort.Strings(failed)
 	return overdue, failed, next
+}
+
+// notReadySince: the node's Ready condition is not True, since its last
+// transition. A node without one (never reported) is not down.
+func notReadySince(n *corev1.Node) (time.Time, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastTransitionTime.Time, c.Status != corev1.ConditionTrue
+		}
+	}
+	return time.Time{}, false
 }
 
 // halt is the reason that holds the pool while haltAfter or more of its

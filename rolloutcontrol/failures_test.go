@@ -19,8 +19,16 @@ import (
 func TestDecideFailures(t *testing.T) {
 	now := epoch.Add(time.Hour)
 	degraded := "@" + ndpmcv1.StateAnnotation + "=" + ndpmcv1.StateDegraded
-	rebooting := func(ago time.Duration) string {
-		return "@" + v1alpha1.RebootRequestedAtAnnotation + "=" + now.Add(-ago).Format(time.RFC3339)
+	// down is a node at work on its update, not Ready since ago (ready:
+	// Ready since then).
+	down := func(name string, ago time.Duration, ready bool) *corev1.Node {
+		n := tnode(name, "", 0, "@"+ndpmcv1.StateAnnotation+"="+ndpmcv1.StateWorking)
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
+		return n
 	}
 	fail := func(halt int32, timeout time.Duration) v1alpha1.RolloutPolicySpec {
 		f := &v1alpha1.RolloutFailures{}
@@ -52,20 +60,27 @@ func TestDecideFailures(t *testing.T) {
 		{name: "the smallest haltAfter wins", policies: []PolicyInput{policy("a", fail(3, 0)), policy("b", fail(1, 0))},
 			out:    []*corev1.Node{tnode("d1", "", 0, degraded)},
 			failed: "d1", halted: "halted: 1 of the pool's nodes failed (d1), haltAfter is 1 [rolloutpolicy b]"},
-		{name: "a reboot under way: the decision changes when it is due", policies: []PolicyInput{policy("p", fail(1, 15*time.Minute))},
-			out:  []*corev1.Node{tnode("r1", "", 0, rebooting(10*time.Minute))},
+		{name: "a node down in its update: the decision changes when it is due", policies: []PolicyInput{policy("p", fail(1, 15*time.Minute))},
+			out:  []*corev1.Node{down("r1", 10*time.Minute, false)},
 			send: "c1", next: now.Add(5 * time.Minute)},
-		{name: "a reboot overdue: marked, failed, and the pool halts", policies: []PolicyInput{policy("p", fail(1, 15*time.Minute))},
-			out:     []*corev1.Node{tnode("r1", "", 0, rebooting(20*time.Minute))},
+		{name: "a node down too long: marked, failed, and the pool halts", policies: []PolicyInput{policy("p", fail(1, 15*time.Minute))},
+			out:     []*corev1.Node{down("r1", 20*time.Minute, false)},
 			overdue: "r1", failed: "r1", halted: "halted: 1 of the pool's nodes failed (r1), haltAfter is 1 [rolloutpolicy p]"},
 		{name: "the shortest rebootTimeout wins", policies: []PolicyInput{policy("a", fail(0, time.Hour)), policy("b", fail(0, 15*time.Minute))},
-			out:  []*corev1.Node{tnode("r1", "", 0, rebooting(20*time.Minute))},
+			out:  []*corev1.Node{down("r1", 20*time.Minute, false)},
 			send: "c1", overdue: "r1", failed: "r1"},
+		{name: "back and Ready: nothing to mark", policies: []PolicyInput{policy("p", fail(1, time.Minute))},
+			out:  []*corev1.Node{down("r1", 20*time.Minute, true)},
+			send: "c1"},
 		{name: "a Degraded node is not marked again", policies: []PolicyInput{policy("p", fail(0, time.Minute))},
-			out:  []*corev1.Node{tnode("r1", "", 0, rebooting(20*time.Minute), degraded)},
+			out:  []*corev1.Node{tnode("r1", "", 0, degraded)},
 			send: "c1", failed: "r1"},
-		{name: "a timestamp not the daemon's counts nothing", policies: []PolicyInput{policy("p", fail(1, time.Minute))},
-			out:  []*corev1.Node{tnode("r1", "", 0, "@"+v1alpha1.RebootRequestedAtAnnotation+"=yesterday")},
+		{name: "not at work: not this policy's to mark", policies: []PolicyInput{policy("p", fail(1, time.Minute))},
+			out: []*corev1.Node{func() *corev1.Node {
+				n := down("r1", 20*time.Minute, false)
+				n.Annotations[ndpmcv1.StateAnnotation] = ndpmcv1.StateDone
+				return n
+			}()},
 			send: "c1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +115,7 @@ func TestDecideFailures(t *testing.T) {
 
 func TestOverdueMessage(t *testing.T) {
 	o := Overdue{Since: utc("2026-01-01 10:04"), Timeout: 15 * time.Minute, Policy: "workers"}
-	if got, want := o.Message(), "RebootTimeout: not back 15m0s after its reboot was asked for at 2026-01-01 10:04:00 UTC (rolloutpolicy workers's failures.rebootTimeout)"; got != want {
+	if got, want := o.Message(), "RebootTimeout: not Ready for 15m0s of its update, since 2026-01-01 10:04:00 UTC (rolloutpolicy workers's failures.rebootTimeout)"; got != want {
 		t.Errorf("%q\nwant %q", got, want)
 	}
 }

@@ -33,13 +33,6 @@ const DrainedPodsAnnotation = "ndp.dev/drained-pods"
 // ndp-controller.
 const UpdateDoneAnnotation = "ndp.dev/update-done-at"
 
-// RebootRequestedAtAnnotation is on a Node while its reboot is under way:
-// when ndp-daemon asked for it (RFC 3339), written with the report that
-// says the node reboots (no request of its own) and removed by the
-// daemon's first report after the boot. A policy's failures.rebootTimeout
-// counts from it.
-const RebootRequestedAtAnnotation = "ndp.dev/reboot-requested-at"
-
 // RebootTimeoutReason is the reason ndp-controller gives a node it marks
 // Degraded because it did not come back from its reboot in time.
 const RebootTimeoutReason = "RebootTimeout"
@@ -177,9 +170,11 @@ type RolloutFailures struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	HaltAfter *int32 `json:"haltAfter,omitempty"`
-	// rebootTimeout: a node not back this long after its daemon asked for
-	// its reboot is marked Degraded (reason RebootTimeout, an Event); if it
-	// comes back later, its daemon goes on where it stopped ("15m").
+	// rebootTimeout: a node in the middle of its update that has not been
+	// Ready for this long (its Ready condition's last transition: it went
+	// down for its reboot, or died) is marked Degraded (reason
+	// RebootTimeout, an Event); if it comes back later, its daemon goes on
+	// where it stopped ("15m").
 	// +optional
 	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
 }
