@@ -101,22 +101,30 @@ func (r *rollout) waitReleased(target string) {
 	}, testkit.Within(time.Minute))
 }
 
+// closedWindowPolicy creates a RolloutPolicy of the pool whose one window,
+// for plans that reboot or drain, opens at 02:00 UTC two days from now:
+// closed now, whatever the time. It returns the policy and that day.
+func (r *rollout) closedWindowPolicy(name string) (*v1alpha1.RolloutPolicy, string) {
+	r.t.Helper()
+	day := time.Now().UTC().Add(48 * time.Hour).Format("Mon")
+	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.RolloutPolicySpec{
+		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
+		Windows:      []v1alpha1.MaintenanceWindow{{Name: "night", Days: []v1alpha1.Weekday{v1alpha1.Weekday(day)}, Start: "02:00", End: "04:00", TimeZone: "UTC"}},
+	}}
+	if err := k8s.Create(context.Background(), pol); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	return pol, day
+}
+
 // A window that holds plans that reboot or drain: a chrony change,
 // planned as a restart, goes at once; a change that reboots waits, and
 // the pool, the policy's status and the metrics say why and until when.
 func TestRolloutPolicyWindowHoldsTheRebootNotTheRestart(t *testing.T) {
 	r := newRollout(t, "roll-window", 2, intstr.FromInt(1))
 	a := r.target()
-	// A window two days from now (UTC): closed now, whatever the time.
-	day := time.Now().UTC().Add(48 * time.Hour).Format("Mon")
-	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-window"}, Spec: v1alpha1.RolloutPolicySpec{
-		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
-		Windows:      []v1alpha1.MaintenanceWindow{{Name: "night", Days: []v1alpha1.Weekday{v1alpha1.Weekday(day)}, Start: "02:00", End: "04:00", TimeZone: "UTC"}},
-	}}
-	if err := k8s.Create(context.Background(), pol); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	pol, day := r.closedWindowPolicy("roll-window")
 
 	// The restart goes at once, through the policy.
 	r.changeChrony("pool 1.example.com\n")

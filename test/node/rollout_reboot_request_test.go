@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,15 +24,7 @@ func TestRolloutRebootsTheNodesThatAsk(t *testing.T) {
 	r := newRollout(t, "roll-ask", 3, intstr.FromInt(1))
 	superviseHosts(t, r.hosts)
 	u := watchUnavailable(t, r.pool)
-	day := time.Now().UTC().Add(48 * time.Hour).Format("Mon") // closed now, whatever the time
-	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-ask"}, Spec: v1alpha1.RolloutPolicySpec{
-		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
-		Windows:      []v1alpha1.MaintenanceWindow{{Name: "night", Days: []v1alpha1.Weekday{v1alpha1.Weekday(day)}, Start: "02:00", End: "04:00", TimeZone: "UTC"}},
-	}}
-	if err := k8s.Create(context.Background(), pol); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	pol, day := r.closedWindowPolicy("roll-ask")
 
 	quiet, asking := r.hosts[0], r.hosts[1:]
 	for _, h := range asking {
