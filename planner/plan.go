@@ -204,14 +204,20 @@ func actionsKey(actions []policy.Action) string {
 }
 
 // Normalize merges the actions of the winning claims, in order, into a
-// plan: Reboot absorbs everything; Drain becomes the drain flag; None is
-// dropped unless nothing else remains; duplicates keep their first
-// occurrence; DaemonReload moves before the first Reload or Restart. A
-// single-node cluster is never drained.
+// plan: Reboot absorbs everything but a PackageUpdate, which runs first
+// (the packages are updated before any unit restarts, and before the
+// reboot); Drain becomes the drain flag; None is dropped unless nothing
+// else remains; duplicates keep their first occurrence; DaemonReload moves
+// before the first Reload or Restart. A single-node cluster is never
+// drained.
 func Normalize(in []policy.Action, singleNode bool) (actions []policy.Action, drain, reboot bool) {
 	seen := map[string]bool{}
+	packages := false
 	for _, a := range in {
 		switch a.Type {
+		case policy.ActionPackageUpdate:
+			packages = true
+			continue
 		case policy.ActionReboot:
 			reboot = true
 			continue
@@ -231,10 +237,13 @@ func Normalize(in []policy.Action, singleNode bool) (actions []policy.Action, dr
 	switch {
 	case reboot:
 		actions, drain = []policy.Action{{Type: policy.ActionReboot}}, true
-	case len(actions) == 0:
+	case len(actions) == 0 && !packages:
 		actions = []policy.Action{{Type: policy.ActionNone}}
 	default:
 		actions = daemonReloadFirst(actions)
+	}
+	if packages {
+		actions = append([]policy.Action{{Type: policy.ActionPackageUpdate}}, actions...)
 	}
 	if singleNode {
 		drain = false

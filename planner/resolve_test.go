@@ -151,6 +151,9 @@ func TestNormalize(t *testing.T) {
 		{"duplicates keep the first", []policy.Action{restartA, reloadA, restartA}, false, `[{"type":"Restart","restart":{"serviceName":"a.service"}},{"type":"Reload","reload":{"serviceName":"a.service"}}]`, false, false},
 		{"DaemonReload before services", []policy.Action{restartA, policytest.DaemonReload}, false, `[{"type":"DaemonReload"},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
 		{"single node never drains", []policy.Action{policytest.Reboot}, true, `[{"type":"Reboot"}]`, false, true},
+		{"PackageUpdate first", []policy.Action{restartA, policytest.PackageUpdate, policytest.None}, false, `[{"type":"PackageUpdate"},{"type":"Restart","restart":{"serviceName":"a.service"}}]`, false, false},
+		{"PackageUpdate alone", []policy.Action{policytest.PackageUpdate, policytest.PackageUpdate}, false, `[{"type":"PackageUpdate"}]`, false, false},
+		{"Reboot keeps the PackageUpdate before it", []policy.Action{restartA, policytest.Reboot, policytest.PackageUpdate}, false, `[{"type":"PackageUpdate"},{"type":"Reboot"}]`, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, drain, reb := planner.Normalize(tc.in, tc.singleNode)

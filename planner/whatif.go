@@ -52,26 +52,36 @@ func (o Outcome) Equal(other Outcome) bool {
 // String is the outcome on one line, as administrators read it:
 // "Reboot", "Restart chronyd.service (no drain)", "Reload crio.service
 // (drain)". A reboot drains unless said otherwise (a single node is never
-// drained: "Reboot (no drain)").
+// drained: "Reboot (no drain)"). A package update says what the host's
+// answer may add: "PackageUpdate (no drain; drain and reboot if the host
+// asks)".
 func (o Outcome) String() string {
+	packages := len(o.Actions) > 0 && o.Actions[0].Type == policy.ActionPackageUpdate
 	switch {
 	case o.Err != "":
 		return "planning fails: " + o.Err
 	case o.Unreconcilable:
 		return "unreconcilable (cannot be applied in place)"
 	case o.Reboot && o.Drain:
-		return "Reboot"
+		return FormatActions(o.Actions)
 	case o.Reboot:
-		return "Reboot (no drain)"
+		return FormatActions(o.Actions) + " (no drain)"
 	}
 	actions := FormatActions(o.Actions)
 	if actions == "" {
 		actions = string(policy.ActionNone)
 	}
+	drain := " (no drain"
 	if o.Drain {
-		return actions + " (drain)"
+		drain = " (drain"
 	}
-	return actions + " (no drain)"
+	switch {
+	case packages && o.Drain:
+		return actions + drain + "; reboot if the host asks)"
+	case packages:
+		return actions + drain + "; drain and reboot if the host asks)"
+	}
+	return actions + drain + ")"
 }
 
 // PlanChange is how the plan of one move would change: before, with the

@@ -28,6 +28,9 @@ func TestOutcomeString(t *testing.T) {
 		want string
 	}{
 		{"reboot drains", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}, "Reboot"},
+		{"package update", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionPackageUpdate}}}, "PackageUpdate (no drain; drain and reboot if the host asks)"},
+		{"package update, drained", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionPackageUpdate}}, Drain: true}, "PackageUpdate (drain; reboot if the host asks)"},
+		{"package update and reboot", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionPackageUpdate}, {Type: policy.ActionReboot}}, Drain: true, Reboot: true}, "PackageUpdate, Reboot"},
 		{"single-node reboot", planner.Outcome{Actions: []policy.Action{{Type: policy.ActionReboot}}, Reboot: true}, "Reboot (no drain)"},
 		{"restart", planner.Outcome{Actions: []policy.Action{policy.RestartAction("chronyd.service")}}, "Restart chronyd.service (no drain)"},
 		{"reload with a drain", planner.Outcome{Actions: []policy.Action{policy.ReloadAction("crio.service")}, Drain: true}, "Reload crio.service (drain)"},

@@ -42,6 +42,8 @@ const (
 var (
 	reboot = []policy.Action{{Type: policy.ActionReboot}}
 	none   = []policy.Action{{Type: policy.ActionNone}}
+	// packageUpdate: not the MCO's (its nodes have no apt), ndp's default.
+	packageUpdate = []policy.Action{{Type: policy.ActionPackageUpdate}}
 )
 
 // fileRules is the files part of the defaults table. A key covers its own
@@ -63,6 +65,11 @@ var fileRules = map[string][]policy.Action{
 		{Type: policy.ActionDaemonReload},
 		policy.RestartAction("kubelet.service"),
 	},
+	"/etc/apt/sources.list":    packageUpdate,
+	"/etc/apt/sources.list.d/": packageUpdate,
+	"/etc/apt/preferences":     packageUpdate,
+	"/etc/apt/preferences.d/":  packageUpdate,
+	"/etc/flatcar/update.conf": packageUpdate,
 }
 
 // osRebootFields are the OS fields whose change needs a reboot.

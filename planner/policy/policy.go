@@ -31,6 +31,10 @@ const (
 	ActionReload       = operatorv1.ReloadSpecAction
 	ActionRestart      = operatorv1.RestartSpecAction
 	ActionDaemonReload = operatorv1.DaemonReloadSpecAction
+	// ActionPackageUpdate is ndp's own (ndpmcv1.PackageUpdateAction):
+	// claimed by Rego policies only, as openshift/api's declarative
+	// entries take its action types alone.
+	ActionPackageUpdate = operatorv1.NodeDisruptionPolicySpecActionType("PackageUpdate")
 )
 
 // Limits that keep one policy from starving the planner.
@@ -233,7 +237,7 @@ func (p *Policy) Validate() field.ErrorList {
 		if !dup {
 			seen[changeset.PathKey(f.Path)] = f.Path
 		}
-		errs = append(errs, ValidateActions(fp.Child("actions"), f.Actions)...)
+		errs = append(errs, validateDeclarativeActions(fp.Child("actions"), f.Actions)...)
 	}
 	seenUnits := map[string]bool{}
 	for i, u := range p.Units {
@@ -243,17 +247,31 @@ func (p *Policy) Validate() field.ErrorList {
 			errs = append(errs, field.Duplicate(up.Child("name"), u.Name))
 		}
 		seenUnits[string(u.Name)] = true
-		errs = append(errs, ValidateActions(up.Child("actions"), u.Actions)...)
+		errs = append(errs, validateDeclarativeActions(up.Child("actions"), u.Actions)...)
 	}
 	if p.SSHKey != nil {
-		errs = append(errs, ValidateActions(spec.Child("sshkey", "actions"), p.SSHKey.Actions)...)
+		errs = append(errs, validateDeclarativeActions(spec.Child("sshkey", "actions"), p.SSHKey.Actions)...)
+	}
+	return errs
+}
+
+// validateDeclarativeActions is ValidateActions for a declarative entry,
+// which has openshift/api's action types only (its CRD's enum).
+func validateDeclarativeActions(fp *field.Path, actions []Action) field.ErrorList {
+	errs := ValidateActions(fp, actions)
+	for i, a := range actions {
+		if a.Type == ActionPackageUpdate {
+			errs = append(errs, field.NotSupported(fp.Index(i).Child("type"), a.Type, []string{
+				string(ActionReboot), string(ActionNone), string(ActionDrain), string(ActionReload), string(ActionRestart), string(ActionDaemonReload)}))
+		}
 	}
 	return errs
 }
 
 // ValidateActions applies openshift/api's rules to an action list: known
 // types, Reboot and None only standalone, reload/restart present exactly
-// for Reload/Restart with a valid unit name, at most 10 actions.
+// for Reload/Restart with a valid unit name, at most 10 actions; and
+// accepts ndp's PackageUpdate beside them.
 func ValidateActions(fp *field.Path, actions []Action) field.ErrorList {
 	var errs field.ErrorList
 	if len(actions) == 0 {
@@ -269,10 +287,10 @@ func ValidateActions(fp *field.Path, actions []Action) field.ErrorList {
 			if len(actions) > 1 {
 				errs = append(errs, field.Invalid(ap.Child("type"), a.Type, fmt.Sprintf("%s action can only be specified standalone, as it will override any other actions", a.Type)))
 			}
-		case ActionDrain, ActionDaemonReload, ActionReload, ActionRestart:
+		case ActionDrain, ActionDaemonReload, ActionReload, ActionRestart, ActionPackageUpdate:
 		default:
 			errs = append(errs, field.NotSupported(ap.Child("type"), a.Type, []string{
-				string(ActionReboot), string(ActionNone), string(ActionDrain), string(ActionReload), string(ActionRestart), string(ActionDaemonReload)}))
+				string(ActionReboot), string(ActionNone), string(ActionDrain), string(ActionReload), string(ActionRestart), string(ActionDaemonReload), string(ActionPackageUpdate)}))
 			continue
 		}
 		switch {

@@ -24,6 +24,14 @@ files := {
 		lib.daemon_reload,
 		lib.restart("kubelet.service"),
 	],
+	# Beyond the MCO, whose nodes have neither: a node's package sources
+	# and pins (Debian, Ubuntu) and Flatcar's update server and channel are
+	# the target of a package update; what it then needs, the host says.
+	"/etc/apt/sources.list": [lib.package_update],
+	"/etc/apt/sources.list.d/": [lib.package_update],
+	"/etc/apt/preferences": [lib.package_update],
+	"/etc/apt/preferences.d/": [lib.package_update],
+	"/etc/flatcar/update.conf": [lib.package_update],
 }
 
 claims contains claim if {

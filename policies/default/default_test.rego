@@ -282,3 +282,17 @@ test_registry_added_behind_a_namespace_proxy_drains if {
 	registries_actions(diff) == reload_drain
 	registries_reason(diff) == "registry quay.io/ocp added with namespace-proxy quay.io: its pulls are proxied"
 }
+
+# A snapshot source or a pin changed: the packages are updated, and the
+# host says what that needs.
+test_apt_sources_update_packages if {
+	c := file_change("/etc/apt/sources.list.d/snapshot.list", ["/etc/apt/sources.list.d/", "/etc/apt/", "/etc/", "/"])
+	claims := defaults.claims with input.changes as [c]
+	claims == {{"change": c.id, "match": "/etc/apt/sources.list.d/", "actions": [{"type": "PackageUpdate"}]}}
+}
+
+test_apt_configuration_is_not_a_source if {
+	c := file_change("/etc/apt/apt.conf.d/50unattended-upgrades", ["/etc/apt/apt.conf.d/", "/etc/apt/", "/etc/", "/"])
+	claims := defaults.claims with input.changes as [c]
+	count(claims) == 0
+}

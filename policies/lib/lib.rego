@@ -39,6 +39,11 @@ reload(service) := {"type": "Reload", "reload": {"serviceName": service}}
 
 restart(service) := {"type": "Restart", "restart": {"serviceName": service}}
 
+# package_update is ndp's own action: update the host's packages to what
+# its sources and pins now say (apt; update_engine on Flatcar), then reboot
+# only if the host asks for it, else restart what needrestart names.
+package_update := {"type": "PackageUpdate"}
+
 # file_changes are the file changes of the change set.
 file_changes contains change if {
 	some change in input.changes

@@ -84,12 +84,24 @@ func (p *PostConfigActions) Verify(to string) error {
 	return p.Validate()
 }
 
+// PackageUpdateAction is ndp's own action, beside openshift/api's: update
+// the host's packages to what its package sources and pins now say (apt on
+// Debian and Ubuntu, update_engine on Flatcar), then do what the host says
+// the update needs. Alone, or without Reboot, the plan holds that answer
+// ahead: reboot, cordoned and drained, where the host asks for a reboot
+// (/var/run/reboot-required, needrestart's kernel), otherwise restart the
+// services needrestart names. Before Reboot ([PackageUpdate, Reboot]) the
+// plan reboots anyway, and the update runs before the reboot.
+const PackageUpdateAction operatorv1.NodeDisruptionPolicySpecActionType = "PackageUpdate"
+
 // serviceName is openshift/api's rule for the units of Reload and Restart.
 var serviceName = regexp.MustCompile(`^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$`)
 
 // Validate checks the shape of a plan: known action types, each with the
-// unit it needs; Reboot and None only alone; Reboot exactly when the
-// reboot flag is set. Drain is a flag of the plan, never an action.
+// unit it needs; Reboot and None only alone, except that a PackageUpdate
+// may come before the Reboot; PackageUpdate at most once and first; Reboot
+// exactly when the reboot flag is set. Drain is a flag of the plan, never
+// an action.
 func (p *PostConfigActions) Validate() error {
 	fail := func(i int, format string, args ...any) error {
 		return fmt.Errorf("plan from %s: actions[%d]: %s", p.From, i, fmt.Sprintf(format, args...))
@@ -101,10 +113,18 @@ func (p *PostConfigActions) Validate() error {
 	for i, a := range p.Actions {
 		switch a.Type {
 		case operatorv1.RebootSpecAction, operatorv1.NoneSpecAction:
-			if len(p.Actions) != 1 {
-				return fail(i, "%s must be the only action", a.Type)
+			alone := len(p.Actions) == 1
+			if a.Type == operatorv1.RebootSpecAction && len(p.Actions) == 2 && i == 1 && p.Actions[0].Type == PackageUpdateAction {
+				alone = true
+			}
+			if !alone {
+				return fail(i, "%s must be the only action (a Reboot may only follow a PackageUpdate)", a.Type)
 			}
 			rebootSeen = a.Type == operatorv1.RebootSpecAction
+		case PackageUpdateAction:
+			if i != 0 {
+				return fail(i, "PackageUpdate must be the first action: the packages are updated before any unit is restarted")
+			}
 		case operatorv1.DaemonReloadSpecAction:
 		case operatorv1.ReloadSpecAction, operatorv1.RestartSpecAction:
 			svc := a.Reload
@@ -162,6 +182,17 @@ func NodeDisruptionPolicyActions(as []PlanAction) []operatorv1.NodeDisruptionPol
 		out = append(out, na)
 	}
 	return out
+}
+
+// UpdatesPackages says whether the plan updates the host's packages.
+func (p *PostConfigActions) UpdatesPackages() bool {
+	return len(p.Actions) > 0 && p.Actions[0].Type == PackageUpdateAction
+}
+
+// RebootIfAsked says whether the plan reboots only where the host asks
+// for it after its package update: a PackageUpdate without Reboot.
+func (p *PostConfigActions) RebootIfAsked() bool {
+	return p.UpdatesPackages() && !p.Reboot
 }
 
 // String is the action as administrators read it: "Restart chronyd.service".

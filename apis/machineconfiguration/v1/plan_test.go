@@ -63,6 +63,10 @@ func TestValidateRefusesWhatANodeCannotRun(t *testing.T) {
 		{"reboot flag without action", []PlanAction{{Type: "DaemonReload"}}, true, "reboot is true"},
 		{"empty", nil, false, "empty"},
 		{"crossed unit", []PlanAction{{Type: "Reload", Reload: svc("a.service"), Restart: svc("b.service")}}, false, "another action type"},
+		{"package update after a restart", []PlanAction{{Type: "Restart", Restart: svc("a.service")}, {Type: "PackageUpdate"}}, false, "PackageUpdate must be the first action"},
+		{"package update twice", []PlanAction{{Type: "PackageUpdate"}, {Type: "PackageUpdate"}}, false, "PackageUpdate must be the first action"},
+		{"reboot before a package update", []PlanAction{{Type: "Reboot"}, {Type: "PackageUpdate"}}, true, "Reboot must be the only action"},
+		{"package update, reboot and more", []PlanAction{{Type: "PackageUpdate"}, {Type: "Reboot"}, {Type: "DaemonReload"}}, true, "Reboot must be the only action"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := PostConfigActions{From: "a", Actions: tc.actions, Reboot: tc.reboot}
@@ -73,9 +77,14 @@ func TestValidateRefusesWhatANodeCannotRun(t *testing.T) {
 			}
 		})
 	}
-	ok := PostConfigActions{From: "a", Actions: []PlanAction{{Type: "DaemonReload"}, {Type: "Reload", Reload: svc("crio.service")}, {Type: "Restart", Restart: svc("kubelet.service")}}}
-	if err := ok.Validate(); err != nil {
-		t.Fatal(err)
+	for _, ok := range []PostConfigActions{
+		{From: "a", Actions: []PlanAction{{Type: "DaemonReload"}, {Type: "Reload", Reload: svc("crio.service")}, {Type: "Restart", Restart: svc("kubelet.service")}}},
+		{From: "a", Actions: []PlanAction{{Type: "PackageUpdate"}, {Type: "Restart", Restart: svc("kubelet.service")}}},
+		{From: "a", Actions: []PlanAction{{Type: "PackageUpdate"}, {Type: "Reboot"}}, Reboot: true},
+	} {
+		if err := ok.Validate(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -19,10 +19,11 @@ import (
 
 // Actions without a service.
 var (
-	None         = policy.Action{Type: policy.ActionNone}
-	Reboot       = policy.Action{Type: policy.ActionReboot}
-	Drain        = policy.Action{Type: policy.ActionDrain}
-	DaemonReload = policy.Action{Type: policy.ActionDaemonReload}
+	None          = policy.Action{Type: policy.ActionNone}
+	Reboot        = policy.Action{Type: policy.ActionReboot}
+	Drain         = policy.Action{Type: policy.ActionDrain}
+	DaemonReload  = policy.Action{Type: policy.ActionDaemonReload}
+	PackageUpdate = policy.Action{Type: policy.ActionPackageUpdate}
 )
 
 // File is a declarative policy, from name.yaml, of one file entry.
