@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,9 +49,11 @@ type Daemon struct {
 	// presence wakes the daemon, SetupWithManager) in ndp-daemon.
 	MCO mcoguard.Source
 
-	Host     *Host
-	Systemd  Systemd
-	OS       OSUpdater
+	Host    *Host
+	Systemd Systemd
+	OS      OSUpdater
+	// Packages runs a plan's PackageUpdate; nil refuses such plans.
+	Packages PackageUpdater
 	Rebooter Rebooter
 	Drainer  *Drainer
 	Status   *Status
@@ -341,6 +344,14 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	if err := d.OS.Check(osConfig(cur.Spec), osConfig(target.Spec)); err != nil {
 		return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "OSUpdateNotPossible", err)
 	}
+	if plan.UpdatesPackages() {
+		if d.Packages == nil {
+			return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "PackageUpdateNotPossible", errors.New("the plan updates the host's packages (PackageUpdate), but this daemon runs without a package updater"))
+		}
+		if err := d.Packages.Check(); err != nil {
+			return d.PollInterval, d.refuse(ctx, node, cur.Name, desired, pool, "PackageUpdateNotPossible", err)
+		}
+	}
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
 	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).Equal(osConfig(target.Spec)), inherit)
 	j.Sources = changeSources(plan.Reasons, sourcesOf(&target), cur.Sources)
@@ -365,14 +376,14 @@ func (d *Daemon) launch(ctx context.Context, node *corev1.Node, current string, 
 		typ    mcfgv1.StateProgress
 		needed bool
 	}{
-		{mcfgv1.MachineConfigNodeUpdateCordoned, plan.Drain},
-		{mcfgv1.MachineConfigNodeUpdateDrained, plan.Drain},
+		{mcfgv1.MachineConfigNodeUpdateCordoned, plan.Drain || plan.RebootIfAsked()},
+		{mcfgv1.MachineConfigNodeUpdateDrained, plan.Drain || plan.RebootIfAsked()},
 		{mcfgv1.MachineConfigNodeUpdateFiles, true},
 		{mcfgv1.MachineConfigNodeUpdateOS, j.step(StepOS) != nil},
 		{mcfgv1.MachineConfigNodeUpdateFilesAndOS, true},
 		{mcfgv1.MachineConfigNodeUpdatePostActionComplete, lastAction(j) >= 0},
-		{mcfgv1.MachineConfigNodeUpdateRebooted, plan.Reboot},
-		{mcfgv1.MachineConfigNodeUpdateUncordoned, plan.Drain || inherit},
+		{mcfgv1.MachineConfigNodeUpdateRebooted, plan.Reboot || plan.RebootIfAsked()},
+		{mcfgv1.MachineConfigNodeUpdateUncordoned, plan.Drain || inherit || plan.RebootIfAsked()},
 		{mcfgv1.MachineConfigNodeUpdateComplete, true},
 		{mcfgv1.MachineConfigNodeResumed, false},
 	} {
@@ -494,7 +505,19 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 		if s.Done {
 			continue
 		}
-		err := d.step(ctx, node, u, i, boot)
+		skip, err := j.skip(s)
+		if err != nil {
+			return d.PollInterval, d.fail(ctx, node, u, i, boot, err)
+		}
+		if skip {
+			now := time.Now().UTC()
+			s.Done, s.Skipped, s.DoneAt = true, true, &now
+			if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		err = d.step(ctx, node, u, i, boot)
 		if err == nil {
 			d.crash(i, "ran")
 		}
@@ -589,6 +612,18 @@ func (d *Daemon) begin(ctx context.Context, node *corev1.Node, j *Journal, i int
 		}
 		s.Marker = &m
 	}
+	if s.Name == StepRestartServices && j.Packages != nil {
+		for _, unit := range j.Packages.Restart {
+			m, err := d.Systemd.Marker(ctx, unit)
+			if err != nil {
+				return false, err
+			}
+			if s.Markers == nil {
+				s.Markers = map[string]UnitMarker{}
+			}
+			s.Markers[unit] = m
+		}
+	}
 	now := time.Now().UTC()
 	s.Started, s.BootID, s.StartedAt = true, boot, &now
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
@@ -676,8 +711,18 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 			return stepRan, err
 		}
 	case StepAction:
+		if s.Action.Type == ndpmcv1.PackageUpdateAction {
+			return stepRan, d.updatePackages(ctx, j)
+		}
 		if err := d.action(ctx, s, resumed); err != nil {
 			return stepRan, err
+		}
+	case StepRestartServices:
+		for _, unit := range j.Packages.Restart {
+			m := s.Markers[unit]
+			if err := d.runUnitJob(ctx, operatorv1.RestartSpecAction, unit, &m, resumed); err != nil {
+				return stepRan, err
+			}
 		}
 	case StepReboot:
 		if rebooted(s, resumed, boot) {
@@ -780,10 +825,19 @@ func (d *Daemon) reportStep(ctx context.Context, node *corev1.Node, u *update, i
 	case StepCurrentConfig:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
 	case StepAction:
+		if s.Action.Type == ndpmcv1.PackageUpdateAction && j.Packages != nil {
+			d.Status.event(node, corev1.EventTypeNormal, "PackagesUpdated", "RunAction", j.Packages.Summary())
+		}
 		d.Status.event(node, corev1.EventTypeNormal, "ActionDone", "RunAction", s.Title()+" done")
 		if last := lastAction(j); last == i {
 			d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionTrue, "Done", "every action of the plan ran")
 		}
+	case StepRestartServices:
+		msg := "restarted " + strings.Join(j.Packages.Restart, ", ") + " (needrestart), no reboot"
+		if len(j.Packages.Restart) == 0 {
+			msg = "nothing to restart (needrestart), no reboot"
+		}
+		d.Status.event(node, corev1.EventTypeNormal, "ServicesRestarted", "RunAction", msg)
 	case StepReboot:
 		// A reboot requested returned errRebooting: here the node rebooted.
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionTrue, "Rebooted", "the node rebooted into "+j.To)
@@ -840,8 +894,14 @@ func (d *Daemon) action(ctx context.Context, s *Step, resumed bool) error {
 	default:
 		return fmt.Errorf("unknown action type %q", a.Type)
 	}
-	unit := unitOf(a)
-	if resumed && s.Marker != nil {
+	return d.runUnitJob(ctx, a.Type, unitOf(a), s.Marker, resumed)
+}
+
+// runUnitJob reloads or restarts unit, unless a step resumed after a
+// restart of the daemon finds that the job it issued before ran: the
+// unit's run is no longer the one marker recorded when the step began.
+func (d *Daemon) runUnitJob(ctx context.Context, typ operatorv1.NodeDisruptionPolicySpecActionType, unit string, marker *UnitMarker, resumed bool) error {
+	if resumed && marker != nil {
 		if err := d.Systemd.WaitIdle(ctx, unit); err != nil {
 			return err
 		}
@@ -849,19 +909,32 @@ func (d *Daemon) action(ctx context.Context, s *Step, resumed bool) error {
 		if err != nil {
 			return err
 		}
-		ran := now.InvocationID != s.Marker.InvocationID
-		if a.Type == "Reload" {
-			ran = ran || now.StateChange != s.Marker.StateChange
+		ran := now.InvocationID != marker.InvocationID
+		if typ == operatorv1.ReloadSpecAction {
+			ran = ran || now.StateChange != marker.StateChange
 		}
 		if ran {
-			d.Log.Info("the action ran before the restart of the daemon; not repeating it", "action", a.String())
+			d.Log.Info("the job ran before the restart of the daemon; not repeating it", "job", string(typ)+" "+unit)
 			return d.Systemd.WaitActive(ctx, unit)
 		}
 	}
-	if a.Type == "Reload" {
+	if typ == operatorv1.ReloadSpecAction {
 		return d.Systemd.Reload(ctx, unit)
 	}
 	return d.Systemd.Restart(ctx, unit)
+}
+
+// updatePackages runs the plan's PackageUpdate and records the host's
+// answer in the journal, which the steps after it follow. Run again after
+// a crash, the update finishes what it left (osupdate.Apt is idempotent)
+// and the host answers again.
+func (d *Daemon) updatePackages(ctx context.Context, j *Journal) error {
+	o, err := d.Packages.Apply(ctx)
+	if err != nil {
+		return fmt.Errorf("updating the packages: %w", err)
+	}
+	j.Packages = &o
+	return d.Host.WriteJSON(JournalPath, j)
 }
 
 // backup saves what the files step overwrites or removes, and the

@@ -25,6 +25,9 @@ const (
 	stepResultRunning = "Running"
 	stepResultDone    = "Done"
 	stepResultFailed  = "Failed"
+	// stepResultSkipped: a step of the host's other answer to a package
+	// update (Step.When).
+	stepResultSkipped = "Skipped"
 )
 
 // Bounds of the history's strings (the CRD's MaxLength).
@@ -180,9 +183,19 @@ func historySteps(j *Journal) []v1alpha1.UpdateStep {
 			st.Action = &a
 		}
 		switch {
+		case s.Skipped:
+			st.Result, st.Finished = stepResultSkipped, timeOf(s.DoneAt)
+			st.Detail = "not run: it runs where " + whenText(s.When)
 		case s.Done:
 			st.Result, st.Finished = stepResultDone, timeOf(s.DoneAt)
 			switch {
+			case s.Action != nil && s.Action.Type == ndpmcv1.PackageUpdateAction && j.Packages != nil:
+				st.Detail = conditions.Truncate(j.Packages.Summary(), maxHistoryDetail)
+			case s.Name == StepRestartServices && j.Packages != nil:
+				st.Detail = "nothing to restart (needrestart)"
+				if len(j.Packages.Restart) > 0 {
+					st.Detail = conditions.Truncate("restarted "+strings.Join(j.Packages.Restart, ", ")+" (needrestart)", maxHistoryDetail)
+				}
 			case s.Name == StepCordon && j.NodeWasUnschedulable && !j.InheritedCordon:
 				st.Detail = "already cordoned before the update"
 			case s.Name == StepUncordon && !j.CordonedByDaemon():

@@ -11,6 +11,7 @@ import (
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/osupdate"
 )
 
 // Host paths of the daemon's state (under StateDir).
@@ -35,7 +36,20 @@ const (
 	StepCurrentConfig = "current-config"
 	StepAction        = "action"
 	StepReboot        = "reboot"
-	StepUncordon      = "uncordon"
+	// StepRestartServices restarts what a package update's host named
+	// (needrestart), where it asked for no reboot.
+	StepRestartServices = "restart-services"
+	StepUncordon        = "uncordon"
+)
+
+// When a step of a package update's plan runs: the plan holds both of the
+// host's possible answers, and the steps of the other one are skipped.
+const (
+	// WhenRebootAsked: the host asked for a reboot after its package
+	// update.
+	WhenRebootAsked = "reboot-asked"
+	// WhenNoReboot: it asked for none.
+	WhenNoReboot = "no-reboot"
 )
 
 // Journal is the daemon's record of one update, on the host (docs/design.md#the-journal).
@@ -77,6 +91,10 @@ type Journal struct {
 	Drained *v1alpha1.DrainedPods `json:"drained,omitempty"`
 	// Requested, for a reboot the node asked for, is that request.
 	Requested *RebootRequest `json:"requested,omitempty"`
+	// Packages is what the plan's PackageUpdate did and what the host said
+	// it needs, recorded once it ran: the steps that depend on it (When)
+	// follow it, also after a restart.
+	Packages *osupdate.Outcome `json:"packages,omitempty"`
 }
 
 // Step is one step of an update.
@@ -84,17 +102,24 @@ type Step struct {
 	Name string `json:"name"`
 	// Action is the plan action of an action step, Number its place in
 	// the plan (from 1).
-	Action  *ndpmcv1.PlanAction `json:"action,omitempty"`
-	Number  int                 `json:"number,omitempty"`
-	Started bool                `json:"started,omitempty"`
-	Done    bool                `json:"done,omitempty"`
+	Action *ndpmcv1.PlanAction `json:"action,omitempty"`
+	Number int                 `json:"number,omitempty"`
+	// When, in a package update's plan, is the host's answer the step
+	// runs for (WhenRebootAsked, WhenNoReboot); "" always. Skipped: it was
+	// not that answer.
+	When    string `json:"when,omitempty"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Started bool   `json:"started,omitempty"`
+	Done    bool   `json:"done,omitempty"`
 	// BootID is the boot the step started in: a reboot step started in
 	// another boot than the current one is done.
 	BootID string `json:"bootID,omitempty"`
-	// Marker is the unit's run before a Reload or Restart was issued.
-	Marker    *UnitMarker `json:"marker,omitempty"`
-	StartedAt *time.Time  `json:"startedAt,omitempty"`
-	DoneAt    *time.Time  `json:"doneAt,omitempty"`
+	// Marker is the unit's run before a Reload or Restart was issued;
+	// Markers, each unit's, for restart-services.
+	Marker    *UnitMarker           `json:"marker,omitempty"`
+	Markers   map[string]UnitMarker `json:"markers,omitempty"`
+	StartedAt *time.Time            `json:"startedAt,omitempty"`
+	DoneAt    *time.Time            `json:"doneAt,omitempty"`
 }
 
 // maxResumes bounds Journal.Resumes: a daemon in a crash loop must not
@@ -192,10 +217,14 @@ func (j *Journal) CordonedByDaemon() bool {
 	return j.InheritedCordon || (s != nil && s.Started && !j.NodeWasUnschedulable)
 }
 
-// newJournal lays out the steps of a verified plan.
+// newJournal lays out the steps of a verified plan. A package update
+// without a reboot in its plan ends in both of the host's answers: cordon,
+// drain (unless the plan drains anyway), reboot and uncordon where it asks
+// for a reboot, restart-services where it does not.
 func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string, osChange, inheritCordon bool) *Journal {
 	j := &Journal{To: to, Plan: *plan.DeepCopy(), Pool: pool, BootID: bootID, Started: time.Now().UTC()}
 	add := func(name string, a *ndpmcv1.PlanAction) { j.Steps = append(j.Steps, Step{Name: name, Action: a}) }
+	addWhen := func(name, when string) { j.Steps = append(j.Steps, Step{Name: name, When: when}) }
 	if plan.Drain {
 		add(StepCordon, nil)
 		add(StepDrain, nil)
@@ -220,8 +249,20 @@ func newJournal(to string, plan *ndpmcv1.PostConfigActions, pool, bootID string,
 			j.Steps[len(j.Steps)-1].Number = i + 1
 		}
 	}
-	if plan.Drain || inheritCordon {
+	ifAsked := plan.RebootIfAsked()
+	if ifAsked {
+		if !plan.Drain {
+			addWhen(StepCordon, WhenRebootAsked)
+			addWhen(StepDrain, WhenRebootAsked)
+		}
+		addWhen(StepReboot, WhenRebootAsked)
+		addWhen(StepRestartServices, WhenNoReboot)
+	}
+	switch {
+	case plan.Drain || inheritCordon:
 		add(StepUncordon, nil)
+	case ifAsked:
+		addWhen(StepUncordon, WhenRebootAsked)
 	}
 	j.InheritedCordon = inheritCordon
 	return j
@@ -235,7 +276,7 @@ func (j *Journal) checkSteps() error {
 	for _, osChange := range []bool{false, true} {
 		want := newJournal(j.To, &j.Plan, j.Pool, j.BootID, osChange, j.InheritedCordon)
 		if slices.EqualFunc(want.Steps, j.Steps, func(a, b Step) bool {
-			return a.Name == b.Name && a.Number == b.Number && reflect.DeepEqual(a.Action, b.Action)
+			return a.Name == b.Name && a.Number == b.Number && a.When == b.When && reflect.DeepEqual(a.Action, b.Action)
 		}) {
 			return nil
 		}
@@ -252,4 +293,25 @@ type StoredConfig struct {
 	// Sources is the config's ndp.dev/sources annotation: where a file or
 	// unit the next update removes came from (NodeHistory).
 	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// skip says whether step s is of the host's other answer: a package
+// update's step whose When is not what the host said (Journal.Packages).
+// Without an answer recorded, the journal is not the one its steps ran in.
+func (j *Journal) skip(s *Step) (bool, error) {
+	if s.When == "" {
+		return false, nil
+	}
+	if j.Packages == nil {
+		return false, fmt.Errorf("step %s runs %s, but the journal holds no answer of the host's package update", s.Title(), s.When)
+	}
+	return (s.When == WhenRebootAsked) != j.Packages.Reboot, nil
+}
+
+// whenText says, for people, when a step runs.
+func whenText(when string) string {
+	if when == WhenRebootAsked {
+		return "the host asks for a reboot after its package update"
+	}
+	return "the host asks for no reboot after its package update"
 }

@@ -2,6 +2,11 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -60,4 +65,36 @@ func (RecordingOSUpdater) Check(_, _ osupdate.Config) error { return nil }
 
 func (r RecordingOSUpdater) Apply(_ context.Context, from, to osupdate.Config) (osupdate.Outcome, error) {
 	return osupdate.Outcome{Reboot: true}, durablefile.AppendJSONLine(r.Path, map[string]osupdate.Config{"from": from, "to": to})
+}
+
+// PackageUpdater runs a plan's PackageUpdate (osupdate.PackageUpdater on
+// the host: apt, or update_engine on Flatcar). Check says, before anything
+// is written, whether the host has packages to update; Apply updates them
+// and returns what the host says the update needs, which the plan's steps
+// follow. Apply must be idempotent: after a crash it runs again.
+type PackageUpdater interface {
+	Check() error
+	Apply(ctx context.Context) (osupdate.Outcome, error)
+}
+
+// RecordingPackageUpdater records each package update as a line of Path
+// instead of running one, where no package manager can run (tests, a local
+// cluster), and answers what the file Answer holds (an osupdate.Outcome in
+// JSON; no file: nothing needed), as a host's tools would.
+type RecordingPackageUpdater struct{ Path, Answer string }
+
+func (RecordingPackageUpdater) Check() error { return nil }
+
+func (r RecordingPackageUpdater) Apply(context.Context) (osupdate.Outcome, error) {
+	var o osupdate.Outcome
+	b, err := os.ReadFile(r.Answer)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &o); err != nil {
+			return o, fmt.Errorf("%s: %w", r.Answer, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return o, err
+	}
+	return o, durablefile.AppendJSONLine(r.Path, map[string]any{"packages": o, "at": time.Now().UTC().Format(time.RFC3339Nano)})
 }

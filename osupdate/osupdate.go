@@ -63,6 +63,36 @@ type Outcome struct {
 	Changes []PackageChange `json:"changes,omitempty"`
 }
 
+// maxSummaryChanges bounds the packages Summary names one by one.
+const maxSummaryChanges = 10
+
+// Summary is the outcome as administrators read it, for Events and the
+// node's history: "upgraded a 1 -> 2, b 1 -> 2; a reboot asked for by b",
+// "upgraded a 1 -> 2; no reboot; restart a.service (needrestart)".
+func (o Outcome) Summary() string {
+	changed := "no package changed"
+	if n := len(o.Changes); n > 0 {
+		var names []string
+		for i, c := range o.Changes {
+			if i == maxSummaryChanges {
+				names = append(names, fmt.Sprintf("and %d more", n-i))
+				break
+			}
+			names = append(names, c.String())
+		}
+		changed = fmt.Sprintf("%d package(s): %s", n, strings.Join(names, ", "))
+	}
+	switch {
+	case o.Reboot && o.SoftReboot:
+		return changed + "; a soft reboot asked for by " + strings.Join(o.RequestedBy, ", ")
+	case o.Reboot:
+		return changed + "; a reboot asked for by " + strings.Join(o.RequestedBy, ", ")
+	case len(o.Restart) > 0:
+		return changed + "; no reboot needed; restart " + strings.Join(o.Restart, ", ") + " (needrestart)"
+	}
+	return changed + "; no reboot and no restart needed"
+}
+
 // Runner runs a command on the host and returns its combined output.
 type Runner interface {
 	Run(ctx context.Context, c Command) ([]byte, error)

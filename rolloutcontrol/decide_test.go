@@ -105,6 +105,7 @@ func TestKindsOf(t *testing.T) {
 		{plan(false, false, operatorv1.RestartSpecAction), KindRestart},
 		{plan(false, false, operatorv1.DaemonReloadSpecAction, operatorv1.ReloadSpecAction), KindDaemonReload | KindReload},
 		{plan(false, true, operatorv1.RestartSpecAction), KindDrain | KindRestart},
+		{plan(false, false, ndpmcv1.PackageUpdateAction), KindReboot | KindDrain | KindRestart},
 	} {
 		if got := KindsOf(c.p); got != c.want {
 			t.Errorf("%+v: %v, want %v", c.p, got, c.want)

@@ -55,6 +55,11 @@ func KindsOf(p *ndpmcv1.PostConfigActions) Kinds {
 	}
 	for _, a := range p.Actions {
 		switch a.Type {
+		case ndpmcv1.PackageUpdateAction:
+			// It may reboot, drained, or restart services: the host
+			// says which once its packages are updated, so a window
+			// holds it as what it may do.
+			k |= KindReboot | KindDrain | KindRestart
 		case operatorv1.RebootSpecAction:
 			k |= KindReboot
 		case operatorv1.RestartSpecAction:

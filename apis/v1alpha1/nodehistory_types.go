@@ -152,7 +152,8 @@ type UpdateStep struct {
 	Started *metav1.Time `json:"started,omitempty"`
 	// +optional
 	Finished *metav1.Time `json:"finished,omitempty"`
-	// result: Running, Done, Failed or Observed.
+	// result: Running, Done, Failed, Observed, or Skipped (a step of the
+	// host's other answer to a package update).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Result string `json:"result,omitempty"`

@@ -44,6 +44,9 @@ type config struct {
 	// SimulateReboot and SimulateOSUpdates, when set, name files that
 	// record reboot requests and OS changes instead of doing them.
 	SimulateReboot, SimulateOSUpdates string
+	// SimulatePackageUpdates, when set, names the file package updates
+	// are recorded in; the host's answer is read from it plus ".answer".
+	SimulatePackageUpdates string
 	// OSUpdater names the host's OS updater ("auto": each host's own
 	// /etc/ndp/os-updater, or what its files say).
 	OSUpdater string
@@ -68,6 +71,7 @@ func (c *config) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.BootIDPath, "boot-id-file", daemon.DefaultBootIDPath, "file holding the current boot's ID")
 	fs.StringVar(&c.SimulateReboot, "simulate-reboot", "", "record reboot requests as lines of this file instead of rebooting (tests, local clusters)")
 	fs.StringVar(&c.SimulateOSUpdates, "simulate-os-updates", "", "record OS changes as lines of this file instead of running rpm-ostree (tests, local clusters)")
+	fs.StringVar(&c.SimulatePackageUpdates, "simulate-package-updates", "", "record package updates as lines of this file instead of running apt, and answer what FILE.answer holds (an outcome in JSON: reboot, restart; tests, local clusters)")
 	fs.StringVar(&c.OSUpdater, "os-updater", "auto", "the hosts' OS updater: auto (a host's /etc/ndp/os-updater, else detected from its files), rpm-ostree, apt, flatcar or bootc")
 	fs.StringVar(&c.RebootSentinel, "reboot-sentinel", daemon.DefaultRebootSentinel, "a file on the host whose presence asks for a reboot, granted through the pool's rollout (\"\" checks none)")
 	fs.StringVar(&c.RebootSentinelCommand, "reboot-sentinel-command", "", "a command run on the host (words split at spaces) whose exit status 0 asks for a reboot")
@@ -173,6 +177,10 @@ func run(info func(string, ...any), c config) error {
 	if c.SimulateOSUpdates != "" {
 		osUpdater = daemon.RecordingOSUpdater{Path: c.SimulateOSUpdates}
 	}
+	var packages daemon.PackageUpdater = osupdate.PackageUpdater{Root: c.Root, Named: named, Runner: osupdate.HostRunner{Root: c.Root}}
+	if c.SimulatePackageUpdates != "" {
+		packages = daemon.RecordingPackageUpdater{Path: c.SimulatePackageUpdates, Answer: c.SimulatePackageUpdates + ".answer"}
+	}
 	d := &daemon.Daemon{
 		NodeName: c.NodeName,
 		Client:   mgr.GetClient(),
@@ -181,6 +189,7 @@ func run(info func(string, ...any), c config) error {
 		Host:     host,
 		Systemd:  sd,
 		OS:       osUpdater,
+		Packages: packages,
 		Rebooter: rebooter,
 		Drainer: &daemon.Drainer{
 			Client: clientset, AttemptTimeout: c.DrainAttemptTimeout, EvictRetryDelay: c.DrainEvictRetryDelay,

@@ -45,6 +45,7 @@ func TestFlagsSetFields(t *testing.T) {
 		"--boot-id-file", "/b",
 		"--simulate-reboot", "/reboots",
 		"--simulate-os-updates", "/os",
+		"--simulate-package-updates", "/pkgs",
 		"--os-updater", "apt",
 		"--reboot-sentinel", "/run/r",
 		"--reboot-sentinel-command", "/bin/check now",
@@ -58,7 +59,7 @@ func TestFlagsSetFields(t *testing.T) {
 	)
 	want := config{
 		NodeName: "n", Root: "/r", UnitDir: "/u", SystemdAddress: "unix:path=/s", BootIDPath: "/b",
-		SimulateReboot: "/reboots", SimulateOSUpdates: "/os", OSUpdater: "apt",
+		SimulateReboot: "/reboots", SimulateOSUpdates: "/os", SimulatePackageUpdates: "/pkgs", OSUpdater: "apt",
 		RebootSentinel: "/run/r", RebootSentinelCommand: "/bin/check now", RebootSentinelPeriod: 5 * time.Minute, MetricsAddress: ":1", ProbeAddress: "0",
 		PollInterval: time.Second, DrainAttemptTimeout: 2 * time.Second,
 		DrainEvictRetryDelay: 3 * time.Second, DrainRetryMax: 4 * time.Second,
