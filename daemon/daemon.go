@@ -929,6 +929,9 @@ func (d *Daemon) runUnitJob(ctx context.Context, typ operatorv1.NodeDisruptionPo
 // a crash, the update finishes what it left (osupdate.Apt is idempotent)
 // and the host answers again.
 func (d *Daemon) updatePackages(ctx context.Context, j *Journal) error {
+	if d.Packages == nil {
+		return errors.New("the plan updates the host's packages (PackageUpdate), but this daemon runs without a package updater")
+	}
 	o, err := d.Packages.Apply(ctx)
 	if err != nil {
 		return fmt.Errorf("updating the packages: %w", err)

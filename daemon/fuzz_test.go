@@ -82,9 +82,10 @@ func reload(unit string) ndpmcv1.PlanAction {
 }
 
 var (
-	daemonReload = ndpmcv1.PlanAction{Type: operatorv1.DaemonReloadSpecAction}
-	rebootAction = ndpmcv1.PlanAction{Type: operatorv1.RebootSpecAction}
-	noneAction   = ndpmcv1.PlanAction{Type: operatorv1.NoneSpecAction}
+	daemonReload  = ndpmcv1.PlanAction{Type: operatorv1.DaemonReloadSpecAction}
+	rebootAction  = ndpmcv1.PlanAction{Type: operatorv1.RebootSpecAction}
+	noneAction    = ndpmcv1.PlanAction{Type: operatorv1.NoneSpecAction}
+	packageUpdate = ndpmcv1.PlanAction{Type: ndpmcv1.PackageUpdateAction}
 )
 
 // fuzzTarget is the target MachineConfig as the API server returns it.
@@ -143,6 +144,8 @@ func addDaemonSeeds(f *testing.F) {
 	crio := fuzzPlan(fuzzFrom, fuzzTo, true, false, daemonReload, reload("crio.service"), restart("kubelet.service"))
 	reboot := fuzzPlan(fuzzFrom, fuzzTo, true, true, rebootAction)
 	none := fuzzPlan(fuzzFrom, fuzzTo, false, false, noneAction)
+	packages := fuzzPlan(fuzzFrom, fuzzTo, false, false, packageUpdate, restart("chronyd.service"))
+	packagesReboot := fuzzPlan(fuzzFrom, fuzzTo, true, true, packageUpdate, rebootAction)
 	tampered := chrony
 	tampered.Actions = []ndpmcv1.PlanAction{restart("sshd.service")}
 
@@ -160,6 +163,8 @@ func addDaemonSeeds(f *testing.F) {
 		{target(crio), nil},
 		{osTarget, nil},
 		{target(none), nil},
+		{target(packages), nil},
+		{target(packagesReboot), nil},
 		{target(), nil},         // the plan is not written yet
 		{target(tampered), nil}, // refused: planHash mismatch
 		{target(fuzzPlan("rendered-worker-other", fuzzTo, false, false, noneAction), chrony), nil},
@@ -172,6 +177,15 @@ func addDaemonSeeds(f *testing.F) {
 		{target(crio), fuzzJournal(f, crio, false, 7, false, nil)},
 		{osTarget, fuzzJournal(f, reboot, true, 6, true, nil)}, // the reboot happened
 		{osTarget, fuzzJournal(f, reboot, true, 3, false, nil)},
+		// A package update, answered (no reboot), at its restart-services step.
+		{target(packages), fuzzJournal(f, packages, false, 8, true, func(j *Journal) {
+			j.Packages = &osupdate.Outcome{Restart: []string{answeredService}}
+			for i := range j.Steps[:8] {
+				j.Steps[i].Skipped = j.Steps[i].When == WhenRebootAsked
+			}
+		})},
+		// Its answer lost: the steps that follow it cannot run.
+		{target(packages), fuzzJournal(f, packages, false, 5, false, nil)},
 		// Finished and failed updates.
 		{target(chrony), fuzzJournal(f, chrony, false, 5, false, func(j *Journal) { j.Completed = true })},
 		{target(crio), fuzzJournal(f, crio, false, 4, true, func(j *Journal) {
@@ -279,7 +293,9 @@ func checkStoredPlan(t *testing.T, p *ndpmcv1.PostConfigActions, to string) bool
 				want++
 			}
 		}
-		if actions != want || (j.step(StepReboot) != nil) != p.Reboot || (j.step(StepDrain) != nil) != p.Drain {
+		ifAsked := p.RebootIfAsked()
+		if actions != want || (j.step(StepReboot) != nil) != (p.Reboot || ifAsked) || (j.step(StepDrain) != nil) != (p.Drain || ifAsked) ||
+			(j.step(StepRestartServices) != nil) != ifAsked {
 			t.Fatalf("the journal's steps %+v do not follow the plan %+v", j.Steps, p)
 		}
 	}
@@ -293,6 +309,7 @@ type fuzzRig struct {
 	kube    *kubefake.Clientset
 	sd      *recordingSystemd
 	os      *countingOS
+	pkgs    *answeringPackages
 	reboots *countingRebooter
 	root    string
 	before  map[string]bool
@@ -333,9 +350,9 @@ func newFuzzRig(t *testing.T, sch *runtime.Scheme, target *ndpmcv1.MachineConfig
 		ndpmcv1.CurrentConfigAnnotation: fuzzFrom, ndpmcv1.DesiredConfigAnnotation: desired, ndpmcv1.StateAnnotation: state,
 	}}}
 	k8s, kube := fuzzCluster(t, sch, node, target)
-	r := &fuzzRig{k8s: k8s, kube: kube, sd: &recordingSystemd{}, os: &countingOS{}, reboots: &countingRebooter{}, root: h.Path}
+	r := &fuzzRig{k8s: k8s, kube: kube, sd: &recordingSystemd{}, os: &countingOS{}, pkgs: &answeringPackages{}, reboots: &countingRebooter{}, root: h.Path}
 	r.d = &Daemon{
-		NodeName: fuzzNode, Client: k8s, Reader: k8s, MCO: mcoguard.Lookup{Reader: k8s}, Host: h, Systemd: r.sd, OS: r.os, Rebooter: r.reboots,
+		NodeName: fuzzNode, Client: k8s, Reader: k8s, MCO: mcoguard.Lookup{Reader: k8s}, Host: h, Systemd: r.sd, OS: r.os, Packages: r.pkgs, Rebooter: r.reboots,
 		Drainer:    &Drainer{Client: kube, AttemptTimeout: 5 * time.Second, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond},
 		Status:     &Status{Client: k8s, Reader: k8s, NodeName: fuzzNode},
 		BootIDPath: bootID, PollInterval: time.Second,
@@ -420,11 +437,17 @@ func (r *fuzzRig) check(t *testing.T, verified []*ndpmcv1.PostConfigActions, jou
 			continue
 		}
 		if !planned(func(p *ndpmcv1.PostConfigActions) bool {
-			return slices.ContainsFunc(p.Actions, func(a ndpmcv1.PlanAction) bool { return string(a.Type) == typ && unitOf(&a) == unit })
+			return slices.ContainsFunc(p.Actions, func(a ndpmcv1.PlanAction) bool { return string(a.Type) == typ && unitOf(&a) == unit }) ||
+				(p.RebootIfAsked() && typ == "Restart" && unit == answeredService)
 		}) {
 			t.Fatalf("the daemon ran %s %s, which no plan that verifies has (%d such plans); reason %q", typ, unit, len(verified), reason)
 		}
 	}
+	if r.pkgs.n > 0 && !planned(func(p *ndpmcv1.PostConfigActions) bool { return p.UpdatesPackages() }) {
+		t.Fatalf("the daemon updated the packages, but no plan that verifies says so; reason %q", reason)
+	}
+	// The fuzzed host answers no reboot: a plan that reboots only if asked
+	// does not.
 	if r.reboots.n > 0 && !planned(func(p *ndpmcv1.PostConfigActions) bool { return p.Reboot }) {
 		t.Fatalf("the daemon rebooted, but no plan that verifies says so; reason %q", reason)
 	}
@@ -549,6 +572,19 @@ func (o *countingOS) Check(_, _ osupdate.Config) error { return nil }
 func (o *countingOS) Apply(context.Context, osupdate.Config, osupdate.Config) (osupdate.Outcome, error) {
 	o.n++
 	return osupdate.Outcome{Reboot: true}, nil
+}
+
+// answeringPackages answers every package update with a service to
+// restart, as needrestart would, and no reboot.
+type answeringPackages struct{ n int }
+
+const answeredService = "answered.service"
+
+func (p *answeringPackages) Check() error { return nil }
+
+func (p *answeringPackages) Apply(context.Context) (osupdate.Outcome, error) {
+	p.n++
+	return osupdate.Outcome{Restart: []string{answeredService}}, nil
 }
 
 type countingRebooter struct{ n int }
