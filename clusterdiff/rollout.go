@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
@@ -56,9 +55,9 @@ func kindsOf(p Plan) rolloutcontrol.Kinds {
 	for _, a := range p.Actions {
 		switch {
 		case strings.HasPrefix(a, "Restart"):
-			pc.Actions = append(pc.Actions, ndpmcv1.PlanAction{Type: operatorv1.RestartSpecAction})
+			pc.Actions = append(pc.Actions, ndpmcv1.PlanAction{Type: ndpmcv1.RestartAction})
 		case strings.HasPrefix(a, "Reload"), strings.HasPrefix(a, "Special"):
-			pc.Actions = append(pc.Actions, ndpmcv1.PlanAction{Type: operatorv1.ReloadSpecAction})
+			pc.Actions = append(pc.Actions, ndpmcv1.PlanAction{Type: ndpmcv1.ReloadAction})
 		}
 	}
 	return rolloutcontrol.KindsOf(&pc)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-logr/logr"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -720,7 +719,7 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 	case StepRestartServices:
 		for _, unit := range j.Packages.Restart {
 			m := s.Markers[unit]
-			if err := d.runUnitJob(ctx, operatorv1.RestartSpecAction, unit, &m, resumed); err != nil {
+			if err := d.runUnitJob(ctx, ndpmcv1.RestartAction, unit, &m, resumed); err != nil {
 				return stepRan, err
 			}
 		}
@@ -900,7 +899,7 @@ func (d *Daemon) action(ctx context.Context, s *Step, resumed bool) error {
 // runUnitJob reloads or restarts unit, unless a step resumed after a
 // restart of the daemon finds that the job it issued before ran: the
 // unit's run is no longer the one marker recorded when the step began.
-func (d *Daemon) runUnitJob(ctx context.Context, typ operatorv1.NodeDisruptionPolicySpecActionType, unit string, marker *UnitMarker, resumed bool) error {
+func (d *Daemon) runUnitJob(ctx context.Context, typ ndpmcv1.PlanActionType, unit string, marker *UnitMarker, resumed bool) error {
 	if resumed && marker != nil {
 		if err := d.Systemd.WaitIdle(ctx, unit); err != nil {
 			return err
@@ -910,7 +909,7 @@ func (d *Daemon) runUnitJob(ctx context.Context, typ operatorv1.NodeDisruptionPo
 			return err
 		}
 		ran := now.InvocationID != marker.InvocationID
-		if typ == operatorv1.ReloadSpecAction {
+		if typ == ndpmcv1.ReloadAction {
 			ran = ran || now.StateChange != marker.StateChange
 		}
 		if ran {
@@ -918,7 +917,7 @@ func (d *Daemon) runUnitJob(ctx context.Context, typ operatorv1.NodeDisruptionPo
 			return d.Systemd.WaitActive(ctx, unit)
 		}
 	}
-	if typ == operatorv1.ReloadSpecAction {
+	if typ == ndpmcv1.ReloadAction {
 		return d.Systemd.Reload(ctx, unit)
 	}
 	return d.Systemd.Restart(ctx, unit)

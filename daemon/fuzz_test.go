@@ -15,7 +15,6 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,17 +73,17 @@ func fuzzPlan(from, to string, drain, reboot bool, actions ...ndpmcv1.PlanAction
 }
 
 func restart(unit string) ndpmcv1.PlanAction {
-	return ndpmcv1.PlanAction{Type: operatorv1.RestartSpecAction, Restart: &ndpmcv1.PlanService{ServiceName: unit}}
+	return ndpmcv1.PlanAction{Type: ndpmcv1.RestartAction, Restart: &ndpmcv1.PlanService{ServiceName: unit}}
 }
 
 func reload(unit string) ndpmcv1.PlanAction {
-	return ndpmcv1.PlanAction{Type: operatorv1.ReloadSpecAction, Reload: &ndpmcv1.PlanService{ServiceName: unit}}
+	return ndpmcv1.PlanAction{Type: ndpmcv1.ReloadAction, Reload: &ndpmcv1.PlanService{ServiceName: unit}}
 }
 
 var (
-	daemonReload  = ndpmcv1.PlanAction{Type: operatorv1.DaemonReloadSpecAction}
-	rebootAction  = ndpmcv1.PlanAction{Type: operatorv1.RebootSpecAction}
-	noneAction    = ndpmcv1.PlanAction{Type: operatorv1.NoneSpecAction}
+	daemonReload  = ndpmcv1.PlanAction{Type: ndpmcv1.DaemonReloadAction}
+	rebootAction  = ndpmcv1.PlanAction{Type: ndpmcv1.RebootAction}
+	noneAction    = ndpmcv1.PlanAction{Type: ndpmcv1.NoneAction}
 	packageUpdate = ndpmcv1.PlanAction{Type: ndpmcv1.PackageUpdateAction}
 )
 
@@ -120,7 +119,7 @@ func fuzzJournal(tb testing.TB, plan ndpmcv1.PostConfigActions, osChange bool, d
 		}
 		if i == done && started {
 			j.Steps[i].Started, j.Steps[i].BootID = true, fuzzOldBoot
-			if j.Steps[i].Action != nil && j.Steps[i].Action.Type != operatorv1.DaemonReloadSpecAction {
+			if j.Steps[i].Action != nil && j.Steps[i].Action.Type != ndpmcv1.DaemonReloadAction {
 				j.Steps[i].Marker = &UnitMarker{InvocationID: "0"}
 			}
 		}
@@ -289,7 +288,7 @@ func checkStoredPlan(t *testing.T, p *ndpmcv1.PostConfigActions, to string) bool
 		}
 		want := 0
 		for _, a := range p.Actions {
-			if a.Type != operatorv1.NoneSpecAction && a.Type != operatorv1.RebootSpecAction {
+			if a.Type != ndpmcv1.NoneAction && a.Type != ndpmcv1.RebootAction {
 				want++
 			}
 		}

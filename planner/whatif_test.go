@@ -109,7 +109,7 @@ func TestStoredOutcomeComparesWithThePlan(t *testing.T) {
 	if c := (planner.PlanChange{Before: planner.StoredOutcome(&stored), After: planner.OutcomeOf(p, nil)}); c.Changed() {
 		t.Errorf("the stored plan differs from itself: %s", c)
 	}
-	rebootStored := ndpmcv1.PostConfigActions{From: "a", Actions: []ndpmcv1.PlanAction{{Type: policy.ActionReboot}}, Drain: true, Reboot: true}
+	rebootStored := ndpmcv1.PostConfigActions{From: "a", Actions: []ndpmcv1.PlanAction{{Type: ndpmcv1.RebootAction}}, Drain: true, Reboot: true}
 	c := planner.PlanChange{Before: planner.StoredOutcome(&rebootStored), After: planner.OutcomeOf(p, nil)}
 	if got, want := c.String(), "Reboot → Restart chronyd.service (no drain)"; got != want {
 		t.Errorf("%q, want %q", got, want)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -78,14 +77,14 @@ func TestSortNodes(t *testing.T) {
 	}
 }
 
-func plan(reboot, drain bool, actions ...operatorv1.NodeDisruptionPolicySpecActionType) *ndpmcv1.PostConfigActions {
+func plan(reboot, drain bool, actions ...ndpmcv1.PlanActionType) *ndpmcv1.PostConfigActions {
 	p := &ndpmcv1.PostConfigActions{From: "old", Reboot: reboot, Drain: drain}
 	for _, a := range actions {
 		pa := ndpmcv1.PlanAction{Type: a}
 		switch a {
-		case operatorv1.RestartSpecAction:
+		case ndpmcv1.RestartAction:
 			pa.Restart = &ndpmcv1.PlanService{ServiceName: "chronyd.service"}
-		case operatorv1.ReloadSpecAction:
+		case ndpmcv1.ReloadAction:
 			pa.Reload = &ndpmcv1.PlanService{ServiceName: "crio.service"}
 		}
 		p.Actions = append(p.Actions, pa)
@@ -99,12 +98,12 @@ func TestKindsOf(t *testing.T) {
 		want Kinds
 	}{
 		{nil, KindNone},
-		{plan(false, false, operatorv1.NoneSpecAction), KindNone},
-		{plan(true, true, operatorv1.RebootSpecAction), KindReboot | KindDrain},
-		{plan(false, true, operatorv1.NoneSpecAction), KindDrain},
-		{plan(false, false, operatorv1.RestartSpecAction), KindRestart},
-		{plan(false, false, operatorv1.DaemonReloadSpecAction, operatorv1.ReloadSpecAction), KindDaemonReload | KindReload},
-		{plan(false, true, operatorv1.RestartSpecAction), KindDrain | KindRestart},
+		{plan(false, false, ndpmcv1.NoneAction), KindNone},
+		{plan(true, true, ndpmcv1.RebootAction), KindReboot | KindDrain},
+		{plan(false, true, ndpmcv1.NoneAction), KindDrain},
+		{plan(false, false, ndpmcv1.RestartAction), KindRestart},
+		{plan(false, false, ndpmcv1.DaemonReloadAction, ndpmcv1.ReloadAction), KindDaemonReload | KindReload},
+		{plan(false, true, ndpmcv1.RestartAction), KindDrain | KindRestart},
 		{plan(false, false, ndpmcv1.PackageUpdateAction), KindReboot | KindDrain | KindRestart},
 	} {
 		if got := KindsOf(c.p); got != c.want {
@@ -119,8 +118,8 @@ func policy(name string, spec v1alpha1.RolloutPolicySpec) PolicyInput {
 
 func TestDecide(t *testing.T) {
 	now := utc("2026-11-26 17:00") // Thursday
-	reboot := plan(true, true, operatorv1.RebootSpecAction)
-	restart := plan(false, false, operatorv1.RestartSpecAction)
+	reboot := plan(true, true, ndpmcv1.RebootAction)
+	restart := plan(false, false, ndpmcv1.RestartAction)
 	saturday := v1alpha1.RolloutPolicySpec{Windows: []v1alpha1.MaintenanceWindow{win("Sat", "02:00", "05:00", "Europe/Berlin")}}
 	one, fifty := intstr.FromInt32(1), intstr.FromString("50%")
 	crashing := PolicyInput{Policy: &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "alerts"}, Spec: v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{

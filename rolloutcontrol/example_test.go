@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -30,8 +29,8 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reboot := plan(true, true, operatorv1.RebootSpecAction)
-	restart := plan(false, false, operatorv1.RestartSpecAction)
+	reboot := plan(true, true, ndpmcv1.RebootAction)
+	restart := plan(false, false, ndpmcv1.RestartAction)
 
 	thursday := utc("2026-11-26 17:00")
 	v := CheckWindows([]*Policy{p}, KindsOf(reboot), thursday)

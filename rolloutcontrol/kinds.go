@@ -3,8 +3,6 @@ package rolloutcontrol
 import (
 	"strings"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
-
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 )
@@ -60,13 +58,13 @@ func KindsOf(p *ndpmcv1.PostConfigActions) Kinds {
 			// says which once its packages are updated, so a window
 			// holds it as what it may do.
 			k |= KindReboot | KindDrain | KindRestart
-		case operatorv1.RebootSpecAction:
+		case ndpmcv1.RebootAction:
 			k |= KindReboot
-		case operatorv1.RestartSpecAction:
+		case ndpmcv1.RestartAction:
 			k |= KindRestart
-		case operatorv1.ReloadSpecAction:
+		case ndpmcv1.ReloadAction:
 			k |= KindReload
-		case operatorv1.DaemonReloadSpecAction:
+		case ndpmcv1.DaemonReloadAction:
 			k |= KindDaemonReload
 		}
 	}

@@ -53,11 +53,12 @@ const (
 )
 
 // ForecastAction is one post-config action: the MCO's status vocabulary
-// (Special included, its registries.conf action) or ndp's plan's.
+// (Special included, its registries.conf action) or ndp's plan's
+// (PackageUpdate included).
 type ForecastAction struct {
 	// type of the action.
 	// +required
-	// +kubebuilder:validation:Enum=Reboot;Drain;Reload;Restart;DaemonReload;None;Special
+	// +kubebuilder:validation:Enum=Reboot;Drain;Reload;Restart;DaemonReload;None;Special;PackageUpdate
 	Type string `json:"type"`
 	// service reloaded or restarted, for Reload and Restart.
 	// +optional

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,9 +43,9 @@ func saturdayWindow(holds ...v1alpha1.PlanKind) *v1alpha1.RolloutPolicy {
 func planTarget() *ndpmcv1.MachineConfig {
 	mc := testTarget(true)
 	mc.Status.PostConfigActions = []ndpmcv1.PostConfigActions{
-		{From: "old-r", Reboot: true, Actions: []ndpmcv1.PlanAction{{Type: operatorv1.RebootSpecAction}}},
-		{From: "old-s", Actions: []ndpmcv1.PlanAction{{Type: operatorv1.RestartSpecAction, Restart: &ndpmcv1.PlanService{ServiceName: "chronyd.service"}}}},
-		{From: "old", Actions: []ndpmcv1.PlanAction{{Type: operatorv1.NoneSpecAction}}},
+		{From: "old-r", Reboot: true, Actions: []ndpmcv1.PlanAction{{Type: ndpmcv1.RebootAction}}},
+		{From: "old-s", Actions: []ndpmcv1.PlanAction{{Type: ndpmcv1.RestartAction, Restart: &ndpmcv1.PlanService{ServiceName: "chronyd.service"}}}},
+		{From: "old", Actions: []ndpmcv1.PlanAction{{Type: ndpmcv1.NoneAction}}},
 	}
 	return mc
 }

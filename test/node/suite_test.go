@@ -266,6 +266,7 @@ func (h *host) start(env ...string) {
 		"--boot-id-file", filepath.Join(h.dir, "boot_id"),
 		"--simulate-reboot", filepath.Join(h.dir, "reboots"),
 		"--simulate-os-updates", filepath.Join(h.dir, "os-updates"),
+		"--simulate-package-updates", filepath.Join(h.dir, "package-updates"),
 		"--metrics-bind-address", h.metricsAddr(),
 		"--health-probe-bind-address", "0",
 		"--plan-poll-interval", "500ms",

@@ -2,7 +2,6 @@ package v1
 
 import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -106,9 +105,10 @@ type PlanReason struct {
 // policies, and per-item CEL over every plan and reason of a status would
 // exceed the API server's validation cost budget.
 type PlanAction struct {
-	// type: Reboot, Drain, Reload, Restart, DaemonReload or None.
+	// type: Reboot, Drain, Reload, Restart, DaemonReload, None, or ndp's
+	// own PackageUpdate.
 	// +required
-	Type operatorv1.NodeDisruptionPolicySpecActionType `json:"type"`
+	Type PlanActionType `json:"type"`
 	// reload names the unit to reload when type is Reload.
 	// +optional
 	Reload *PlanService `json:"reload,omitempty"`
@@ -116,6 +116,12 @@ type PlanAction struct {
 	// +optional
 	Restart *PlanService `json:"restart,omitempty"`
 }
+
+// PlanActionType is openshift/api's NodeDisruptionPolicySpecActionType
+// and ndp's own PackageUpdate (PackageUpdateAction): a type of its own, as
+// the openshift type's enum is part of its schema.
+// +kubebuilder:validation:Enum=Reboot;Drain;Reload;Restart;DaemonReload;None;PackageUpdate
+type PlanActionType string
 
 // PlanService names a systemd unit.
 type PlanService struct {

@@ -92,7 +92,16 @@ func (p *PostConfigActions) Verify(to string) error {
 // (/var/run/reboot-required, needrestart's kernel), otherwise restart the
 // services needrestart names. Before Reboot ([PackageUpdate, Reboot]) the
 // plan reboots anyway, and the update runs before the reboot.
-const PackageUpdateAction operatorv1.NodeDisruptionPolicySpecActionType = "PackageUpdate"
+const PackageUpdateAction PlanActionType = "PackageUpdate"
+
+// openshift/api's action types, as plans hold them.
+const (
+	RebootAction       = PlanActionType(operatorv1.RebootSpecAction)
+	NoneAction         = PlanActionType(operatorv1.NoneSpecAction)
+	ReloadAction       = PlanActionType(operatorv1.ReloadSpecAction)
+	RestartAction      = PlanActionType(operatorv1.RestartSpecAction)
+	DaemonReloadAction = PlanActionType(operatorv1.DaemonReloadSpecAction)
+)
 
 // serviceName is openshift/api's rule for the units of Reload and Restart.
 var serviceName = regexp.MustCompile(`^[a-zA-Z0-9:._\\-]+\.(service|socket|device|mount|automount|swap|target|path|timer|snapshot|slice|scope)$`)
@@ -112,23 +121,23 @@ func (p *PostConfigActions) Validate() error {
 	rebootSeen := false
 	for i, a := range p.Actions {
 		switch a.Type {
-		case operatorv1.RebootSpecAction, operatorv1.NoneSpecAction:
+		case RebootAction, NoneAction:
 			alone := len(p.Actions) == 1
-			if a.Type == operatorv1.RebootSpecAction && len(p.Actions) == 2 && i == 1 && p.Actions[0].Type == PackageUpdateAction {
+			if a.Type == RebootAction && len(p.Actions) == 2 && i == 1 && p.Actions[0].Type == PackageUpdateAction {
 				alone = true
 			}
 			if !alone {
 				return fail(i, "%s must be the only action (a Reboot may only follow a PackageUpdate)", a.Type)
 			}
-			rebootSeen = a.Type == operatorv1.RebootSpecAction
+			rebootSeen = a.Type == RebootAction
 		case PackageUpdateAction:
 			if i != 0 {
 				return fail(i, "PackageUpdate must be the first action: the packages are updated before any unit is restarted")
 			}
-		case operatorv1.DaemonReloadSpecAction:
-		case operatorv1.ReloadSpecAction, operatorv1.RestartSpecAction:
+		case DaemonReloadAction:
+		case ReloadAction, RestartAction:
 			svc := a.Reload
-			if a.Type == operatorv1.RestartSpecAction {
+			if a.Type == RestartAction {
 				svc = a.Restart
 			}
 			if svc == nil {
@@ -140,7 +149,7 @@ func (p *PostConfigActions) Validate() error {
 		default:
 			return fail(i, "unknown action type %q", a.Type)
 		}
-		if (a.Reload != nil && a.Type != operatorv1.ReloadSpecAction) || (a.Restart != nil && a.Type != operatorv1.RestartSpecAction) {
+		if (a.Reload != nil && a.Type != ReloadAction) || (a.Restart != nil && a.Type != RestartAction) {
 			return fail(i, "%s carries a unit of another action type", a.Type)
 		}
 	}
@@ -155,7 +164,7 @@ func (p *PostConfigActions) Validate() error {
 func PlanActionsFrom(as []operatorv1.NodeDisruptionPolicySpecAction) []PlanAction {
 	out := make([]PlanAction, 0, len(as))
 	for _, a := range as {
-		pa := PlanAction{Type: a.Type}
+		pa := PlanAction{Type: PlanActionType(a.Type)}
 		if a.Reload != nil {
 			pa.Reload = &PlanService{ServiceName: string(a.Reload.ServiceName)}
 		}
@@ -172,7 +181,7 @@ func PlanActionsFrom(as []operatorv1.NodeDisruptionPolicySpecAction) []PlanActio
 func NodeDisruptionPolicyActions(as []PlanAction) []operatorv1.NodeDisruptionPolicySpecAction {
 	out := make([]operatorv1.NodeDisruptionPolicySpecAction, 0, len(as))
 	for _, a := range as {
-		na := operatorv1.NodeDisruptionPolicySpecAction{Type: a.Type}
+		na := operatorv1.NodeDisruptionPolicySpecAction{Type: operatorv1.NodeDisruptionPolicySpecActionType(a.Type)}
 		if a.Reload != nil {
 			na.Reload = &operatorv1.ReloadService{ServiceName: operatorv1.NodeDisruptionPolicyServiceName(a.Reload.ServiceName)}
 		}
@@ -211,7 +220,7 @@ func (a PlanAction) String() string {
 // as the rollout controller granted it, reboot, and nothing written. by
 // says what asked.
 func RequestedRebootPlan(config string, drain bool, by string) PostConfigActions {
-	reboot := []PlanAction{{Type: operatorv1.RebootSpecAction}}
+	reboot := []PlanAction{{Type: RebootAction}}
 	p := PostConfigActions{From: config, Actions: reboot, Drain: drain, Reboot: true,
 		Reasons: []PlanReason{{Change: "reboot requested by the node: " + by, Policy: "the node's request, granted by its pool's rollout", Actions: reboot}}}
 	p.PlanHash = p.Hash(config)
