@@ -25,6 +25,7 @@ const (
 	stepResultRunning = "Running"
 	stepResultDone    = "Done"
 	stepResultFailed  = "Failed"
+	stepResultSkipped = "Skipped"
 )
 
 // Bounds of the history's strings (the CRD's MaxLength).
@@ -195,6 +196,9 @@ func historySteps(j *Journal) []v1alpha1.UpdateStep {
 			st.Result, st.Finished, st.Detail = stepResultFailed, timeOf(&at), conditions.Truncate(j.Failed.Error, maxHistoryDetail)
 		case j.Failed != nil:
 			st.Result = stepResultFailed // stopped by the failure of another step
+		case j.Skipped != nil && s.Name == StepDrain:
+			at := j.Skipped.At
+			st.Result, st.Finished, st.Detail = stepResultSkipped, timeOf(&at), conditions.Truncate(j.Skipped.Message, maxHistoryDetail)
 		case s.Name == StepReboot && s.BootID != "":
 			st.Detail = "requested in boot " + s.BootID
 		}
@@ -252,6 +256,10 @@ func historyEntry(j *Journal) v1alpha1.NodeUpdate {
 	case j.Failed != nil:
 		at := j.Failed.At
 		u.Result, u.Finished, u.Message = v1alpha1.UpdateFailed, timeOf(&at), conditions.Truncate(j.Failed.Error, maxHistoryText)
+		u.BootIDs.After = j.EndBootID
+	case j.Skipped != nil:
+		at := j.Skipped.At
+		u.Result, u.Finished, u.Message = v1alpha1.UpdateSkipped, timeOf(&at), conditions.Truncate(j.Skipped.Message, maxHistoryText)
 		u.BootIDs.After = j.EndBootID
 	case j.Completed:
 		u.Result = v1alpha1.UpdateDone
