@@ -56,7 +56,7 @@ func drainTimeoutRollout(t *testing.T, pool string, act v1alpha1.DrainTimeoutAct
 	superviseHosts(t, r.hosts) // the reboots
 
 	// A file no NodeDisruptionPolicy claims: the plan drains and reboots.
-	motd := builder.MachineConfig("60-" + pool + "-motd").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
+	motd := builder.MachineConfig("60-"+pool+"-motd").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
 	motd.Labels = map[string]string{ndpmcv1.RoleLabel: r.pool}
 	if err := k8s.Create(ctx, motd); err != nil {
 		t.Fatal(err)
@@ -103,8 +103,8 @@ func waitEvent(t *testing.T, ns, kind, name string, want ...string) {
 // up after 3 s; the node is uncordoned, stays on its config untouched
 // (nothing written, no reboot), is marked skipped for the target and says
 // so; the second node goes, and the first is not sent again: the pool
-// names it. Its annotation removed (as `kubectl ndp retry` does) and the
-// budget relaxed, it goes too.
+// names it. Retried (`kubectl ndp retry`) with the budget relaxed, it goes
+// too.
 func TestRolloutDrainTimeoutSkips(t *testing.T) {
 	r, first, pdb, b := drainTimeoutRollout(t, "roll-skip", v1alpha1.DrainTimeoutSkip)
 	a := first.node().Annotations[ndpmcv1.CurrentConfigAnnotation]
@@ -145,7 +145,9 @@ func TestRolloutDrainTimeoutSkips(t *testing.T) {
 
 	// Retried: the budget allows it now.
 	setPDB(t, pdb, 1)
-	first.annotate(map[string]string{v1alpha1.DrainSkippedAnnotation: "", v1alpha1.DrainSkippedReasonAnnotation: ""})
+	if out, err := kubectlNdp(t, "retry", first.name); err != nil || out != "node "+first.name+" may go to "+b+" again\n" {
+		t.Fatalf("kubectl ndp retry: %v\n%s", err, out)
+	}
 	r.waitDone(b, 3*time.Minute)
 	if _, ok := first.node().Annotations[v1alpha1.DrainSkippedAnnotation]; ok {
 		t.Errorf("%s still on the node after its update", v1alpha1.DrainSkippedAnnotation)
