@@ -29,7 +29,8 @@ import (
 // manifests/admission/daemon-own-node.yaml confines what it writes.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch,resourceNames=machine-config-daemon

@@ -161,6 +161,11 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	if hasJournal {
 		prev = &j
 	}
+	if prev != nil && prev.Skipped != nil && !prev.Skipped.Closed {
+		// Given up at its drain's timeout, not reported yet (a crash, a
+		// failed write): the node goes back where it was first.
+		return 0, d.closeSkip(ctx, &node, prev)
+	}
 	cur, err := d.currentConfig(ctx, &node)
 	if err != nil {
 		return 0, err
@@ -354,6 +359,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
 	j := newJournal(desired, plan, pool, boot, !osConfig(cur.Spec).Equal(osConfig(target.Spec)), inherit)
 	j.Sources = changeSources(plan.Reasons, sourcesOf(&target), cur.Sources)
+	j.DrainTimeout = d.sentDrainTimeout(node)
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
 	}
@@ -523,6 +529,9 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 		if errors.Is(err, errRebooting) {
 			return 0, nil
 		}
+		if errors.Is(err, errDrainSkipped) {
+			return 0, d.skip(ctx, node, j, boot)
+		}
 		var te *transientError
 		if errors.As(err, &te) || ctx.Err() != nil {
 			return 0, err // retried from this step
@@ -569,6 +578,9 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 		// and what the drain evicted ("": this update drained nothing).
 		v1alpha1.UpdateDoneAnnotation:  now.Format(time.RFC3339),
 		v1alpha1.DrainedPodsAnnotation: drainedAnnotation(j.Drained),
+		// The drain timeout is used up; a node that gave up an earlier
+		// target has reached this one.
+		v1alpha1.DrainTimeoutAnnotation: "", v1alpha1.DrainSkippedAnnotation: "", v1alpha1.DrainSkippedReasonAnnotation: "",
 	}, j.Pool); err != nil {
 		return 0, err
 	}
@@ -678,8 +690,8 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 			}
 		}
 		d.Drainer.Waiting = d.reportDrainWaiting(ctx, node, j)
-		if err := d.Drainer.Drain(ctx, d.NodeName); err != nil {
-			return stepRan, transient(err)
+		if err := d.drain(ctx, node, j, s); err != nil {
+			return stepRan, err
 		}
 	case StepBackup:
 		if err := u.configs(ctx); err != nil {
@@ -743,6 +755,106 @@ func (d *Daemon) execute(ctx context.Context, node *corev1.Node, u *update, i in
 		return stepRan, fmt.Errorf("unknown step %q in the journal", s.Name)
 	}
 	return stepRan, nil
+}
+
+// errDrainSkipped stops an update whose drain ran out of its timeout under
+// Skip: run ends it (skip), nothing is written.
+var errDrainSkipped = errors.New("drain skipped")
+
+// sentDrainTimeout is the drain timeout the node was sent with, for the
+// journal; an unreadable one is reported and ignored: the drain waits, as
+// without one.
+func (d *Daemon) sentDrainTimeout(node *corev1.Node) string {
+	v, ok := node.Annotations[v1alpha1.DrainTimeoutAnnotation]
+	if !ok {
+		return ""
+	}
+	if _, err := v1alpha1.ParseDrainTimeout(v); err != nil {
+		d.Status.event(node, corev1.EventTypeWarning, "InvalidDrainTimeout", "Drain", err.Error()+": the drain waits as long as it must")
+		return ""
+	}
+	return v
+}
+
+// drain runs the drain step s until no pod is left. A drain still blocked
+// at its deadline (the journal's drain timeout from the step's start, so
+// that a restart does not move it) does what the node was sent with: Wait
+// goes on waiting, DeletePods deletes the pods left (an Event each, on the
+// Node and the pod) and finishes, Skip returns errDrainSkipped.
+func (d *Daemon) drain(ctx context.Context, node *corev1.Node, j *Journal, s *Step) error {
+	dt, deadline := j.drainDeadline(s)
+	err := d.Drainer.Drain(ctx, d.NodeName, deadline)
+	var late *DrainTimeoutError
+	if !errors.As(err, &late) {
+		return transient(err)
+	}
+	msg := fmt.Sprintf("the drain ran out of its timeout of %s (started %s): %s", dt.Timeout, s.StartedAt.UTC().Format(time.RFC3339), podList(late.Pods))
+	switch dt.Action {
+	case v1alpha1.DrainTimeoutSkip:
+		j.Skipped = &DrainSkip{At: time.Now().UTC(), Pods: late.Pods, Message: msg + "; skipped: the node stays on " + j.Plan.From}
+		return errDrainSkipped
+	case v1alpha1.DrainTimeoutDeletePods:
+		d.Status.event(node, corev1.EventTypeWarning, "DrainTimeout", "Drain", msg+"; deleting them")
+		err := d.Drainer.DeletePods(ctx, d.NodeName, func(pod *corev1.Pod, budgets []string) {
+			m := fmt.Sprintf("deleting pod %s/%s, not evicted within the drain timeout of %s", pod.Namespace, pod.Name, dt.Timeout)
+			if len(budgets) > 0 {
+				m += " (PodDisruptionBudget " + strings.Join(budgets, ", ") + ")"
+			}
+			d.Status.event(node, corev1.EventTypeWarning, "DrainDeletedPod", "Drain", m)
+			d.Status.podEvent(pod, node, corev1.EventTypeWarning, "DrainDeletedPod", "Drain", m+" for the update of node "+d.NodeName)
+		})
+		if err != nil {
+			return transient(err)
+		}
+	default:
+		d.Status.event(node, corev1.EventTypeWarning, "DrainTimeout", "Drain", msg+"; waiting on (onDrainTimeout Wait)")
+	}
+	// What is left, if anything (a pod created since), is evicted as
+	// before, without a deadline.
+	return transient(d.Drainer.Drain(ctx, d.NodeName, time.Time{}))
+}
+
+// skip ends an update whose drain ran out of its timeout under Skip: the
+// journal records it, then closeSkip puts the node back.
+func (d *Daemon) skip(ctx context.Context, node *corev1.Node, j *Journal, boot string) error {
+	j.EndBootID = boot
+	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
+		return err
+	}
+	d.recordJournal(ctx, node, j)
+	return d.closeSkip(ctx, node, j)
+}
+
+// closeSkip puts a node whose drain was skipped back where it was, as if
+// never sent: uncordoned (if the update cordoned it), Done on the config
+// it runs, which becomes its desiredConfig again, and marked skipped for
+// the target (v1alpha1.DrainSkippedAnnotation) so that the rollout
+// controller does not send it there again. Nothing else was done: the
+// drain comes before any write. Repeated until the journal says it is
+// closed.
+func (d *Daemon) closeSkip(ctx context.Context, node *corev1.Node, j *Journal) error {
+	if j.CordonedByDaemon() {
+		if err := d.Drainer.Cordon(ctx, node, false); err != nil {
+			return transient(err)
+		}
+	}
+	msg := j.Skipped.Message
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionFalse, v1alpha1.DrainSkippedReason, msg)
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionFalse, v1alpha1.DrainSkippedReason, "the update to "+j.To+" was skipped")
+	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionTrue, "Updated", "the node runs "+j.Plan.From)
+	from := j.Plan.From
+	if err := d.report(ctx, node, from, from, map[string]string{
+		ndpmcv1.CurrentConfigAnnotation: from, ndpmcv1.DesiredConfigAnnotation: from,
+		ndpmcv1.StateAnnotation: ndpmcv1.StateDone, ndpmcv1.ReasonAnnotation: "",
+		v1alpha1.DrainSkippedAnnotation: j.To, v1alpha1.DrainSkippedReasonAnnotation: conditions.Truncate("the drain timed out with "+podList(j.Skipped.Pods), maxMessage),
+		// Used up, as a grant of a reboot the host asked for is.
+		v1alpha1.DrainTimeoutAnnotation: "", v1alpha1.RebootGrantAnnotation: "",
+	}, j.Pool); err != nil {
+		return err
+	}
+	d.Status.event(node, corev1.EventTypeWarning, v1alpha1.DrainSkippedReason, "Drain", msg)
+	j.Skipped.Closed = true
+	return d.Host.WriteJSON(JournalPath, j)
 }
 
 // reportStarting reports what a step is about to do, before execute runs

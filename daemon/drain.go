@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -63,12 +65,36 @@ func (d *Drainer) Cordon(ctx context.Context, node *corev1.Node, unschedulable b
 	return drain.RunCordonOrUncordon(d.helper(actx), node, unschedulable)
 }
 
+// DrainTimeoutError is a drain still blocked at its deadline.
+type DrainTimeoutError struct {
+	// Pods are the pods still to evict, "namespace/name", sorted.
+	Pods []string
+	// Err is the last attempt's error.
+	Err error
+}
+
+func (e *DrainTimeoutError) Error() string {
+	return fmt.Sprintf("the drain timed out with %d pods still to evict: %v", len(e.Pods), e.Err)
+}
+
+func (e *DrainTimeoutError) Unwrap() error { return e.Err }
+
+// minAttempt is the shortest drain attempt: a drain resumed past its
+// deadline still tries once, in case the budgets allow it now.
+const minAttempt = time.Second
+
 // Drain evicts the node's pods (DaemonSet pods stay) until none is left,
-// however long budgets make it wait; only ctx ends it early.
-func (d *Drainer) Drain(ctx context.Context, nodeName string) error {
+// however long budgets make it wait; only ctx ends it early, and a
+// deadline (zero: none): a drain still blocked then returns a
+// *DrainTimeoutError.
+func (d *Drainer) Drain(ctx context.Context, nodeName string, deadline time.Time) error {
 	backoff := d.RetryMin
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, d.AttemptTimeout)
+		timeout := d.AttemptTimeout
+		if !deadline.IsZero() {
+			timeout = min(timeout, max(time.Until(deadline), minAttempt))
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
 		err := drain.RunNodeDrain(d.helper(actx), nodeName)
 		cancel()
 		if err == nil {
@@ -77,16 +103,79 @@ func (d *Drainer) Drain(ctx context.Context, nodeName string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		pods := d.remaining(ctx, nodeName)
 		if d.Waiting != nil {
-			d.Waiting(attempt, d.remaining(ctx, nodeName), err)
+			d.Waiting(attempt, pods, err)
+		}
+		pause := backoff
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return &DrainTimeoutError{Pods: pods, Err: err}
+			}
+			pause = min(pause, left)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(pause):
 		}
 		backoff = min(2*backoff, d.RetryMax)
 	}
+}
+
+// DeletePods deletes, without eviction (PodDisruptionBudgets do not stop
+// a deletion), the pods a drain of the node would still evict, and waits
+// until they are gone. It tells deleting about each pod first, with the
+// budgets that protect it ("namespace/name").
+func (d *Drainer) DeletePods(ctx context.Context, nodeName string, deleting func(pod *corev1.Pod, budgets []string)) error {
+	actx, cancel := context.WithTimeout(ctx, d.AttemptTimeout)
+	defer cancel()
+	h := d.helper(actx)
+	h.DisableEviction = true
+	list, errs := h.GetPodsForDeletion(nodeName)
+	if list == nil && len(errs) > 0 {
+		return fmt.Errorf("listing the pods to delete: %v", errs)
+	}
+	if list == nil {
+		return nil
+	}
+	pods := list.Pods()
+	budgets := map[string][]policyv1.PodDisruptionBudget{}
+	for i := range pods {
+		ns := pods[i].Namespace
+		if _, ok := budgets[ns]; !ok {
+			l, err := d.Client.PolicyV1().PodDisruptionBudgets(ns).List(actx, metav1.ListOptions{})
+			if err != nil {
+				return fmt.Errorf("listing the PodDisruptionBudgets of namespace %s: %w", ns, err)
+			}
+			budgets[ns] = l.Items
+		}
+		if deleting != nil {
+			deleting(&pods[i], protecting(&pods[i], budgets[ns]))
+		}
+	}
+	return h.DeleteOrEvictPods(pods)
+}
+
+// protecting names the budgets among pdbs (of the pod's namespace) whose
+// selector selects the pod, as the eviction API matches them: a budget
+// without a selector selects nothing, an empty one every pod.
+func protecting(pod *corev1.Pod, pdbs []policyv1.PodDisruptionBudget) []string {
+	var out []string
+	for i := range pdbs {
+		b := &pdbs[i]
+		if b.Namespace != pod.Namespace || b.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, b.Namespace+"/"+b.Name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ToEvict lists, by owner, the pods a drain of the node would evict now
@@ -165,9 +254,14 @@ func (d *Drainer) remaining(ctx context.Context, nodeName string) []string {
 
 // waitingMessage describes a drain that is still waiting.
 func waitingMessage(attempt int, pods []string, err error) string {
+	return fmt.Sprintf("attempt %d: %s: %v", attempt, podList(pods), err)
+}
+
+// podList is "2 pods still to evict (ns/a, ns/b)", at most 10 named.
+func podList(pods []string) string {
 	shown := pods
 	if len(shown) > 10 {
 		shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(pods)-10))
 	}
-	return fmt.Sprintf("attempt %d: %d pods still to evict (%s): %v", attempt, len(pods), strings.Join(shown, ", "), err)
+	return fmt.Sprintf("%d pods still to evict (%s)", len(pods), strings.Join(shown, ", "))
 }

@@ -25,8 +25,8 @@ const (
 	stepResultRunning = "Running"
 	stepResultDone    = "Done"
 	stepResultFailed  = "Failed"
-	// stepResultSkipped: a step of the host's other answer to a package
-	// update (Step.When).
+	// stepResultSkipped: a drain given up at its timeout, or a step of the
+	// host's other answer to a package update (Step.When).
 	stepResultSkipped = "Skipped"
 )
 
@@ -208,6 +208,9 @@ func historySteps(j *Journal) []v1alpha1.UpdateStep {
 			st.Result, st.Finished, st.Detail = stepResultFailed, timeOf(&at), conditions.Truncate(j.Failed.Error, maxHistoryDetail)
 		case j.Failed != nil:
 			st.Result = stepResultFailed // stopped by the failure of another step
+		case j.Skipped != nil && s.Name == StepDrain:
+			at := j.Skipped.At
+			st.Result, st.Finished, st.Detail = stepResultSkipped, timeOf(&at), conditions.Truncate(j.Skipped.Message, maxHistoryDetail)
 		case s.Name == StepReboot && s.BootID != "":
 			st.Detail = "requested in boot " + s.BootID
 		}
@@ -265,6 +268,10 @@ func historyEntry(j *Journal) v1alpha1.NodeUpdate {
 	case j.Failed != nil:
 		at := j.Failed.At
 		u.Result, u.Finished, u.Message = v1alpha1.UpdateFailed, timeOf(&at), conditions.Truncate(j.Failed.Error, maxHistoryText)
+		u.BootIDs.After = j.EndBootID
+	case j.Skipped != nil:
+		at := j.Skipped.At
+		u.Result, u.Finished, u.Message = v1alpha1.UpdateSkipped, timeOf(&at), conditions.Truncate(j.Skipped.Message, maxHistoryText)
 		u.BootIDs.After = j.EndBootID
 	case j.Completed:
 		u.Result = v1alpha1.UpdateDone

@@ -201,6 +201,14 @@ func TestHistoryEntry(t *testing.T) {
 		{"rebooting", func() *Journal { return journalOf(rebootPlan, 5, true) }, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateInProgress, Changes: rebootChanges, Plan: rebootPlanOut,
 			Steps: append(doneSteps("cordon", "drain", "backup", "files", "current-config"),
 				v1alpha1.UpdateStep{Name: "reboot", Started: mt(11), Result: "Running", Detail: "requested in boot boot-1"})})},
+		{"drain skipped at its timeout", func() *Journal {
+			j := journalOf(rebootPlan, 1, true)
+			j.DrainTimeout = "3s;Skip"
+			j.Skipped, j.EndBootID = &DrainSkip{At: *at(9), Pods: []string{"web/db-0"}, Message: "the drain ran out of its timeout of 3s"}, "boot-1"
+			return j
+		}, base(v1alpha1.NodeUpdate{Result: v1alpha1.UpdateSkipped, Finished: mt(9), Message: "the drain ran out of its timeout of 3s",
+			BootIDs: v1alpha1.BootIDs{After: "boot-1"}, Changes: rebootChanges, Plan: rebootPlanOut,
+			Steps: append(doneSteps("cordon"), v1alpha1.UpdateStep{Name: "drain", Started: mt(3), Finished: mt(9), Result: "Skipped", Detail: "the drain ran out of its timeout of 3s"})})},
 		{"cordoned before the update: kept", func() *Journal {
 			p := rebootPlan
 			p.Reboot, p.Actions, p.Reasons = false, []ndpmcv1.PlanAction{{Type: "None"}}, nil

@@ -95,6 +95,39 @@ type Journal struct {
 	// it needs, recorded once it ran: the steps that depend on it (When)
 	// follow it, also after a restart.
 	Packages *osupdate.Outcome `json:"packages,omitempty"`
+	// DrainTimeout is the drain timeout the node was sent with
+	// (v1alpha1.DrainTimeoutAnnotation), read when the update started: a
+	// resumed drain keeps it, and counts it from its step's StartedAt.
+	// "": the drain waits as long as it must.
+	DrainTimeout string `json:"drainTimeout,omitempty"`
+	// Skipped: the drain ran out of its timeout under Skip; the update
+	// ends there, before any write.
+	Skipped *DrainSkip `json:"skipped,omitempty"`
+}
+
+// DrainSkip is a drain given up at its timeout (onDrainTimeout Skip).
+type DrainSkip struct {
+	At time.Time `json:"at"`
+	// Pods are those the drain could not evict.
+	Pods    []string `json:"pods,omitempty"`
+	Message string   `json:"message"`
+	// Closed: the node was uncordoned and reported back on its config
+	// (closeSkip), marked skipped for the update's target.
+	Closed bool `json:"closed,omitempty"`
+}
+
+// drainDeadline is when the drain step s gives up waiting: its start plus
+// the journal's drain timeout. Zero: never (no timeout, or an unreadable
+// one, which start refused to journal).
+func (j *Journal) drainDeadline(s *Step) (v1alpha1.DrainTimeout, time.Time) {
+	if j.DrainTimeout == "" || s.StartedAt == nil {
+		return v1alpha1.DrainTimeout{}, time.Time{}
+	}
+	dt, err := v1alpha1.ParseDrainTimeout(j.DrainTimeout)
+	if err != nil {
+		return v1alpha1.DrainTimeout{}, time.Time{}
+	}
+	return dt, s.StartedAt.Add(dt.Timeout)
 }
 
 // Step is one step of an update.
@@ -197,8 +230,10 @@ func (s *Step) Title() string {
 	return s.Name
 }
 
-// InProgress: started, neither completed nor failed.
-func (j *Journal) InProgress() bool { return j != nil && !j.Completed && j.Failed == nil }
+// InProgress: started, neither completed, failed nor skipped.
+func (j *Journal) InProgress() bool {
+	return j != nil && !j.Completed && j.Failed == nil && j.Skipped == nil
+}
 
 // step returns the named step, or nil.
 func (j *Journal) step(name string) *Step {

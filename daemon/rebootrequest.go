@@ -127,6 +127,7 @@ func (d *Daemon) startRequestedReboot(ctx context.Context, node *corev1.Node, cu
 	inherit := prev != nil && prev.Failed != nil && !prev.Failed.Closed && prev.CordonedByDaemon()
 	j := newJournal(cur.Name, &plan, cur.Pool, boot, false, inherit)
 	j.Requested = req
+	j.DrainTimeout = d.sentDrainTimeout(node)
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return 0, err
 	}

@@ -155,6 +155,13 @@ func (s *Status) annotate(ctx context.Context, node *corev1.Node, kv map[string]
 	return nil
 }
 
+// podEvent records an Event on a pod, related to the node.
+func (s *Status) podEvent(pod *corev1.Pod, node *corev1.Node, typ, reason, action, msg string) {
+	if s.Recorder != nil {
+		s.Recorder.Eventf(pod, node, typ, reason, action, "%s", conditions.Truncate(msg, maxMessage))
+	}
+}
+
 // event records an Event on the Node, once per distinct message in a row.
 func (s *Status) event(node *corev1.Node, typ, reason, action, msg string) {
 	if s.Recorder == nil || reason+msg == s.lastEvent {

@@ -49,6 +49,9 @@ type Input struct {
 	Allowed int
 	// Pacing is the pool's last finished node.
 	Pacing PacingState
+	// Target is the pool's target config: a candidate that gave up its
+	// drain to it (DrainSkipped) is held.
+	Target string
 }
 
 // Decision is what the policies let start now.
@@ -96,7 +99,9 @@ func (d Decision) Holding() bool { return len(d.Pool) > 0 || len(d.Held) > 0 }
 // that holds it has a window open at the same time; any gate that says no
 // holds; the longest settle time and any wait for drained pods apply; the
 // smallest zone budget applies. Order is not combined: the first policy by
-// name that sets one decides, and the others' are reported as ignored.
+// name that sets one decides, and the others' are reported as ignored. A
+// candidate held by annotation, or that gave up its drain to the target
+// (DrainSkipped), is held whatever the policies say.
 func Decide(in Input) Decision {
 	d := Decision{Held: map[string][]Reason{}}
 	hold := func(n *corev1.Node, r Reason) {
@@ -205,6 +210,9 @@ func Decide(in Input) Decision {
 	for _, n := range d.Order {
 		if v, ok := n.Annotations[v1alpha1.HoldAnnotation]; ok {
 			hold(n, HoldReason(n.Name, v, n.Annotations[v1alpha1.HoldByAnnotation]))
+		}
+		if r, ok := DrainSkipped(n, in.Target); ok {
+			hold(n, r)
 		}
 		plan, ok := in.Plan(n)
 		if !ok {

@@ -9,20 +9,21 @@ import (
 type ReasonKind string
 
 const (
-	ReasonWindow      ReasonKind = "Window"        // outside a maintenance window
-	ReasonNever       ReasonKind = "NoWindow"      // the windows never open (together)
-	ReasonAlert       ReasonKind = "Alert"         // an alert that a gate selects is active
-	ReasonQuery       ReasonKind = "Query"         // a gate's PromQL query is not empty or zero
-	ReasonGateError   ReasonKind = "GateError"     // a gate could not be evaluated
-	ReasonBlockingPod ReasonKind = "BlockingPod"   // a pod that a gate selects exists
-	ReasonHold        ReasonKind = "Hold"          // the node carries ndp.dev/hold
-	ReasonSettle      ReasonKind = "Settle"        // pacing: the last node is settling
-	ReasonDrainedPods ReasonKind = "DrainedPods"   // pacing: pods drained from the last node are not Ready
-	ReasonZoneBudget  ReasonKind = "ZoneBudget"    // the zone has its budget of nodes out
-	ReasonNoPlan      ReasonKind = "NoPlan"        // the node's plan is not ready: its kinds are unknown
-	ReasonInvalid     ReasonKind = "InvalidPolicy" // a policy on the pool is invalid: it holds the pool
-	ReasonIgnored     ReasonKind = "OrderIgnored"  // a warning: another policy's order applies
-	ReasonHalted      ReasonKind = "Halted"        // failures: haltAfter nodes of the pool failed
+	ReasonWindow       ReasonKind = "Window"        // outside a maintenance window
+	ReasonNever        ReasonKind = "NoWindow"      // the windows never open (together)
+	ReasonAlert        ReasonKind = "Alert"         // an alert that a gate selects is active
+	ReasonQuery        ReasonKind = "Query"         // a gate's PromQL query is not empty or zero
+	ReasonGateError    ReasonKind = "GateError"     // a gate could not be evaluated
+	ReasonBlockingPod  ReasonKind = "BlockingPod"   // a pod that a gate selects exists
+	ReasonHold         ReasonKind = "Hold"          // the node carries ndp.dev/hold
+	ReasonSettle       ReasonKind = "Settle"        // pacing: the last node is settling
+	ReasonDrainedPods  ReasonKind = "DrainedPods"   // pacing: pods drained from the last node are not Ready
+	ReasonZoneBudget   ReasonKind = "ZoneBudget"    // the zone has its budget of nodes out
+	ReasonNoPlan       ReasonKind = "NoPlan"        // the node's plan is not ready: its kinds are unknown
+	ReasonInvalid      ReasonKind = "InvalidPolicy" // a policy on the pool is invalid: it holds the pool
+	ReasonIgnored      ReasonKind = "OrderIgnored"  // a warning: another policy's order applies
+	ReasonHalted       ReasonKind = "Halted"        // failures: haltAfter nodes of the pool failed
+	ReasonDrainSkipped ReasonKind = "DrainSkipped"  // the node gave up its drain to the target (onDrainTimeout Skip)
 )
 
 // Reason is why a start does not happen now, or (a warning) why a gate
@@ -43,8 +44,11 @@ type Reason struct {
 // String is the reason as the pool's conditions and `kubectl ndp status`
 // show it: "waiting: ...", or "held: ..." for a node's hold.
 func (r Reason) String() string {
-	if r.Kind == ReasonHold {
+	switch r.Kind {
+	case ReasonHold:
 		return "held: " + r.Detail
+	case ReasonDrainSkipped:
+		return "skipped: " + r.Detail
 	}
 	s := "waiting: " + r.Detail
 	if r.Kind == ReasonHalted {

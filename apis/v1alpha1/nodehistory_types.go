@@ -30,7 +30,7 @@ const (
 )
 
 // UpdateResult says how an update ended.
-// +kubebuilder:validation:Enum=InProgress;Done;Failed;Unreconcilable;Abandoned
+// +kubebuilder:validation:Enum=InProgress;Done;Failed;Unreconcilable;Abandoned;Skipped
 type UpdateResult string
 
 const (
@@ -46,6 +46,9 @@ const (
 	// UpdateAbandoned: the node was sent elsewhere before it reached the
 	// config.
 	UpdateAbandoned UpdateResult = "Abandoned"
+	// UpdateSkipped: its drain ran out of its timeout under
+	// onDrainTimeout Skip; the node stayed on its config, untouched.
+	UpdateSkipped UpdateResult = "Skipped"
 )
 
 // Verdict compares what was foretold with what was observed (advisor).
@@ -152,8 +155,9 @@ type UpdateStep struct {
 	Started *metav1.Time `json:"started,omitempty"`
 	// +optional
 	Finished *metav1.Time `json:"finished,omitempty"`
-	// result: Running, Done, Failed, Observed, or Skipped (a step of the
-	// host's other answer to a package update).
+	// result: Running, Done, Failed, Observed, or Skipped (a drain given
+	// up at its timeout, or a step of the host's other answer to a package
+	// update).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Result string `json:"result,omitempty"`

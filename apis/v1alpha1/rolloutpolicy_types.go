@@ -160,8 +160,10 @@ type RolloutPolicySpec struct {
 }
 
 // RolloutFailures says what a rollout does when nodes fail: without it, a
-// failed node only counts against the pool's maxUnavailable.
-// +kubebuilder:validation:XValidation:rule="has(self.haltAfter) || has(self.rebootTimeout)",message="failures sets haltAfter, rebootTimeout or both"
+// failed node only counts against the pool's maxUnavailable, and a drain
+// that PodDisruptionBudgets block waits for as long as they do.
+// +kubebuilder:validation:XValidation:rule="has(self.haltAfter) || has(self.rebootTimeout) || has(self.drainTimeout)",message="failures sets haltAfter, rebootTimeout, drainTimeout or several"
+// +kubebuilder:validation:XValidation:rule="!has(self.onDrainTimeout) || has(self.drainTimeout)",message="onDrainTimeout needs drainTimeout"
 type RolloutFailures struct {
 	// haltAfter stops every new start of the pool while this many of its
 	// nodes have failed: Degraded, whether their update failed or they did
@@ -177,7 +179,42 @@ type RolloutFailures struct {
 	// where it stopped ("15m").
 	// +optional
 	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
+	// drainTimeout: a drain still blocked (PodDisruptionBudgets refuse
+	// evictions) this long after it started does what onDrainTimeout says
+	// ("30m"). It counts from the drain's start as the node's daemon
+	// journaled it, also across a restart of the daemon. The rollout
+	// controller hands it to each node it sends (annotation
+	// ndp.dev/drain-timeout): a node keeps the choice it was sent with.
+	// +optional
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+	// onDrainTimeout: Wait (unset: keep waiting, with a DrainTimeout
+	// Warning Event on the Node), Skip (give up this node for this target:
+	// uncordon it, leave it on the config it runs, nothing written, and go
+	// on with the others; it is not sent again to this target), or
+	// DeletePods (delete, without eviction, the pods still on the node,
+	// each named in a DrainDeletedPod Event, and go on with the update).
+	// +optional
+	OnDrainTimeout DrainTimeoutAction `json:"onDrainTimeout,omitempty"`
 }
+
+// DrainTimeoutAction is what a drain that runs out of its drainTimeout
+// does.
+// +kubebuilder:validation:Enum=Wait;Skip;DeletePods
+type DrainTimeoutAction string
+
+const (
+	// DrainTimeoutWait keeps waiting: a Warning Event says the timeout
+	// ran out. A drain without a timeout waits too.
+	DrainTimeoutWait DrainTimeoutAction = "Wait"
+	// DrainTimeoutSkip gives the node up for this target: it is
+	// uncordoned and stays on its config, untouched (the drain comes
+	// before any write), marked DrainSkippedAnnotation; the rollout goes
+	// on with the other nodes.
+	DrainTimeoutSkip DrainTimeoutAction = "Skip"
+	// DrainTimeoutDeletePods deletes the pods the drain could not evict
+	// (a deletion ignores PodDisruptionBudgets), then the update goes on.
+	DrainTimeoutDeletePods DrainTimeoutAction = "DeletePods"
+)
 
 // MaintenanceWindow is a weekly time of day, in a time zone, during which
 // the plans it holds may start. A window whose end is not after its start

@@ -132,6 +132,43 @@ Exit codes: 0 released (or not held); 1 no cluster reachable, an unknown node or
 	return cmd
 }
 
+func newRetryCommand() *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "retry NODE",
+		Short: "Let the rollout send again a node that gave up its drain (onDrainTimeout Skip)",
+		Long: `Let the rollout send again a node whose drain ran out of its pool's drainTimeout under onDrainTimeout
+Skip: its ` + v1alpha1.DrainSkippedAnnotation + ` and ` + v1alpha1.DrainSkippedReasonAnnotation + ` annotations are removed, and the
+rollout sends it to its pool's target in its turn (a new target does too, without retry).
+
+Exit codes: 0 retried (or not skipped); 1 no cluster reachable, an unknown node or another error; 2 usage.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctrllog.SetLogger(logr.Discard())
+			c, _, err := newHoldClient(o)
+			if err != nil {
+				return err
+			}
+			var n corev1.Node
+			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, &n); err != nil {
+				return nodeError(args[0], err)
+			}
+			target, ok := n.Annotations[v1alpha1.DrainSkippedAnnotation]
+			if !ok {
+				fmt.Fprintf(cmd.OutOrStdout(), "node %s skipped no drain\n", args[0])
+				return nil
+			}
+			if err := annotateNode(cmd, c, args[0], map[string]any{v1alpha1.DrainSkippedAnnotation: nil, v1alpha1.DrainSkippedReasonAnnotation: nil}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s may go to %s again\n", args[0], target)
+			return nil
+		},
+	}
+	o.addClusterFlags(cmd, "")
+	return cmd
+}
+
 // annotateNode sets (a string) or removes (nil) the node's annotations
 // with one merge patch; a node that does not exist is an error naming it.
 func annotateNode(cmd *cobra.Command, c client.Client, name string, ann map[string]any) error {

@@ -131,3 +131,37 @@ Details:
 		t.Errorf("status master: exit %d\n%s", code, out)
 	}
 }
+
+func TestRetry(t *testing.T) {
+	c := withFakeHoldCluster(t, "kube-admin")
+	if code, out, _ := ndp(t, "retry", "worker-3"); code != exitOK || out != "node worker-3 skipped no drain\n" {
+		t.Errorf("retry of a node not skipped: exit %d %q", code, out)
+	}
+	if code, _, errOut := ndp(t, "hold", "worker-3"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	var n corev1.Node
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "worker-3"}, &n); err != nil {
+		t.Fatal(err)
+	}
+	n.Annotations[v1alpha1.DrainSkippedAnnotation] = "rendered-worker-b"
+	n.Annotations[v1alpha1.DrainSkippedReasonAnnotation] = "the drain timed out with 1 pods still to evict (web/db-0)"
+	if err := c.Update(context.Background(), &n); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := ndp(t, "retry", "worker-3"); code != exitOK || out != "node worker-3 may go to rendered-worker-b again\n" {
+		t.Errorf("retry: exit %d %q", code, out)
+	}
+	a := nodeAnnotations(t, c, "worker-3")
+	for _, k := range []string{v1alpha1.DrainSkippedAnnotation, v1alpha1.DrainSkippedReasonAnnotation} {
+		if _, ok := a[k]; ok {
+			t.Errorf("%s still there: %v", k, a)
+		}
+	}
+	if _, ok := a[v1alpha1.HoldAnnotation]; !ok {
+		t.Errorf("retry removed the hold: %v", a)
+	}
+	if code, _, _ := ndp(t, "retry", "nope"); code == exitOK {
+		t.Error("retry of an unknown node: exit 0")
+	}
+}

@@ -101,7 +101,7 @@ what a set of manifests (a pull request) would do to every pool's nodes before i
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newPlanCommand(), newExplainCommand(), newTestCommand(), newBundleCommand(), newStatusCommand())
-	root.AddCommand(newImportCommand(), newExportCommand(), newWhyCommand(), newHoldCommand(), newReleaseCommand())
+	root.AddCommand(newImportCommand(), newExportCommand(), newWhyCommand(), newHoldCommand(), newReleaseCommand(), newRetryCommand())
 	root.AddCommand(newReleaseMCOEntriesCommand(), newDiffCommand())
 	return root
 }

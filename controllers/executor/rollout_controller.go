@@ -233,14 +233,17 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		taint[n] = false
 	}
 	written := map[*corev1.Node]bool{}
-	write := func(ctx context.Context, n *corev1.Node, desired string) error {
+	write := func(ctx context.Context, n *corev1.Node, desired string, drain *v1alpha1.DrainTimeout) error {
 		t, ok := taint[n]
-		return r.patchNode(ctx, n, desired, t, ok)
+		return r.patchNode(ctx, n, desired, drain, t, ok)
 	}
+	// A node sent to the target carries the pool's drain timeout, in the
+	// same patch: its daemon executes it, deciding nothing.
+	drain := rolloutcontrol.DrainTimeoutFor(pol.policies())
 	for _, n := range d.Redirect {
 		written[n] = true
 		desired := n.Annotations[ndpmcv1.DesiredConfigAnnotation]
-		if err := write(ctx, n, target); err != nil {
+		if err := write(ctx, n, target, drain); err != nil {
 			return reconcile.Result{}, err
 		}
 		if n.Annotations[ndpmcv1.CurrentConfigAnnotation] == "" || desired == "" {
@@ -251,7 +254,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	for _, n := range d.Record {
 		written[n] = true
-		if err := write(ctx, n, n.Annotations[ndpmcv1.CurrentConfigAnnotation]); err != nil {
+		if err := write(ctx, n, n.Annotations[ndpmcv1.CurrentConfigAnnotation], nil); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -259,7 +262,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		written[n] = true
 	}
 	for _, n := range d.Grant {
-		if err := r.grantReboot(ctx, &pool, n); err != nil {
+		if err := r.grantReboot(ctx, &pool, n, drain); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -271,7 +274,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	g.SetLimit(maxParallelSends)
 	for i, n := range d.Send {
 		g.Go(func() error {
-			if err := write(gctx, n, target); err != nil {
+			if err := write(gctx, n, target, drain); err != nil {
 				return err
 			}
 			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, d.Out+i+1, len(nodes), d.Budget)
@@ -280,7 +283,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	for _, n := range append(slices.Clone(d.Taint), d.Untaint...) {
 		if !written[n] {
-			g.Go(func() error { return write(gctx, n, "") })
+			g.Go(func() error { return write(gctx, n, "", nil) })
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -527,10 +530,10 @@ const maxParallelSends = 8
 // first): its daemon journals and runs the reboot. The patch carries the
 // node's resourceVersion: a node whose request changed meanwhile is
 // decided again.
-func (r *RolloutReconciler) grantReboot(ctx context.Context, pool *mcfgv1.MachineConfigPool, n *corev1.Node) error {
+func (r *RolloutReconciler) grantReboot(ctx context.Context, pool *mcfgv1.MachineConfigPool, n *corev1.Node, drain *v1alpha1.DrainTimeout) error {
 	g := v1alpha1.RebootGrant{Request: n.Annotations[v1alpha1.RebootRequiredAnnotation], Drain: true}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": n.ResourceVersion,
-		"annotations": map[string]string{v1alpha1.RebootGrantAnnotation: g.String()}}})
+		"annotations": map[string]any{v1alpha1.RebootGrantAnnotation: g.String(), v1alpha1.DrainTimeoutAnnotation: drainTimeoutValue(drain)}}})
 	if err := r.Client.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil // the node changed: the next step decides again
@@ -561,16 +564,22 @@ func (r *RolloutReconciler) markOverdue(ctx context.Context, pool *mcfgv1.Machin
 	return nil
 }
 
-// patchNode sets a node's desiredConfig (unless desired is "") and, if
-// taintKnown, adds (taint) or removes the UpdateInProgress taint, in one
-// merge patch, only if the node is still what the decision was made on
-// (the patch carries the node's resourceVersion: the taint list it
+// patchNode sets a node's desiredConfig (unless desired is "") with the
+// drain timeout it goes with (none: removed; not for a node recorded where
+// it is, whose daemon changes nothing: desired is its currentConfig) and,
+// if taintKnown, adds (taint) or removes the UpdateInProgress taint, in
+// one merge patch, only if the node is still what the decision was made
+// on (the patch carries the node's resourceVersion: the taint list it
 // replaces is the one read, other taints kept). n may be the cache's own
 // object: the patch's answer goes into a copy.
-func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desired string, taint, taintKnown bool) error {
+func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desired string, drain *v1alpha1.DrainTimeout, taint, taintKnown bool) error {
 	meta := map[string]any{"resourceVersion": n.ResourceVersion}
 	if desired != "" {
-		meta["annotations"] = map[string]string{ndpmcv1.DesiredConfigAnnotation: desired}
+		a := map[string]any{ndpmcv1.DesiredConfigAnnotation: desired}
+		if desired != n.Annotations[ndpmcv1.CurrentConfigAnnotation] {
+			a[v1alpha1.DrainTimeoutAnnotation] = drainTimeoutValue(drain)
+		}
+		meta["annotations"] = a
 	}
 	body := map[string]any{"metadata": meta}
 	if taintKnown {
@@ -587,4 +596,13 @@ func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desir
 	}
 	patch, _ := json.Marshal(body)
 	return r.Client.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+}
+
+// drainTimeoutValue is DrainTimeoutAnnotation's value in a merge patch:
+// nil removes it.
+func drainTimeoutValue(d *v1alpha1.DrainTimeout) any {
+	if d == nil {
+		return nil
+	}
+	return d.String()
 }

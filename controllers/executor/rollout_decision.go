@@ -291,7 +291,7 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 	}
 	pd := rolloutcontrol.Decide(rolloutcontrol.Input{
 		Now: pol.Now, Policies: pol.Policies, Nodes: nodes, Out: out, Candidates: candidates,
-		Plan: plan, Allowed: budget - d.Out, Pacing: pol.Pacing,
+		Plan: plan, Allowed: budget - d.Out, Pacing: pol.Pacing, Target: name,
 	})
 	d.Policy, d.Next = &pd, pd.Next
 	// A redirect is no new start (the node is out already), so gates,

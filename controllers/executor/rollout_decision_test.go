@@ -30,6 +30,8 @@ type testNode struct {
 	// rebootAsked: its host asks for a reboot; granted: the rollout
 	// controller granted it.
 	rebootAsked, granted bool
+	// skipped: the config whose drain it gave up (onDrainTimeout Skip).
+	skipped string
 }
 
 var testEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -55,6 +57,9 @@ func (t testNode) node() *corev1.Node {
 	}
 	if t.granted {
 		n.Annotations[v1alpha1.RebootGrantAnnotation] = "2025-01-01T00:00:00Z;drain"
+	}
+	if t.skipped != "" {
+		n.Annotations[v1alpha1.DrainSkippedAnnotation] = t.skipped
 	}
 	ready := corev1.ConditionTrue
 	if t.notReady {
@@ -191,6 +196,20 @@ func TestDecideRollout(t *testing.T) {
 			name:   "updates and asked reboots share the budget, in rollout order",
 			pool:   testPool("new", nil, false),
 			nodes:  []testNode{at(done("a", "old"), "", 0), func() testNode { n := at(done("b", "new"), "", 1); n.rebootAsked = true; return n }()},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 1, Send: []string{"a"}, Held: map[string]holdReason{"b": holdOverBudget}},
+		},
+		{
+			name:   "a node that gave up its drain to the target is held and not counted: the next goes",
+			pool:   testPool("new", nil, false),
+			nodes:  []testNode{func() testNode { n := at(done("a", "old"), "", 0); n.skipped = "new"; return n }(), at(done("b", "old"), "", 1)},
+			target: testTarget(true, "old"),
+			want:   decision{Budget: 1, Send: []string{"b"}, Held: map[string]holdReason{"a": holdPolicy}},
+		},
+		{
+			name:   "a node that gave up its drain to an older target goes again",
+			pool:   testPool("new", nil, false),
+			nodes:  []testNode{func() testNode { n := at(done("a", "old"), "", 0); n.skipped = "older"; return n }(), at(done("b", "old"), "", 1)},
 			target: testTarget(true, "old"),
 			want:   decision{Budget: 1, Send: []string{"a"}, Held: map[string]holdReason{"b": holdOverBudget}},
 		},
