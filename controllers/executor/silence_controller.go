@@ -79,6 +79,8 @@ func (r *SilenceReconciler) silenceCandidates(ctx context.Context, _ client.Obje
 // failed node's alerts are what its administrator must hear.
 func silenceDisrupted(n *corev1.Node) bool { return updating(n) && !nodeDegraded(n) }
 
+// Reconcile does what alertsilence.Decide says for one node: one
+// Alertmanager call at most, then the annotation, then an Event.
 func (r *SilenceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var node corev1.Node
 	if err := r.Client.Get(ctx, req.NamespacedName, &node); err != nil {
