@@ -98,7 +98,7 @@ test: test-go test-rego test-fuzz
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
 # so they skip under -race and run here without it.
 NORACE_PKGS := /test/scale$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
-# NDP_REQUIRE_PROMETHEUS: rolloutgates' test (and test/framework's check of its monitoring configs with
+# NDP_REQUIRE_PROMETHEUS: rolloutgates', alertsilence's and the silence controller's tests (and test/framework's check of its monitoring configs with
 # promtool and amtool) fails, not skips, without Debian's prometheus and prometheus-alertmanager
 # (hack/packages.sh test installs them). -timeout: test/mco under -race takes 7 minutes alone, more beside the
 # other packages, and go test's default stops a package at 10.

@@ -50,7 +50,7 @@ for p in "$@"; do
 		# rolloutgates' test starts its own on loopback ports (make test sets
 		# NDP_REQUIRE_PROMETHEUS, so it fails rather than skips without them).
 		req cmd prometheus prometheus "the rollout gates' test, a real Prometheus"
-		req cmd prometheus-alertmanager prometheus-alertmanager "the rollout gates' test, a real Alertmanager"
+		req cmd prometheus-alertmanager prometheus-alertmanager "the rollout gates' and node silences' tests, a real Alertmanager"
 		req cmd curl curl "the GitLab CI example's merge request note, posted to a loopback API"
 		;;
 	local-cluster)

@@ -35,7 +35,7 @@ const maxAlertsBody = 64 << 20
 // suppressed → Suppressed; unprocessed (received, not yet matched against
 // silences) → Firing, since a gate that cannot tell holds.
 func AlertmanagerAlerts(ctx context.Context, rawURL string, rt http.RoundTripper) *rolloutcontrol.AlertsResult {
-	c, err := newClient(rawURL, rt)
+	c, err := NewClient(rawURL, rt)
 	if err != nil {
 		return &rolloutcontrol.AlertsResult{Err: err}
 	}
@@ -47,10 +47,10 @@ func AlertmanagerAlerts(ctx context.Context, rawURL string, rt http.RoundTripper
 	req.Header.Set("Accept", "application/json")
 	resp, body, err := c.Do(ctx, req)
 	if err != nil {
-		return &rolloutcontrol.AlertsResult{Err: callError(rawURL, err)}
+		return &rolloutcontrol.AlertsResult{Err: CallError(rawURL, err)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &rolloutcontrol.AlertsResult{Err: fmt.Errorf("%s: %s: %s", rawURL, resp.Status, snippet(body))}
+		return &rolloutcontrol.AlertsResult{Err: fmt.Errorf("%s: %s: %s", rawURL, resp.Status, Snippet(body))}
 	}
 	if len(body) > maxAlertsBody {
 		return &rolloutcontrol.AlertsResult{Err: fmt.Errorf("%s: answer of %d bytes, more than %d", rawURL, len(body), maxAlertsBody)}
@@ -81,8 +81,8 @@ func decodeAMAlerts(body []byte) ([]rolloutcontrol.Alert, error) {
 	return out, nil
 }
 
-// snippet is the start of an error answer's body, on one line.
-func snippet(b []byte) string {
+// Snippet is the start of an error answer's body, on one line.
+func Snippet(b []byte) string {
 	const n = 200
 	s := string(b)
 	if len(s) > n {

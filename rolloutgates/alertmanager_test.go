@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,20 +12,6 @@ import (
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
 )
-
-// startAlertmanager starts Debian's prometheus-alertmanager on loopback,
-// alone (no gossip), routing everything nowhere; it returns its URL.
-func startAlertmanager(t *testing.T) string {
-	t.Helper()
-	bin := testkit.RequirePrometheusTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "alertmanager.yml"), "route: {receiver: nowhere}\nreceivers: [{name: nowhere}]\n")
-	addr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	url := "http://" + addr
-	testkit.StartServer(t, url, bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
-		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--cluster.listen-address=")
-	return url
-}
 
 // post sends v as JSON to Alertmanager's v2 API, as a Prometheus or amtool
 // would.
@@ -47,7 +32,7 @@ func post(t *testing.T, url string, v any) {
 }
 
 func TestAlertmanagerGate(t *testing.T) {
-	url := startAlertmanager(t)
+	url := testkit.StartAlertmanager(t)
 	e := NewEvaluator(nil, Options{Interval: 200 * time.Millisecond})
 	no := false
 	sel := v1alpha1.AlertSelector{Names: []string{"NdpTestAlert"},

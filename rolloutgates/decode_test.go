@@ -82,17 +82,17 @@ func TestCallError(t *testing.T) {
 		{&promv1.Error{Type: promv1.ErrBadData, Msg: "parse error"}, u + ": bad_data: parse error"},
 		{errors.New("odd"), u + ": odd"},
 	} {
-		if got := callError(u, c.err).Error(); got != c.want {
+		if got := CallError(u, c.err).Error(); got != c.want {
 			t.Errorf("%v: %q, want %q", c.err, got, c.want)
 		}
 	}
 }
 
 func TestSnippet(t *testing.T) {
-	if got := snippet([]byte("bad request\nmore")); got != "bad request" {
+	if got := Snippet([]byte("bad request\nmore")); got != "bad request" {
 		t.Errorf("%q", got)
 	}
-	if got := snippet([]byte(strings.Repeat("x", 300))); len(got) != 200+len("…") {
+	if got := Snippet([]byte(strings.Repeat("x", 300))); len(got) != 200+len("…") {
 		t.Errorf("%d bytes", len(got))
 	}
 }

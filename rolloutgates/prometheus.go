@@ -17,9 +17,10 @@ import (
 	"github.com/ndp-dev/ndp/rolloutcontrol"
 )
 
-// newClient is client_golang's API client for a Prometheus or Alertmanager
+// NewClient is client_golang's API client for a Prometheus or Alertmanager
 // root URL; rt is shared, so connections are reused across evaluations.
-func newClient(rawURL string, rt http.RoundTripper) (api.Client, error) {
+// alertsilence calls Alertmanager's silences through it too.
+func NewClient(rawURL string, rt http.RoundTripper) (api.Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("url %q: %w", rawURL, err)
@@ -34,13 +35,13 @@ func newClient(rawURL string, rt http.RoundTripper) (api.Client, error) {
 // request) with their states: firing → Firing, pending → Pending; inactive
 // ones are left out (Prometheus does not list them anyway).
 func PrometheusAlerts(ctx context.Context, rawURL string, rt http.RoundTripper) *rolloutcontrol.AlertsResult {
-	c, err := newClient(rawURL, rt)
+	c, err := NewClient(rawURL, rt)
 	if err != nil {
 		return &rolloutcontrol.AlertsResult{Err: err}
 	}
 	res, err := promv1.NewAPI(c).Alerts(ctx)
 	if err != nil {
-		return &rolloutcontrol.AlertsResult{Err: callError(rawURL, err)}
+		return &rolloutcontrol.AlertsResult{Err: CallError(rawURL, err)}
 	}
 	out := &rolloutcontrol.AlertsResult{Alerts: make([]rolloutcontrol.Alert, 0, len(res.Alerts))}
 	for _, a := range res.Alerts {
@@ -63,13 +64,13 @@ func PrometheusAlerts(ctx context.Context, rawURL string, rt http.RoundTripper) 
 // without labels; a range vector or a string is an error (the gate wants a
 // value that must be empty or zero).
 func PrometheusQuery(ctx context.Context, rawURL, query string, rt http.RoundTripper) *rolloutcontrol.QueryResult {
-	c, err := newClient(rawURL, rt)
+	c, err := NewClient(rawURL, rt)
 	if err != nil {
 		return &rolloutcontrol.QueryResult{Err: err}
 	}
-	v, _, err := promv1.NewAPI(c).Query(ctx, query, time.Time{})
+	v, _, _, err := promv1.NewAPI(c).Query(ctx, query, time.Time{})
 	if err != nil {
-		return &rolloutcontrol.QueryResult{Err: callError(rawURL, err)}
+		return &rolloutcontrol.QueryResult{Err: CallError(rawURL, err)}
 	}
 	samples, err := querySamples(v)
 	if err != nil {
@@ -103,10 +104,10 @@ func labelMap(ls model.LabelSet) map[string]string {
 	return m
 }
 
-// callError is a failed call in few words, naming the URL: the reason
+// CallError is a failed call in few words, naming the URL: the reason
 // shows in the pool's conditions and `kubectl ndp status`, where Go's
 // nested "Post \"http://…/api/v1/query\": dial tcp …: connect: …" is noise.
-func callError(rawURL string, err error) error {
+func CallError(rawURL string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: timed out", rawURL)
 	}

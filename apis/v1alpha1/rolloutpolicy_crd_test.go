@@ -30,6 +30,13 @@ func TestRolloutPolicyCRD(t *testing.T) {
 		}
 		return v1alpha1.RolloutPolicySpec{Windows: []v1alpha1.MaintenanceWindow{w}}
 	}
+	silences := func(mod func(*v1alpha1.NodeSilences)) v1alpha1.RolloutPolicySpec {
+		s := v1alpha1.NodeSilences{URL: "http://alertmanager:9093", Matchers: []v1alpha1.SilenceMatcher{`node="{{node}}"`}}
+		if mod != nil {
+			mod(&s)
+		}
+		return v1alpha1.RolloutPolicySpec{Silences: &s}
+	}
 	pct := intstr.FromString("50%")
 	bad := intstr.FromString("150%")
 	zero := intstr.FromInt32(0)
@@ -63,6 +70,25 @@ func TestRolloutPolicyCRD(t *testing.T) {
 		{"prometheus-url", v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{Prometheus: &v1alpha1.PrometheusGate{URL: "p:9090", Query: "up == 0"}}}, "spec.gates.prometheus.url"},
 		{"label-priority-no-label", v1alpha1.RolloutPolicySpec{Order: &v1alpha1.RolloutOrder{By: v1alpha1.OrderLabelPriority}}, "LabelPriority needs label and priorities"},
 		{"zone-with-label", v1alpha1.RolloutPolicySpec{Order: &v1alpha1.RolloutOrder{By: v1alpha1.OrderZone, Label: "x"}}, "belong to LabelPriority"},
+		{"silences", silences(nil), ""},
+		{"silences-alone-regex", silences(func(s *v1alpha1.NodeSilences) {
+			s.Matchers = []v1alpha1.SilenceMatcher{`instance=~"{{node}}(:[0-9]+)?"`, ` alertname != "Watchdog" `, `job!~"a\"b"`}
+		}), ""},
+		{"silences-no-matchers", silences(func(s *v1alpha1.NodeSilences) { s.Matchers = nil }), "spec.silences.matchers"},
+		{"silences-too-many-matchers", silences(func(s *v1alpha1.NodeSilences) {
+			s.Matchers = make([]v1alpha1.SilenceMatcher, v1alpha1.MaxSilenceMatchers+1)
+			for i := range s.Matchers {
+				s.Matchers[i] = `node="{{node}}"`
+			}
+		}), "spec.silences.matchers: Too many"},
+		{"silences-unquoted", silences(func(s *v1alpha1.NodeSilences) { s.Matchers = []v1alpha1.SilenceMatcher{"node={{node}}"} }), "a matcher is a label name"},
+		{"silences-no-operator", silences(func(s *v1alpha1.NodeSilences) { s.Matchers = []v1alpha1.SilenceMatcher{`node "x"`} }), "spec.silences.matchers[0]"},
+		{"silences-url", silences(func(s *v1alpha1.NodeSilences) { s.URL = "alertmanager:9093" }), "spec.silences.url"},
+		{"silences-short", silences(func(s *v1alpha1.NodeSilences) { s.Duration = &metav1.Duration{Duration: time.Minute} }), "duration is 5m to 24h"},
+		{"silences-long", silences(func(s *v1alpha1.NodeSilences) { s.Duration = &metav1.Duration{Duration: 25 * time.Hour} }), "duration is 5m to 24h"},
+		{"silences-max-below", silences(func(s *v1alpha1.NodeSilences) {
+			s.Duration, s.MaxDuration = &metav1.Duration{Duration: 2 * time.Hour}, &metav1.Duration{Duration: time.Hour}
+		}), "maxDuration is shorter than duration"},
 		{"gates", v1alpha1.RolloutPolicySpec{Gates: &v1alpha1.RolloutGates{
 			Prometheus:   &v1alpha1.PrometheusGate{URL: "http://p:9090", Alerts: &v1alpha1.AlertSelector{Names: []string{"KubePodCrashLooping"}, Include: []v1alpha1.LabelMatcher{{Label: "namespace", Value: "web"}}}},
 			BlockingPods: &v1alpha1.BlockingPodsGate{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
@@ -90,6 +116,12 @@ func TestRolloutPolicyCRD(t *testing.T) {
 	a := got.Spec.Gates.Prometheus.Alerts
 	if a.FiringOnly == nil || !*a.FiringOnly || a.Include[0].Operator != v1alpha1.MatchEqual || got.Spec.Gates.BlockingPods.Scope != v1alpha1.BlockingPodsNode {
 		t.Errorf("defaults not applied: %+v, scope %q", a, got.Spec.Gates.BlockingPods.Scope)
+	}
+	if err := cp.Client.Get(ctx, clientKey("silences"), got); err != nil {
+		t.Fatal(err)
+	}
+	if d := got.Spec.Silences.Duration; d == nil || d.Duration != time.Hour {
+		t.Errorf("silences.duration: %v, want the default 1h", d)
 	}
 	if err := cp.Client.Get(ctx, clientKey("zone-budget-pct"), got); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ const (
 	MaxPoolReasons     = 20
 	MaxPoolHeldNodes   = 50
 	MaxOrderPriorities = 50
+	MaxSilenceMatchers = 20
 )
 
 // PlanKind is one thing a node's plan makes it go through, in the words of
@@ -117,7 +118,7 @@ type Weekday string
 // RolloutPolicySpec says when and in what order the nodes of the selected
 // pools may start an update. It only ever stops or delays starts: it never
 // loosens a pool's maxUnavailable, and a node that has started finishes.
-// +kubebuilder:validation:XValidation:rule="has(self.windows) || has(self.gates) || has(self.pacing) || has(self.order) || has(self.zoneBudget) || has(self.failures)",message="a rollout policy sets at least one of windows, gates, pacing, order, zoneBudget, failures"
+// +kubebuilder:validation:XValidation:rule="has(self.windows) || has(self.gates) || has(self.pacing) || has(self.order) || has(self.zoneBudget) || has(self.failures) || has(self.silences)",message="a rollout policy sets at least one of windows, gates, pacing, order, zoneBudget, failures, silences"
 type RolloutPolicySpec struct {
 	// poolSelector selects MachineConfigPools by their labels; {} selects
 	// every pool. Several policies on one pool combine as the strictest.
@@ -157,6 +158,83 @@ type RolloutPolicySpec struct {
 	// failures says what the rollout does when nodes fail.
 	// +optional
 	Failures *RolloutFailures `json:"failures,omitempty"`
+
+	// silences: while a node of the selected pools is updated or rebooted
+	// on purpose, its own alerts are silenced in an Alertmanager. It never
+	// holds a start.
+	// +optional
+	Silences *NodeSilences `json:"silences,omitempty"`
+}
+
+// SilenceAnnotation is on a Node while ndp-controller keeps an
+// Alertmanager silence for it (JSON: the silence's id, the Alertmanager's
+// URL, when it started and when it ends), so that a restarted controller
+// extends or expires that silence instead of creating another.
+const SilenceAnnotation = "ndp.dev/silence"
+
+// SilenceNodePlaceholder in a silence matcher is the node's name (escaped
+// as a regular expression in =~ and !~ matchers).
+const SilenceNodePlaceholder = "{{node}}"
+
+// SilenceMatcher is one Alertmanager matcher: a label name, one of
+// = != =~ !~, and a double-quoted value (a regular expression, anchored,
+// for =~ and !~), which may hold SilenceNodePlaceholder.
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:XValidation:rule=`self.matches(r'^ *[a-zA-Z_][a-zA-Z0-9_]* *(=|!=|=~|!~) *"([^"\\]|\\.)*" *$')`,message=`a matcher is a label name, one of = != =~ !~, and a double-quoted value: node="{{node}}"`
+type SilenceMatcher string
+
+// NodeSilences silence a node's own alerts in an Alertmanager while the
+// node is disrupted on purpose: from when it is sent to a new config (or
+// granted the reboot it asked for) until it is done. Each silence ends by
+// itself after duration and is extended while the node is still at it,
+// so one left behind (a controller that stopped) ends on its own.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxDuration) || !has(self.duration) || duration(self.maxDuration) >= duration(self.duration)",message="maxDuration is shorter than duration"
+type NodeSilences struct {
+	// url of the Alertmanager's root ("http://alertmanager:9093"), as the
+	// gates' alertmanager.url.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+
+	// matchers select the node's alerts, in Alertmanager's matcher syntax
+	// (name, one of = != =~ !~, a quoted value); {{node}} is the node's
+	// name: `instance=~"{{node}}(:[0-9]+)?"`, `node="{{node}}"`. An alert
+	// is silenced when every matcher matches it.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	Matchers []SilenceMatcher `json:"matchers"`
+
+	// comment of the silences; "{{node}}" is the node's name. Unset:
+	// "ndp: node NAME is being updated (pool POOL)".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Comment string `json:"comment,omitempty"`
+
+	// createdBy of the silences. Unset: "ndp".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CreatedBy string `json:"createdBy,omitempty"`
+
+	// duration of each silence ("1h", 5m-24h): a silence is extended by
+	// this much when less than half of it is left and the node is still
+	// at it, and ends by itself this long after its last extension.
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m') && duration(self) <= duration('24h')",message="duration is 5m to 24h"
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// maxDuration: the longest one update of a node is silenced, from its
+	// first silence ("12h"); past it the silence is no longer extended, so
+	// a node stuck in its update is heard from again. Unset: as long as the
+	// update.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="maxDuration is at least 5m"
+	MaxDuration *metav1.Duration `json:"maxDuration,omitempty"`
 }
 
 // RolloutFailures says what a rollout does when nodes fail: without it, a

@@ -39,6 +39,7 @@ func SetupWithManager(mgr ctrl.Manager, active *policyset.ActivePolicies, mco *m
 		"rolloutpolicy":          &RolloutPolicyStatusReconciler{Client: mgr.GetClient(), Gates: gates, board: board},
 		"poolstatus":             &PoolStatusReconciler{Client: mgr.GetClient(), Nodes: nodes, Recorder: mgr.GetEventRecorder("ndp-poolstatus-controller"), Conditions: conds},
 		"operator":               &OperatorReconciler{Client: mgr.GetClient()},
+		"silence":                &SilenceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ndp-silence-controller")},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", name, err)

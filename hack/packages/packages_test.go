@@ -199,7 +199,7 @@ func TestTestInstallsPrometheus(t *testing.T) {
 		t.Errorf("apt-get called with\n  %q\nwant\n  %q", r.apt, want)
 	}
 	for _, why := range []string{"prometheus: prometheus (the rollout gates' test, a real Prometheus)",
-		"prometheus-alertmanager: prometheus-alertmanager (the rollout gates' test, a real Alertmanager)"} {
+		"prometheus-alertmanager: prometheus-alertmanager (the rollout gates' and node silences' tests, a real Alertmanager)"} {
 		if !strings.Contains(r.stdout, why) {
 			t.Errorf("%q is not said:\n%s", why, r.stdout)
 		}

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/prometheus/alertmanager/api/v2/models"
 )
 
 // RequirePrometheusTool finds one of Debian's prometheus binaries
@@ -68,4 +71,39 @@ func StartServer(t testing.TB, url, bin string, args ...string) {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	}, Within(time.Minute))
+}
+
+// StartAlertmanager starts Debian's prometheus-alertmanager on loopback,
+// alone (no gossip), routing everything nowhere, its storage in a
+// temporary directory; it returns its URL. Without the binary the test
+// skips (RequirePrometheusTool).
+func StartAlertmanager(t testing.TB) string {
+	t.Helper()
+	bin := RequirePrometheusTool(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	dir := t.TempDir()
+	config := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(config, []byte("route: {receiver: nowhere}\nreceivers: [{name: nowhere}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	url := "http://" + addr
+	StartServer(t, url, bin, "--config.file="+config, "--storage.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--cluster.listen-address=")
+	return url
+}
+
+// AlertmanagerSilences are the silences an Alertmanager lists
+// (GET /api/v2/silences), expired ones included.
+func AlertmanagerSilences(t testing.TB, url string) models.GettableSilences {
+	t.Helper()
+	resp, err := http.Get(url + "/api/v2/silences")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var out models.GettableSilences
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/api/v2/silences: %s: %v", url, resp.Status, err)
+	}
+	return out
 }

@@ -192,6 +192,18 @@ func TestRolloutGatesBelowTheControllers(t *testing.T) {
 	}
 }
 
+// TestAlertSilenceBelowTheControllers: the node silences' decisions and
+// Alertmanager calls stand at the third level, on apis and rolloutgates
+// (its HTTP client), so the controllers use them and they use none of the
+// controllers; like the gates, they link no OPA.
+func TestAlertSilenceBelowTheControllers(t *testing.T) {
+	for _, p := range standsOn(t, "./alertsilence", "it stands on apis and rolloutgates alone", 4, "alertsilence", "rolloutgates", "rolloutcontrol", "apis") {
+		if strings.HasPrefix(p, "github.com/open-policy-agent/opa") {
+			t.Errorf("alertsilence links %s: it silences nodes, it evaluates no policy", p)
+		}
+	}
+}
+
 // TestWebhookModesApart: the webhook's answers of the executor and of the
 // advisor import none of each other's, and what both modes' handlers
 // stand on (preview, nodedisruptionpolicy) imports neither, so that the
