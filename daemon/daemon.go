@@ -789,11 +789,15 @@ func (d *Daemon) drain(ctx context.Context, node *corev1.Node, j *Journal, s *St
 		return transient(err)
 	}
 	msg := fmt.Sprintf("the drain ran out of its timeout of %s (started %s): %s", dt.Timeout, s.StartedAt.UTC().Format(time.RFC3339), podList(late.Pods))
-	switch dt.Action {
-	case v1alpha1.DrainTimeoutSkip:
+	switch {
+	case dt.Action == v1alpha1.DrainTimeoutSkip && s.When != "":
+		// The drain before the reboot a package update asked for: the
+		// packages are on the host already, there is no config to stay on.
+		d.Status.event(node, corev1.EventTypeWarning, "DrainTimeout", "Drain", msg+"; waiting on: the packages are updated already, so the node cannot be skipped (onDrainTimeout Skip)")
+	case dt.Action == v1alpha1.DrainTimeoutSkip:
 		j.Skipped = &DrainSkip{At: time.Now().UTC(), Pods: late.Pods, Message: msg + "; skipped: the node stays on " + j.Plan.From}
 		return errDrainSkipped
-	case v1alpha1.DrainTimeoutDeletePods:
+	case dt.Action == v1alpha1.DrainTimeoutDeletePods:
 		d.Status.event(node, corev1.EventTypeWarning, "DrainTimeout", "Drain", msg+"; deleting them")
 		err := d.Drainer.DeletePods(ctx, d.NodeName, func(pod *corev1.Pod, budgets []string) {
 			m := fmt.Sprintf("deleting pod %s/%s, not evicted within the drain timeout of %s", pod.Namespace, pod.Name, dt.Timeout)
