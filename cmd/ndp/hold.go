@@ -108,24 +108,7 @@ and the rollout may send it to its pool's target in its turn.
 Exit codes: 0 released (or not held); 1 no cluster reachable, an unknown node or another error; 2 usage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctrllog.SetLogger(logr.Discard())
-			c, _, err := newHoldClient(o)
-			if err != nil {
-				return err
-			}
-			var n corev1.Node
-			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, &n); err != nil {
-				return nodeError(args[0], err)
-			}
-			if _, ok := n.Annotations[v1alpha1.HoldAnnotation]; !ok {
-				fmt.Fprintf(cmd.OutOrStdout(), "node %s is not held\n", args[0])
-				return nil
-			}
-			if err := annotateNode(cmd, c, args[0], map[string]any{v1alpha1.HoldAnnotation: nil, v1alpha1.HoldByAnnotation: nil}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "node %s released\n", args[0])
-			return nil
+			return removeMark(cmd, o, args[0], v1alpha1.HoldAnnotation, v1alpha1.HoldByAnnotation, func(string) string { return "released" }, "is not held")
 		},
 	}
 	o.addClusterFlags(cmd, "")
@@ -144,29 +127,37 @@ rollout sends it to its pool's target in its turn (a new target does too, withou
 Exit codes: 0 retried (or not skipped); 1 no cluster reachable, an unknown node or another error; 2 usage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctrllog.SetLogger(logr.Discard())
-			c, _, err := newHoldClient(o)
-			if err != nil {
-				return err
-			}
-			var n corev1.Node
-			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, &n); err != nil {
-				return nodeError(args[0], err)
-			}
-			target, ok := n.Annotations[v1alpha1.DrainSkippedAnnotation]
-			if !ok {
-				fmt.Fprintf(cmd.OutOrStdout(), "node %s skipped no drain\n", args[0])
-				return nil
-			}
-			if err := annotateNode(cmd, c, args[0], map[string]any{v1alpha1.DrainSkippedAnnotation: nil, v1alpha1.DrainSkippedReasonAnnotation: nil}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "node %s may go to %s again\n", args[0], target)
-			return nil
+			return removeMark(cmd, o, args[0], v1alpha1.DrainSkippedAnnotation, v1alpha1.DrainSkippedReasonAnnotation,
+				func(target string) string { return "may go to " + target + " again" }, "skipped no drain")
 		},
 	}
 	o.addClusterFlags(cmd, "")
 	return cmd
+}
+
+// removeMark removes a node's mark (a hold, a skipped drain): key and its
+// companion annotation, with one patch. done says what that did, given
+// the mark's value; absent what it says of a node without the mark.
+func removeMark(cmd *cobra.Command, o *statusOptions, node, key, companion string, done func(value string) string, absent string) error {
+	ctrllog.SetLogger(logr.Discard())
+	c, _, err := newHoldClient(o)
+	if err != nil {
+		return err
+	}
+	var n corev1.Node
+	if err := c.Get(cmd.Context(), client.ObjectKey{Name: node}, &n); err != nil {
+		return nodeError(node, err)
+	}
+	value, ok := n.Annotations[key]
+	if !ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "node %s %s\n", node, absent)
+		return nil
+	}
+	if err := annotateNode(cmd, c, node, map[string]any{key: nil, companion: nil}); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "node %s %s\n", node, done(value))
+	return nil
 }
 
 // annotateNode sets (a string) or removes (nil) the node's annotations
