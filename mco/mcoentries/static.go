@@ -173,6 +173,9 @@ func Static(ctx context.Context, in StaticInput) (*StaticResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if slices.ContainsFunc(acts, func(a operatorv1.NodeDisruptionPolicySpecAction) bool { return a.Type == policy.ActionPackageUpdate }) {
+			continue // package sources (apt, Flatcar): the MCO's nodes have none
+		}
 		have := effect{reboot: true, drain: true}
 		if e, ok := mcorules.FilePolicy(d, mco); ok {
 			have = mcoEffect(mcorules.StatusActions(e.Actions), false)

@@ -5,6 +5,7 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/mco/mcorules"
 	"github.com/ndp-dev/ndp/planner/changeset"
 	"github.com/ndp-dev/ndp/registries"
@@ -51,12 +52,19 @@ var (
 // ndpOnlyFiles: the internal registry's pull secret, None in ndp's
 // defaults as in the earlier MCO that writes the file; the reference MCO
 // has no entry for it (a change there reboots). First, as in that MCO's
-// list.
+// list. Last, the package sources of Debian, Ubuntu and Flatcar hosts,
+// which the MCO's nodes do not have: ndp's own PackageUpdate, an action
+// no MCO list holds.
 func ndpOnlyFiles() []operatorv1.NodeDisruptionPolicyStatusFile {
-	return []operatorv1.NodeDisruptionPolicyStatusFile{{
+	out := []operatorv1.NodeDisruptionPolicyStatusFile{{
 		Path:    "/etc/mco/internal-registry-pull-secret.json",
 		Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NoneStatusAction}},
 	}}
+	for _, p := range []string{"/etc/apt/sources.list", "/etc/apt/sources.list.d", "/etc/apt/preferences", "/etc/apt/preferences.d", "/etc/flatcar/update.conf"} {
+		out = append(out, operatorv1.NodeDisruptionPolicyStatusFile{Path: p,
+			Actions: []operatorv1.NodeDisruptionPolicyStatusAction{{Type: operatorv1.NodeDisruptionPolicyStatusActionType(ndpmcv1.PackageUpdateAction)}}})
+	}
+	return out
 }
 
 // ndpDefaults is ndp's built-in default policy written as an MCO policy
