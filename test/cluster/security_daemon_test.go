@@ -104,17 +104,10 @@ func confinedDaemon(t *testing.T, own, other string) (*corev1.Pod, client.Client
 	return pod, d
 }
 
-// grantPodDelete binds the daemon's account to a role that deletes pods
-// (the shipped role does not) and waits until the pod policy refuses,
-// through it, a (dry-run) deletion of victim, a pod on another node.
-func grantPodDelete(t *testing.T, d client.Client, own string, victim *corev1.Pod) {
+// waitPodDeleteConfined waits until the pod policy refuses a (dry-run)
+// deletion of victim, a pod on another node, which the role allows.
+func waitPodDeleteConfined(t *testing.T, d client.Client, own string, victim *corev1.Pod) {
 	t.Helper()
-	deleter := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ndp-daemon-security-delete-pods"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}}}}
-	create(t, deleter)
-	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: deleter.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: deleter.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "ndp-system", Name: "ndp-daemon"}}})
 	untilRefused(t, "the daemon deleting a pod on another node", "ndp-daemon on node "+own+" may only delete pods on that node", func(int) error {
 		return d.Delete(context.Background(), victim, client.DryRunAll)
 	})
@@ -295,7 +288,6 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		}, byRBAC(`get resource "clusteroperators"`)},
 		{"evicts a pod on its node", func(ctx context.Context) error { return evict(ctx, d, webA) }, allowed},
 		{"evicts a pod on another node (residual: an Eviction names no node)", func(ctx context.Context) error { return evict(ctx, d, webB) }, allowed},
-		{"deletes a pod on its node", func(ctx context.Context) error { return d.Delete(ctx, victimA) }, byRBAC(`delete resource "pods"`)},
 		{"creates a pod", func(ctx context.Context) error {
 			return d.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ndp-system", Name: "sec-escape"},
 				Spec: corev1.PodSpec{NodeName: other, ServiceAccountName: "ndp-daemon", Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
@@ -381,15 +373,15 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		}, byPolicy(ownNodePolicy, "its token names no node")},
 	})
 
-	// Had the role granted it a delete of pods (the drain's fallback where
-	// the API has no evictions), the policy confines that to its node.
-	grantPodDelete(t, d, own, victimB)
+	// The role grants it a delete of pods (a drain past its timeout under
+	// onDrainTimeout DeletePods): the policy confines that to its node.
+	waitPodDeleteConfined(t, d, own, victimB)
 	runBoundaries(t, []boundary{
-		{"with delete granted: deletes a pod on another node", func(ctx context.Context) error { return d.Delete(ctx, victimB) },
+		{"deletes a pod on another node", func(ctx context.Context) error { return d.Delete(ctx, victimB) },
 			byPolicy(ownPodsPolicy, "ndp-daemon on node "+own+" may only delete pods on that node, not pod ndp-security/"+victimB.Name+" on node "+other)},
-		{"with delete granted, unbound token: deletes a pod", func(ctx context.Context) error { return unbound.Delete(ctx, victimA) },
+		{"unbound token: deletes a pod", func(ctx context.Context) error { return unbound.Delete(ctx, victimA) },
 			byPolicy(ownPodsPolicy, "ndp-daemon on node (none")},
-		{"with delete granted: deletes a pod on its node", func(ctx context.Context) error { return d.Delete(ctx, victimA) }, allowed},
+		{"deletes a pod on its node", func(ctx context.Context) error { return d.Delete(ctx, victimA) }, allowed},
 	})
 
 	// What was refused left no trace.
