@@ -223,7 +223,6 @@ type NodeSilences struct {
 	// at it, and ends by itself this long after its last extension.
 	// +optional
 	// +kubebuilder:default="1h"
-	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m') && duration(self) <= duration('24h')",message="duration is 5m to 24h"
 	Duration *metav1.Duration `json:"duration,omitempty"`
 
@@ -232,7 +231,6 @@ type NodeSilences struct {
 	// a node stuck in its update is heard from again. Unset: as long as the
 	// update.
 	// +optional
-	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="maxDuration is at least 5m"
 	MaxDuration *metav1.Duration `json:"maxDuration,omitempty"`
 }
