@@ -127,6 +127,10 @@ sed -i 's/^pool /#pool /' "$R/etc/chrony/chrony.conf"
 mv "$R/etc/chrony/chrony.conf" "$R/etc/chrony.conf"
 sed -i 's|^DAEMON_OPTS=.*|DAEMON_OPTS="-F 1 -f /etc/chrony.conf"|' "$R/etc/default/chrony"
 grep -q 'DAEMON_OPTS="-F 1 -f /etc/chrony.conf"' "$R/etc/default/chrony"
+# No Debian archive either: apt's sources are the node's own (the apt
+# scenario's MachineConfig writes one), so an apt-get update asks nothing
+# unreachable.
+: >"$R/etc/apt/sources.list"
 # The journal survives reboots (journalctl --list-boots tells each boot).
 mkdir -p "$R/var/log/journal"
 in_root() { chroot "$R" "$@"; }
