@@ -33,10 +33,12 @@ func (s *suite) nodeScenarios() []scenario {
 }
 
 // vmScenarios run with the worker VMs, in order, after the pool's first
-// rollout (vmPool); reboot carries the OS update (os-update).
+// rollout (vmPool); reboot carries the OS update (os-update), apt a
+// package update (before rollout: no workload or window on the workers
+// yet).
 func (s *suite) vmScenarios() []scenario {
 	return []scenario{{"leader", s.leader}, {"preview", s.preview}, {"chrony", s.chronyOnVMs}, {"kubelet", s.kubeletConfigOnVMs},
-		{"rollout", s.rolloutControlsOnVMs}, {"reboot", s.rebootOnVMs}, {"upgrade", s.upgradeOnVMs}}
+		{"apt", s.aptOnVMs}, {"rollout", s.rolloutControlsOnVMs}, {"reboot", s.rebootOnVMs}, {"upgrade", s.upgradeOnVMs}}
 }
 
 // TestCluster is make cluster: the cluster brought up once, then the
