@@ -29,7 +29,7 @@ PACKAGE_PROFILES ?= $(sort $(patsubst test-go,test,$(filter test test-go cluster
 VMS ?= $(or $(NDP_CLUSTER_VMS),2)
 export NDP_CLUSTER_VMS := $(VMS)
 # SCENARIOS: for development, make cluster runs only these of the worker-VM scenarios (comma-separated: leader, preview,
-# chrony, kubelet, rollout, reboot or os-update, upgrade) after the pool's first rollout; empty: all. NDP_CLUSTER_SCENARIOS too.
+# chrony, kubelet, apt, rollout, reboot or os-update, upgrade) after the pool's first rollout; empty: all. NDP_CLUSTER_SCENARIOS too.
 SCENARIOS ?= $(NDP_CLUSTER_SCENARIOS)
 export NDP_CLUSTER_SCENARIOS := $(SCENARIOS)
 # KEEP=1: make cluster leaves the cluster running after a run that passed, and says how to reach and stop it.

@@ -53,7 +53,7 @@ type RebootRequest struct {
 // node carries, kept while the command goes on saying yes.
 func (s *RebootSentinel) check(ctx context.Context, root string, known string) (*RebootRequest, error) {
 	if s.Path != "" {
-		p, err := InRoot(root, s.Path)
+		p, err := osupdate.InRoot(root, s.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -135,46 +135,12 @@ func (d *Daemon) startRequestedReboot(ctx context.Context, node *corev1.Node, cu
 	return d.launch(ctx, node, cur.Name, &update{d: d, j: j}, inherit, boot)
 }
 
-// InRoot is the host path p under root, its links resolved as the host
-// resolves them: an absolute link (Debian's /var/run -> /run) points
-// inside root, not into the daemon's own file system. What does not exist
-// yet is joined as it is.
-func InRoot(root, p string) (string, error) {
-	rest := strings.Split(strings.Trim(filepath.Clean("/"+p), "/"), "/")
-	cur := "/"
-	for hops := 0; len(rest) > 0; {
-		name := rest[0]
-		rest = rest[1:]
-		if name == "" || name == "." {
-			continue
-		}
-		if name == ".." {
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, name)
-		target, err := os.Readlink(filepath.Join(root, next))
-		if err != nil {
-			cur = next // not a link, or not there: taken as it is
-			continue
-		}
-		if hops++; hops > 40 {
-			return "", fmt.Errorf("%s: too many links", p)
-		}
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		rest = append(strings.Split(strings.Trim(target, "/"), "/"), rest...)
-	}
-	return filepath.Join(root, cur), nil
-}
-
 // watch wakes the daemon (a send on wake) whenever the sentinel file
 // appears or goes, so that a request is reported at once rather than at
 // the next SentinelPeriod. Without a directory to watch it returns: the
 // period still applies.
 func (s *RebootSentinel) watch(ctx context.Context, root string, wake chan<- event.GenericEvent, log logr.Logger) error {
-	p, err := InRoot(root, s.Path)
+	p, err := osupdate.InRoot(root, s.Path)
 	if err != nil {
 		log.Error(err, "not watching the reboot sentinel")
 		return nil

@@ -137,7 +137,12 @@ func (a Apt) Apply(ctx context.Context) (Outcome, error) {
 // rebootRequired reads /var/run/reboot-required and the packages that
 // asked for it (/var/run/reboot-required.pkgs, one a line).
 func (a Apt) rebootRequired() (bool, []string, error) {
-	dir := filepath.Join(a.Root, "var", "run")
+	// The postinst scripts ran chrooted: Debian's /var/run is a link to
+	// /run, which must resolve inside the host root, not the daemon's.
+	dir, err := InRoot(a.Root, "/var/run")
+	if err != nil {
+		return false, nil, err
+	}
 	if _, err := os.Stat(filepath.Join(dir, "reboot-required")); errors.Is(err, fs.ErrNotExist) {
 		return false, nil, nil
 	} else if err != nil {

@@ -3,6 +3,8 @@ package osupdate
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -176,9 +178,17 @@ func TestAptApply(t *testing.T) {
 				write(t, root, "usr/sbin/needrestart", "")
 				r.on(nr, tc.needrestart, nil)
 			}
+			// Debian's /var/run is an absolute link to /run: it resolves
+			// inside the host root.
+			if err := os.MkdirAll(filepath.Join(root, "var"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/run", filepath.Join(root, "var", "run")); err != nil {
+				t.Fatal(err)
+			}
 			if tc.pkgs != "-" {
-				write(t, root, "var/run/reboot-required", "*** System restart required ***\n")
-				write(t, root, "var/run/reboot-required.pkgs", tc.pkgs)
+				write(t, root, "run/reboot-required", "*** System restart required ***\n")
+				write(t, root, "run/reboot-required.pkgs", tc.pkgs)
 			}
 			a := Apt{Runner: r, Root: root, LockTimeout: 30 * time.Second}
 			got, err := a.Apply(context.Background())

@@ -103,9 +103,14 @@ type Runner interface {
 // binaries but its own, so commands are absolute paths inside the host.
 type HostRunner struct{ Root string }
 
+// hostPath is the PATH host commands run with: the daemon's own (its
+// image has only its binaries) would leave dpkg, needrestart and the
+// packages' scripts without theirs.
+const hostPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 func (h HostRunner) Run(ctx context.Context, c Command) ([]byte, error) {
 	x := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
-	x.Env = append(x.Environ(), c.Env...)
+	x.Env = append(append(x.Environ(), hostPath), c.Env...)
 	where := ""
 	if h.Root != "" && h.Root != "/" {
 		x.SysProcAttr = &syscall.SysProcAttr{Chroot: h.Root}

@@ -83,3 +83,13 @@ func TestOutcomeSummary(t *testing.T) {
 		}
 	}
 }
+
+// Host commands find the host's tools whatever the daemon's own PATH
+// (its image sets PATH=/): dpkg and needrestart call others by name.
+func TestHostRunnerSetsTheHostsPath(t *testing.T) {
+	t.Setenv("PATH", "/")
+	out, err := HostRunner{}.Run(context.Background(), Command{Args: []string{"/bin/sh", "-c", "echo $PATH"}})
+	if err != nil || !strings.Contains(string(out), "/usr/sbin:/usr/bin:/sbin:/bin") {
+		t.Fatalf("PATH in a host command: %q, %v", out, err)
+	}
+}

@@ -97,19 +97,6 @@ func (s *suite) aptOnVMs(t testing.TB) {
 			t.Error(err)
 		}
 	}()
-	// A workaround (framework.RelativeVarRun says why), Debian's link put
-	// back once the step is over.
-	if err := c.RelativeVarRun(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	workaround := "apt reboots: WORKAROUND, each VM's /var/run -> ../run during this step (ndp-daemon reads ROOT/var/run/reboot-required outside the chroot, through Debian's absolute /var/run -> /run)"
-	fmt.Println(workaround)
-	c.Report(workaround)
-	defer func() {
-		if err := c.RelativeVarRun(ctx, false); err != nil {
-			t.Error(err)
-		}
-	}()
 	boots := map[string]int{}
 	for _, w := range c.Workers {
 		if boots[w.Name], err = c.BootCount(ctx, w); err != nil {

@@ -278,23 +278,3 @@ func (c *Cluster) WhyPackages(ctx context.Context, node, target string, want ...
 	}
 	return GrepLine(out, "package(s):"), nil
 }
-
-// RelativeVarRun makes each worker VM's /var/run a link to ../run
-// (relative true), or Debian's /run again: a workaround, until ndp-daemon
-// reads the host's reboot request where it is. osupdate.Apt reads
-// ROOT/var/run/reboot-required outside the chroot, and Debian's /var/run
-// links to the absolute /run, which in the daemon's container is the
-// container's own: the host's request is never seen, the update answered
-// "no reboot". The link is replaced by a rename, never missing.
-func (c *Cluster) RelativeVarRun(ctx context.Context, relative bool) error {
-	target := "/run"
-	if relative {
-		target = "../run"
-	}
-	for _, w := range c.Workers {
-		if _, err := w.VM.Run(ctx, "sh", "-c", "set -e; ln -sfn "+target+" /var/run.ndp-new; mv -T /var/run.ndp-new /var/run; test -e /var/run/systemd/system"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
