@@ -96,7 +96,8 @@ test: test-go test-rego test-fuzz
 # - mcorules: pure functions, but its agreement test replays 10,400 recorded MCO verdicts: 2 CPU-minutes without
 #   -race, not done after 14 with it (stopped by a 40-minute timeout on a loaded 2-core machine).
 # The hostile-policy tests check which resource limit stops a policy; -race's slowdown trips the time limit first,
-# so they skip under -race and run here without it.
+# so they skip under -race and run here without it; so does TestDiffAgreesWithTheMCO, whose clusterdiff computes
+# alone (no concurrency to check) and took 386 s of the race line's longest package.
 NORACE_PKGS := /test/scale$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
 # NDP_REQUIRE_PROMETHEUS: rolloutgates', alertsilence's and the silence controller's tests (and test/framework's check of its monitoring configs with
 # promtool and amtool) fails, not skips, without Debian's prometheus and prometheus-alertmanager
@@ -106,6 +107,7 @@ test-go: packages control-plane
 	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 $(GO) test -timeout 30m $(GO_TEST_FLAGS) -race $$($(GO) list ./... | grep -v -E '$(NORACE_PKGS)')
 	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -E '$(NORACE_PKGS)')
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestHostile' ./planner/engine/ ./policyset/
+	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) -run '^TestDiffAgreesWithTheMCO$$' ./test/mco/
 
 ## control-plane: etcd, kube-apiserver and kubectl for the cluster tests, built from the Go module
 ## proxy into bin/ (about 13 minutes cold on 2 cores with downloads; skipped when the pinned versions are there)

@@ -76,7 +76,14 @@ const diffSnapshotKinds = "mc,mcp,kubeletconfig,containerruntimeconfig,idms,itms
 // It runs 4.16.0-compact alone (about 1.5 minutes: what `make test` runs);
 // with NDP_DIFF_ALL_CLUSTERS=1 (make diff-agreement) all five, at once as
 // far as -parallel lets them.
+//
+// It runs without -race (make test-go's last line): under the detector
+// clusterdiff's pure computation takes 386 s instead of 133, the longest
+// of make test, and nothing in it runs concurrently.
 func TestDiffAgreesWithTheMCO(t *testing.T) {
+	if testkit.RaceDetector {
+		t.Skip("runs without -race: make test-go runs it on its own")
+	}
 	t.Parallel() // each starts its own API server and controllers; most of its time is the MCO's render delay
 	refDir(t)
 	sets := loadDiffChangeSets(t, filepath.Join("testdata", "diff"))
