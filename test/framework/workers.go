@@ -348,6 +348,7 @@ func (c *Cluster) stopWorkers() []string {
 		if w.VM == nil {
 			continue
 		}
+		fmt.Println(vmCost(w.Name, w.VM))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := w.VM.Stop(ctx, vm.StopOptions{}); err != nil {
 			left = append(left, err.Error())
@@ -355,6 +356,51 @@ func (c *Cluster) stopWorkers() []string {
 		cancel()
 	}
 	return left
+}
+
+// vmCost says what a worker VM cost the host: the CPU its qemu used and,
+// under TCG, how often the translated-code cache was flushed (each flush
+// makes the guest's code be translated again).
+func vmCost(name string, v *vm.VM) string {
+	line := name + ":"
+	if cpu, err := processCPU(v.PID()); err == nil {
+		line += fmt.Sprintf(" qemu used %s of CPU;", cpu.Round(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	jit, err := v.JITStats(ctx)
+	if err != nil {
+		return line + " " + err.Error()
+	}
+	for _, l := range strings.Split(jit, "\n") {
+		for _, key := range []string{"TB flush count", "TB count", "gen code size"} {
+			if strings.HasPrefix(strings.TrimSpace(l), key) {
+				line += " " + strings.Join(strings.Fields(l), " ") + ";"
+			}
+		}
+	}
+	return line
+}
+
+// processCPU is the user and system CPU time process pid used so far.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command's closing parenthesis; utime and stime are
+	// the 14th and 15th of the line, in clock ticks (100 a second here).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, nil
 }
 
 func accelName() string {

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +60,28 @@ type MCO struct {
 	Logs *output.Buffer
 	// Kubectl is kubectl's path, with mcoOptions.Kubectl.
 	Kubectl string
+
+	controllers *os.Process
+}
+
+// Pause stops the MCO's controllers (SIGSTOP) until the returned function
+// resumes them: what the test does meanwhile comes first, whatever the
+// machine's load, where the MCO's render delay alone would make it a race.
+func (m *MCO) Pause(t *testing.T) (resume func()) {
+	t.Helper()
+	if err := m.controllers.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("pausing mcc-ref: %v", err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := m.controllers.Signal(syscall.SIGCONT); err != nil {
+				t.Errorf("resuming mcc-ref: %v", err)
+			}
+		})
+	}
+	t.Cleanup(resume) // a stopped process would not end on SIGTERM
+	return resume
 }
 
 // refDir is the directory of the MCO reference tools (mcc-ref,
@@ -176,6 +200,7 @@ func startMCOWith(t *testing.T, o mcoOptions) *MCO {
 	if err := run.Start(); err != nil {
 		t.Fatalf("starting mcc-ref: %v", err)
 	}
+	m.controllers = run.Process
 	done := make(chan struct{})
 	go func() { _ = run.Wait(); close(done) }()
 	// Registered after the control plane's cleanup, so it runs first: the

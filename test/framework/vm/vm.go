@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -107,6 +108,12 @@ type Config struct {
 	// (default 1: more only slow TCG down on a small host).
 	MemoryMB int
 	CPUs     int
+	// CodeCacheMB is TCG's translated-code cache (tb-size; default 512).
+	// A guest running a kubelet, containerd and Go daemons translates
+	// more code than a small cache holds: each time it fills, qemu
+	// flushes it and translates everything again (JITStats counts the
+	// flushes).
+	CodeCacheMB int
 	// UUID is the SMBIOS UUID (-uuid); systemd derives the guest's
 	// machine-id from it. Default: one made from Index. Index also makes
 	// the NIC's MAC address.
@@ -163,6 +170,9 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	if cfg.CPUs == 0 {
 		cfg.CPUs = 1
 	}
+	if cfg.CodeCacheMB == 0 {
+		cfg.CodeCacheMB = 512
+	}
 	if cfg.UUID == "" {
 		cfg.UUID = fmt.Sprintf("00000000-0000-4000-8000-%012d", cfg.Index)
 	}
@@ -202,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	if n := len(filepath.Join(cfg.Dir, qmpSocket)); n > 107 {
 		return fail("Dir %s is too long for unix sockets in it (%d bytes > 107)", cfg.Dir, n)
 	}
-	accel, err := accelArgs(cfg.Accel)
+	accel, err := accelArgs(cfg.Accel, cfg.CodeCacheMB)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -395,12 +405,13 @@ func splitIPPort(s string) (net.IP, int, error) {
 // accelArgs picks the accelerator. KVM only if the CPU has hardware
 // virtualization and /dev/kvm is not kvm_pvm (which runs only PVM guest
 // kernels: a stock kernel crawls there, then dies with an emulation
-// failure); otherwise qemu's JIT, multi-threaded, with a small code cache.
-func accelArgs(accel string) ([]string, error) {
+// failure); otherwise qemu's JIT, multi-threaded, with a code cache of
+// codeCacheMB.
+func accelArgs(accel string, codeCacheMB int) ([]string, error) {
 	// -cpu max, as is: TCG's max CPU offers AMD-V (the guest loads
 	// kvm_amd for nothing), but max,svm=off broke the guest's boot here
 	// (mounts, udevd and machine-id writes failed).
-	tcg := []string{"-accel", "tcg,thread=multi,tb-size=64", "-cpu", "max"}
+	tcg := []string{"-accel", fmt.Sprintf("tcg,thread=multi,tb-size=%d", codeCacheMB), "-cpu", "max"}
 	kvm := []string{"-accel", "kvm", "-cpu", "host"}
 	switch accel {
 	case "tcg":
@@ -697,6 +708,23 @@ func (v *VM) Reset(ctx context.Context) error { return v.monitor(ctx, "system_re
 // Powerdown presses the ACPI power button (the guest powers off and qemu
 // exits) and returns at once.
 func (v *VM) Powerdown(ctx context.Context) error { return v.monitor(ctx, "system_powerdown") }
+
+// JITStats is qemu's `info jit` (TCG's translation counts, the code
+// cache's size and how often it was flushed), or an error under KVM.
+func (v *VM) JITStats(ctx context.Context) (string, error) {
+	if v.exited() {
+		return "", v.exitError("info jit")
+	}
+	ret, err := qmp(ctx, v.path(qmpSocket), "human-monitor-command", map[string]string{"command-line": "info jit"})
+	if err != nil {
+		return "", fmt.Errorf("vm %s: %w", v.cfg.Name, err)
+	}
+	var out string
+	if err := json.Unmarshal(ret, &out); err != nil {
+		return "", fmt.Errorf("vm %s: info jit: %w", v.cfg.Name, err)
+	}
+	return out, nil
+}
 
 func (v *VM) monitor(ctx context.Context, cmd string) error {
 	if v.exited() {
