@@ -87,6 +87,23 @@ func (f failures) check(nodes []*corev1.Node, now time.Time) (overdue []Overdue,
 	return overdue, failed, next
 }
 
+// OverdueNodes is Decide's rebootTimeout check alone, for a pool whose
+// rollout is stopped (paused): a node already in its update that does not
+// come back from its reboot has failed whether or not others may start.
+// It returns the nodes to mark Degraded and when the next node down now
+// becomes overdue (zero: none). Invalid policies are left out: Decide
+// reports them once the pool goes on.
+func OverdueNodes(policies []*v1alpha1.RolloutPolicy, nodes []*corev1.Node, now time.Time) ([]Overdue, time.Time) {
+	var fl failures
+	for _, p := range policies {
+		if c, err := Compile(p); err == nil {
+			fl.add(c)
+		}
+	}
+	overdue, _, next := fl.check(nodes, now)
+	return overdue, next
+}
+
 // notReadySince: the node's Ready condition is not True, since its last
 // transition. A node without one (never reported) is not down.
 func notReadySince(n *corev1.Node) (time.Time, bool) {

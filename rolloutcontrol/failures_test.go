@@ -1,6 +1,7 @@
 package rolloutcontrol
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,59 @@ func TestOverdueMessage(t *testing.T) {
 	o := Overdue{Since: utc("2026-01-01 10:04"), Timeout: 15 * time.Minute, Policy: "workers"}
 	if got, want := o.Message(), "RebootTimeout: not Ready for 15m0s of its update, since 2026-01-01 10:04:00 UTC (rolloutpolicy workers's failures.rebootTimeout)"; got != want {
 		t.Errorf("%q\nwant %q", got, want)
+	}
+}
+
+// OverdueNodes, a paused pool's check: the nodes down too long in their
+// update under the shortest rebootTimeout, and when the next one is due.
+func TestOverdueNodes(t *testing.T) {
+	now := epoch.Add(time.Hour)
+	node := func(name, state string, ago time.Duration, ready bool) *corev1.Node {
+		n := tnode(name, "", 0, "@"+ndpmcv1.StateAnnotation+"="+state)
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st, LastTransitionTime: metav1.NewTime(now.Add(-ago))}}
+		return n
+	}
+	timeout := func(name string, d time.Duration) *v1alpha1.RolloutPolicy {
+		return policy(name, v1alpha1.RolloutPolicySpec{Failures: &v1alpha1.RolloutFailures{RebootTimeout: &metav1.Duration{Duration: d}}}).Policy
+	}
+	halt := policy("halt", v1alpha1.RolloutPolicySpec{Failures: &v1alpha1.RolloutFailures{HaltAfter: ptr.To[int32](1)}}).Policy
+	nodes := []*corev1.Node{
+		node("lost", ndpmcv1.StateWorking, 15*time.Minute, false),
+		node("rebooting", ndpmcv1.StateWorking, 5*time.Minute, false),
+		node("draining", ndpmcv1.StateWorking, time.Hour, true),
+		node("marked", ndpmcv1.StateDegraded, time.Hour, false),
+		node("idle-down", ndpmcv1.StateDone, time.Hour, false),
+	}
+	for _, tc := range []struct {
+		name     string
+		policies []*v1alpha1.RolloutPolicy
+		overdue  string
+		next     time.Time
+	}{
+		{name: "no policy", policies: nil},
+		{name: "no rebootTimeout", policies: []*v1alpha1.RolloutPolicy{halt}},
+		{name: "10m: the node down 15m, the next in 5m", policies: []*v1alpha1.RolloutPolicy{halt, timeout("ten", 10*time.Minute)},
+			overdue: "lost (ten, 10m0s)", next: now.Add(5 * time.Minute)},
+		{name: "the shortest wins", policies: []*v1alpha1.RolloutPolicy{timeout("ten", 10*time.Minute), timeout("four", 4*time.Minute)},
+			overdue: "lost (four, 4m0s) rebooting (four, 4m0s)"},
+		{name: "nobody due yet", policies: []*v1alpha1.RolloutPolicy{timeout("hour", time.Hour)}, next: now.Add(45 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			overdue, next := OverdueNodes(tc.policies, nodes, now)
+			var got []string
+			for _, o := range overdue {
+				got = append(got, fmt.Sprintf("%s (%s, %s)", o.Node.Name, o.Policy, o.Timeout))
+			}
+			if g := strings.Join(got, " "); g != tc.overdue {
+				t.Errorf("overdue %q, want %q", g, tc.overdue)
+			}
+			if !next.Equal(tc.next) {
+				t.Errorf("next %v, want %v", next, tc.next)
+			}
+		})
 	}
 }

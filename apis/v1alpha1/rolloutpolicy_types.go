@@ -251,8 +251,8 @@ type RolloutFailures struct {
 	// rebootTimeout: a node in the middle of its update that has not been
 	// Ready for this long (its Ready condition's last transition: it went
 	// down for its reboot, or died) is marked Degraded (reason
-	// RebootTimeout, an Event); if it comes back later, its daemon goes on
-	// where it stopped ("15m").
+	// RebootTimeout, an Event), also while the pool is paused; if it comes
+	// back later, its daemon goes on where it stopped ("15m").
 	// +optional
 	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
 	// drainTimeout: a drain still blocked (PodDisruptionBudgets refuse

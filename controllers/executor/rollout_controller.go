@@ -180,7 +180,11 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if down, err := r.standDown(ctx, &pool); down || err != nil {
 		return reconcile.Result{}, err
 	}
-	if rolloutBlocked(&pool) != "" {
+	switch rolloutBlocked(&pool) {
+	case "":
+	case stopPaused:
+		return r.markOverdueWhilePaused(ctx, &pool)
+	default:
 		return reconcile.Result{}, nil
 	}
 	// The cache's own nodes, read-only: send patches a copy. A pool of
@@ -542,6 +546,36 @@ func (r *RolloutReconciler) grantReboot(ctx context.Context, pool *mcfgv1.Machin
 	}
 	r.Recorder.Eventf(n, pool, corev1.EventTypeNormal, "RebootGranted", "Rollout", "pool %s: may reboot as its host asked: %s", pool.Name, n.Annotations[v1alpha1.RebootRequiredByAnnotation])
 	return nil
+}
+
+// markOverdueWhilePaused: a paused pool starts nothing, but a node already
+// in its update that does not come back from its reboot is still marked
+// Degraded (the daemon that would say so is down with it): a pool is often
+// paused by an administrator watching for exactly that.
+func (r *RolloutReconciler) markOverdueWhilePaused(ctx context.Context, pool *mcfgv1.MachineConfigPool) (reconcile.Result, error) {
+	var list v1alpha1.RolloutPolicyList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, err
+	}
+	policies := rolloutcontrol.PoliciesFor(pool, list.Items)
+	if len(policies) == 0 {
+		return reconcile.Result{}, nil
+	}
+	nodes, err := render.NewCachedPoolView(r.Client, r.Nodes, pool).Nodes(ctx)
+	if err != nil {
+		return reconcile.Result{}, nil // the render controller reports bad selectors
+	}
+	now := r.now()
+	overdue, next := rolloutcontrol.OverdueNodes(policies, nodes, now)
+	for _, o := range overdue {
+		if err := r.markOverdue(ctx, pool, o); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if next.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
 }
 
 // markOverdue marks a node that did not come back from its reboot within

@@ -157,6 +157,75 @@ func (s *suite) rolloutControls(t testing.TB) {
 	if err := c.WaitFor(ctx, "the pool no longer held", "False", "get", "mcp", "worker", "-o", `jsonpath={.status.conditions[?(@.type=="RolloutHeld")].status}`); err != nil {
 		t.Fatal(err)
 	}
+	s.rebootAskedByTheNode(t)
+}
+
+// rebootAskedByTheNode: a worker's host asks for a reboot (its
+// /var/run/reboot-required, as a package's postinst writes it, naming the
+// package): ndp-daemon reports it, the closed window holds it (no grant,
+// the same boot), and once the window is open the node is drained and
+// rebooted once, through the rollout, and `kubectl ndp why` names the
+// package. The window is closed again after.
+func (s *suite) rebootAskedByTheNode(t testing.TB) {
+	c, ctx := s.c, s.ctx
+	w := c.Workers[0]
+	c.Step("%s's host asks for a reboot (/var/run/reboot-required, from ndp-demo-kernel): held by the closed window, rebooted once when it opens", w.Name)
+	boots, err := c.BootCount(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.VM.Run(ctx, "sh", "-c", "echo '*** System restart required ***' > /run/reboot-required && echo ndp-demo-kernel > /run/reboot-required.pkgs"); err != nil {
+		t.Fatal(err)
+	}
+	const by = "/var/run/reboot-required (ndp-demo-kernel)"
+	if err := c.WaitFor(ctx, w.Name+"'s request reported", by, "get", "node", w.Name, "-o", `jsonpath={.metadata.annotations.ndp\.dev/reboot-required-by}`); err != nil {
+		t.Fatal(err)
+	}
+	reason := "waiting: outside the maintenance window, opens"
+	if err := c.WaitPoolHeld(ctx, reason); err != nil {
+		t.Fatal(err)
+	}
+	if granted, _ := c.KubectlQuiet("get", "node", w.Name, "-o", `jsonpath={.metadata.annotations.ndp\.dev/reboot-granted}`); granted != "" {
+		t.Fatalf("%s granted a reboot (%s) while the window is closed", w.Name, granted)
+	}
+	if boot, err := w.VM.BootID(ctx); err != nil || boot != w.BootNow {
+		t.Fatalf("%s: boot %s (%v) while its reboot is held, want %s", w.Name, boot, err, w.BootNow)
+	}
+	held := framework.GrepLine(c.Kubectl("ndp", "status"), reason)
+
+	// The window opens: it began an hour ago.
+	if err := c.ApplyText("rollout-policy.yaml", rolloutPolicy(time.Now().Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitEvent(ctx, w.Name, "RebootGranted", "rebooting as requested by the node: "+by); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFor(ctx, w.Name+"'s request done", "", "get", "node", w.Name, "-o", `jsonpath={.metadata.annotations.ndp\.dev/reboot-required}{.metadata.annotations.ndp\.dev/reboot-granted}{.spec.unschedulable}`); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.BootCount(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := w.VM.BootID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-boots != 1 || boot == w.BootNow {
+		t.Fatalf("%s: %d boot(s) since its request (boot %s -> %s), want 1", w.Name, after-boots, w.BootNow, boot)
+	}
+	why, err := c.KubectlMust("ndp", "why", w.Name)
+	if err != nil || !strings.Contains(why, "reboot requested by the node: "+by) {
+		t.Fatalf("kubectl ndp why %s does not name the request %q: %v", w.Name, by, err)
+	}
+	line := fmt.Sprintf("reboot asked by %s (%s): held (%q), rebooted once when the window opened, boot %s -> %s",
+		w.Name, by, strings.TrimSpace(held), framework.ShortID(w.BootNow), framework.ShortID(boot))
+	fmt.Println(line)
+	c.Report(line)
+	w.BootNow = boot
+	if err := c.ApplyText("rollout-policy.yaml", rolloutPolicy(time.Now().Add(6*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // chronyChange points the worker pool's chrony config at server and

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/test/framework"
 )
 
@@ -261,6 +262,10 @@ spec:
 	if _, err := c.KubectlMust("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":true}}`); err != nil {
 		t.Fatal(err)
 	}
+	// Its reboot will not come back until the scenario powers it on.
+	if err := c.PowerOffAtNextReboot(ctx, first); err != nil {
+		t.Fatal(err)
+	}
 
 	c.Step("%s: its daemon's pod deleted mid-update (as a crash would end it); the DaemonSet's next pod resumes", first.Name)
 	// Once cordoned: the update has started (the cordon is a journaled step).
@@ -270,11 +275,11 @@ spec:
 	if err := c.DeleteDaemonPodOn(ctx, first.Name); err != nil {
 		t.Fatal(err)
 	}
-	err = c.WaitNodesDone(ctx, []*framework.Worker{first}, target, nil)
-	if err == nil {
-		_, err = c.WaitEvent(ctx, first.Name, "Resumed", "after a restart of the daemon")
+	if _, err := c.WaitEvent(ctx, first.Name, "Resumed", "after a restart of the daemon"); err != nil {
+		t.Fatal(err)
 	}
-	if err != nil {
+	s.rebootNeverBack(t, first, target)
+	if err := c.WaitNodesDone(ctx, []*framework.Worker{first}, target, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -374,6 +379,114 @@ spec:
 	c.Report(line)
 	if seen.MaxCordoned != 1 || seen.MaxOut != 1 || seen.MinReady < n-1 {
 		t.Fatalf("%s: want one node at a time, the budget kept", line)
+	}
+}
+
+// failuresPolicy is the reboot scenario's RolloutPolicy for failed nodes,
+// beside the rollout scenario's: a node not back from its reboot within a
+// minute is Degraded, and one such node halts the pool.
+const failuresPolicy = `apiVersion: ndp.dev/v1alpha1
+kind: RolloutPolicy
+metadata: {name: worker-failures}
+spec:
+  poolSelector: {matchLabels: {pools.operator.machineconfiguration.openshift.io/worker: ""}}
+  failures: {rebootTimeout: 1m, haltAfter: 1}
+`
+
+// rebootNeverBack: first, in its update to target with the pool paused,
+// reboots and its VM stays powered off. Under failuresPolicy it is marked
+// Degraded, the pool still paused, once rebootTimeout has passed since it
+// went NotReady (not before); with the pool resumed and its budget open
+// to a second node (maxUnavailable 2), the rollout halts on it and sends
+// no other node.
+// Powered on, it resumes its update; the policy is then removed and the
+// pool paused again at its own budget, as the scenario goes on.
+func (s *suite) rebootNeverBack(t testing.TB, first *framework.Worker, target string) {
+	c, ctx := s.c, s.ctx
+	c.Step("%s: its reboot never comes back (the VM stays powered off): Degraded after the rebootTimeout (1m), the pool paused; resumed, the rollout halted (haltAfter 1) with its budget open to the other node; powered on, it resumes", first.Name)
+	if err := c.ApplyText("rollout-failures.yaml", failuresPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitPoweredOff(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	offAt := time.Now()
+	fmt.Printf("%s: powered off at its reboot\n", first.Name)
+	msg, err := c.WaitEvent(ctx, first.Name, v1alpha1.RebootTimeoutReason, "not Ready for 1m0s of its update")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// When the controller marked it: the Event's own time (events.k8s.io
+	// sets eventTime, core/v1 recorders lastTimestamp).
+	stamp, _ := c.KubectlQuiet("get", "events", "--field-selector", "involvedObject.name="+first.Name+",reason="+v1alpha1.RebootTimeoutReason,
+		"-o", `jsonpath={range .items[*]}{.eventTime}{.lastTimestamp}{"\n"}{end}`)
+	stamps := strings.Fields(stamp)
+	if len(stamps) == 0 {
+		t.Fatalf("the %s Event on %s has no time", v1alpha1.RebootTimeoutReason, first.Name)
+	}
+	markedAt, err := time.Parse(time.RFC3339, stamps[len(stamps)-1])
+	if err != nil {
+		t.Fatalf("the %s Event's time %q: %v", v1alpha1.RebootTimeoutReason, stamps[len(stamps)-1], err)
+	}
+	state, _ := c.KubectlQuiet("get", "node", first.Name, "-o", `jsonpath={.metadata.annotations.machineconfiguration\.openshift\.io/state}`)
+	notReady, _ := c.KubectlQuiet("get", "node", first.Name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].lastTransitionTime}`)
+	since, err := time.Parse(time.RFC3339, strings.TrimSpace(notReady))
+	if err != nil {
+		t.Fatalf("%s's Ready condition's last transition %q: %v", first.Name, notReady, err)
+	}
+	if state != "Degraded" {
+		t.Fatalf("%s: state %q after %q, want Degraded", first.Name, state, msg)
+	}
+	if paused, _ := c.KubectlQuiet("get", "mcp", "worker", "-o", "jsonpath={.spec.paused}"); paused != "true" {
+		t.Fatalf("the pool is not paused (%q) when %s is marked", paused, first.Name)
+	}
+	// The Event's second-rounded clock against the condition's: marked no
+	// earlier than the timeout after the node went NotReady.
+	if markedAt.Before(since.Add(time.Minute)) {
+		t.Fatalf("%s marked Degraded at %s, before its rebootTimeout (1m) since it went NotReady at %s", first.Name, markedAt.UTC().Format(time.TimeOnly), since.UTC().Format(time.TimeOnly))
+	}
+
+	oldBudget, err := c.KubectlMust("get", "mcp", "worker", "-o", "jsonpath={.spec.maxUnavailable}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KubectlMust("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":false,"maxUnavailable":2}}`); err != nil {
+		t.Fatal(err)
+	}
+	halted := "halted: 1 of the pool's nodes failed (" + first.Name + "), haltAfter is 1 [rolloutpolicy worker-failures]"
+	if err := c.WaitPoolHeld(ctx, halted); err != nil {
+		t.Fatal(err)
+	}
+	if sent := c.SentTo(target); len(sent) != 1 || sent[0] != first.Name {
+		t.Fatalf("sent to %s while halted: %v, want only %s", target, sent, first.Name)
+	}
+	for _, w := range c.Workers {
+		if cordoned, _ := c.KubectlQuiet("get", "node", w.Name, "-o", "jsonpath={.spec.unschedulable}"); w != first && cordoned != "" {
+			t.Fatalf("%s cordoned while the rollout is halted", w.Name)
+		}
+	}
+	status := c.Kubectl("ndp", "status")
+	if !strings.Contains(status, "halted: 1 of the pool's nodes failed") {
+		t.Fatalf("kubectl ndp status does not say the pool is halted")
+	}
+	line := fmt.Sprintf("reboot never back: %s powered off at its reboot at %s, NotReady from %s, Degraded at %s (rebootTimeout 1m: %s after NotReady); with maxUnavailable 2, %q, nothing else sent or cordoned",
+		first.Name, offAt.UTC().Format(time.TimeOnly), since.UTC().Format(time.TimeOnly), markedAt.UTC().Format(time.TimeOnly), markedAt.Sub(since).Round(time.Second), halted)
+	fmt.Println(line)
+	c.Report(line)
+
+	// Paused again at its own budget before first comes back: the
+	// scenario sends the other node itself.
+	if _, err := c.KubectlMust("patch", "mcp", "worker", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"paused":true,"maxUnavailable":%s}}`, budgetJSON(oldBudget))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PowerOn(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitNodesDone(ctx, []*framework.Worker{first}, target, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KubectlMust("delete", "rolloutpolicy", "worker-failures"); err != nil {
+		t.Fatal(err)
 	}
 }
 

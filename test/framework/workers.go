@@ -230,22 +230,10 @@ WantedBy=sysinit.target
 func (c *Cluster) joinWorkers(ctx context.Context) error {
 	t := time.Now()
 	for _, w := range c.Workers {
-		// Booting under TCG on a busy machine can take minutes: wait while
-		// the console grows (the kernel, systemd), until the agent answers.
-		var agentErr error
-		err := followProgress(ctx, w.Name+"'s guest agent", minCeiling, func() observation {
-			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			agentErr = w.VM.WaitAgent(actx)
-			cancel()
-			o := observation{progress: map[string]string{}, done: agentErr == nil}
-			if st, err := os.Stat(w.VM.SerialLog()); err == nil {
-				o.progress[w.Name+" console"] = strconv.FormatInt(st.Size(), 10)
-			}
-			return o
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w (the agent: %v)", w.Name, err, agentErr)
+		if err := waitAgent(ctx, w); err != nil {
+			return err
 		}
+		var err error
 		if w.Boot, err = w.VM.BootID(ctx); err != nil {
 			return err
 		}
@@ -303,6 +291,59 @@ func (c *Cluster) waitJoined(ctx context.Context, w *Worker) error {
 		}
 		return o
 	})
+}
+
+// waitAgent waits for w's guest agent. Booting under TCG on a busy
+// machine can take minutes: it waits while the console grows (the kernel,
+// systemd), until the agent answers.
+func waitAgent(ctx context.Context, w *Worker) error {
+	var agentErr error
+	err := followProgress(ctx, w.Name+"'s guest agent", minCeiling, func() observation {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		agentErr = w.VM.WaitAgent(actx)
+		cancel()
+		o := observation{progress: map[string]string{}, done: agentErr == nil}
+		if st, err := os.Stat(w.VM.SerialLog()); err == nil {
+			o.progress[w.Name+" console"] = strconv.FormatInt(st.Size(), 10)
+		}
+		return o
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w (the agent: %v)", w.Name, err, agentErr)
+	}
+	return nil
+}
+
+// PowerOffAtNextReboot makes w's next reboot power its VM off: it stays
+// off, a machine whose reboot never comes back, until PowerOn.
+func (c *Cluster) PowerOffAtNextReboot(ctx context.Context, w *Worker) error {
+	return w.VM.PowerOffAtReboot(ctx)
+}
+
+// WaitPoweredOff waits, as long as the node makes progress, for w's VM to
+// power off (PowerOffAtNextReboot, then its reboot).
+func (c *Cluster) WaitPoweredOff(ctx context.Context, w *Worker) error {
+	return followProgress(ctx, w.Name+" powered off at its reboot", ceilingFor(1), func() observation {
+		v := c.observeNodes([]string{w.Name}, "")
+		select {
+		case <-w.VM.Done():
+			v.observation.done = true
+		default:
+		}
+		return v.observation
+	})
+}
+
+// PowerOn starts w's powered-off VM again, on its disk, and waits for its
+// guest agent.
+func (c *Cluster) PowerOn(ctx context.Context, w *Worker) error {
+	v, err := w.VM.PowerOn(ctx)
+	if err != nil {
+		return err
+	}
+	w.VM = v
+	fmt.Printf("%s: powered on, qemu %d\n", w.Name, v.PID())
+	return waitAgent(ctx, w)
 }
 
 // BootCost says where a worker's last boot spent its time, from systemd:

@@ -16,11 +16,10 @@ import (
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	"github.com/ndp-dev/ndp/internal/testkit"
-	"github.com/ndp-dev/ndp/internal/testkit/builder"
 )
 
-// The onDrainTimeout Wait choice, and a drain without a timeout, keep
-// waiting for the budget: TestDrainWaitsForTheDisruptionBudget.
+// A drain without a timeout keeps waiting for the budget, and says so:
+// TestDrainWaitsForTheDisruptionBudget.
 
 // drainTimeoutRollout is a pool of two nodes (maxUnavailable 1) under a
 // policy with a 3 s drain timeout and the given choice, whose first node
@@ -55,13 +54,7 @@ func drainTimeoutRollout(t *testing.T, pool string, act v1alpha1.DrainTimeoutAct
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
 	superviseHosts(t, r.hosts) // the reboots
 
-	// A file no NodeDisruptionPolicy claims: the plan drains and reboots.
-	motd := builder.MachineConfig("60-"+pool+"-motd").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
-	motd.Labels = map[string]string{ndpmcv1.RoleLabel: r.pool}
-	if err := k8s.Create(ctx, motd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), motd) })
+	rebootingChange(t, r)
 	return r, first, pdb, r.newTarget(a)
 }
 
@@ -167,6 +160,37 @@ func TestRolloutDrainTimeoutDeletesPods(t *testing.T) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "roll-delete", Name: "db-0"}, &pod); err == nil {
 		t.Errorf("the protected pod is still there (deleting %v)", pod.DeletionTimestamp)
 	}
+	if first.reboots() != 1 || first.readFile("/etc/motd") != "hello\n" {
+		t.Errorf("%s: %d reboots, /etc/motd %q", first.name, first.reboots(), first.readFile("/etc/motd"))
+	}
+}
+
+// onDrainTimeout Wait: after 3 s the drain warns (a DrainTimeout Event
+// naming the pod) and waits on: the node stays cordoned on its way, the
+// pod is neither evicted nor deleted, the node is not skipped and the
+// second node is not sent (the budget, maxUnavailable 1, is taken). Once
+// the PodDisruptionBudget allows it, the drain finishes and both nodes
+// go.
+func TestRolloutDrainTimeoutWaits(t *testing.T) {
+	r, first, pdb, b := drainTimeoutRollout(t, "roll-wait", v1alpha1.DrainTimeoutWait)
+	waitEvent(t, "default", "Node", first.name, "DrainTimeout: ", "roll-wait/db-0", "waiting on (onDrainTimeout Wait)")
+	n := first.node()
+	if !n.Spec.Unschedulable || n.Annotations[ndpmcv1.DesiredConfigAnnotation] != b || n.Annotations[v1alpha1.DrainSkippedAnnotation] != "" {
+		t.Fatalf("%s after its drain timed out: unschedulable %t, %v; want cordoned, on its way to %s, not skipped", first.name, n.Spec.Unschedulable, n.Annotations, b)
+	}
+	var pod corev1.Pod
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "roll-wait", Name: "db-0"}, &pod); err != nil || pod.DeletionTimestamp != nil {
+		t.Fatalf("the protected pod after the timeout: %v, deleting %v", err, pod.DeletionTimestamp)
+	}
+	if sent := r.sentTo(b); strings.Join(sent, " ") != first.name {
+		t.Fatalf("sent to %s: %v, want only %s", b, sent, first.name)
+	}
+	if first.reboots() != 0 {
+		t.Fatalf("%s rebooted %d times before its drain finished", first.name, first.reboots())
+	}
+
+	setPDB(t, pdb, 1)
+	r.waitDone(b, 3*time.Minute)
 	if first.reboots() != 1 || first.readFile("/etc/motd") != "hello\n" {
 		t.Errorf("%s: %d reboots, /etc/motd %q", first.name, first.reboots(), first.readFile("/etc/motd"))
 	}

@@ -40,28 +40,8 @@ func TestRolloutHaltsOnANodeNotBackFromItsReboot(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
 	superviseHosts(t, played)
-	// The lost node: stopped when it asks for its reboot, and not started.
-	off := make(chan struct{})
-	go func() {
-		defer close(off)
-		for lost.reboots() == 0 {
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-t.Context().Done():
-				return
-			}
-		}
-		lost.stop()
-		lost.setReady(false)
-	}()
-
-	// A file no NodeDisruptionPolicy claims: the plan drains and reboots.
-	motd := builder.MachineConfig("60-roll-lost-motd").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
-	motd.Labels = map[string]string{ndpmcv1.RoleLabel: r.pool}
-	if err := k8s.Create(context.Background(), motd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), motd) })
+	off := lostAtReboot(t, lost)
+	rebootingChange(t, r)
 	b := r.newTarget(a)
 	<-off
 	var n *corev1.Node
@@ -109,5 +89,78 @@ func TestRolloutHaltsOnANodeNotBackFromItsReboot(t *testing.T) {
 		if h.reboots() != 1 {
 			t.Errorf("%s: %d reboot requests, want 1", h.name, h.reboots())
 		}
+	}
+}
+
+// lostAtReboot stops h when it asks for its reboot and reports it not
+// Ready (a machine powered off): the returned channel closes then.
+func lostAtReboot(t *testing.T, h *host) <-chan struct{} {
+	off := make(chan struct{})
+	go func() {
+		defer close(off)
+		for h.reboots() == 0 {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-t.Context().Done():
+				return
+			}
+		}
+		h.stop()
+		h.setReady(false)
+	}()
+	return off
+}
+
+// rebootingChange is a change to r's pool that its plan drains and reboots
+// for: a file no NodeDisruptionPolicy claims.
+func rebootingChange(t *testing.T, r *rollout) {
+	motd := builder.MachineConfig("60-"+r.pool+"-motd").WithFileMap(map[string]string{"/etc/motd": "hello\n"}, 0o644).Build()
+	motd.Labels = map[string]string{ndpmcv1.RoleLabel: r.pool}
+	if err := k8s.Create(context.Background(), motd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), motd) })
+}
+
+// A paused pool starts nothing, but its node that does not come back
+// from its reboot is still marked Degraded once the rebootTimeout runs
+// out, while the pool stays paused; unpaused and powered on, the node
+// finishes.
+func TestRolloutMarksALostNodeWhilePaused(t *testing.T) {
+	r := newRollout(t, "roll-paused", 1, intstr.FromInt(1))
+	a := r.target()
+	lost := r.hosts[0]
+	pol := &v1alpha1.RolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "roll-paused"}, Spec: v1alpha1.RolloutPolicySpec{
+		PoolSelector: metav1.LabelSelector{MatchLabels: r.labelPool()},
+		Failures:     &v1alpha1.RolloutFailures{RebootTimeout: &metav1.Duration{Duration: 3 * time.Second}},
+	}}
+	if err := k8s.Create(context.Background(), pol); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pol) })
+	off := lostAtReboot(t, lost)
+	rebootingChange(t, r)
+	b := r.newTarget(a)
+	testkit.Eventually(t, lost.name+" sent to "+b, func() (bool, string) {
+		return len(r.sentTo(b)) == 1, ""
+	})
+	r.setPaused(true)
+	<-off
+	testkit.Eventually(t, "the lost node marked Degraded while the pool is paused", func() (bool, string) {
+		n := lost.node()
+		s, why := n.Annotations[ndpmcv1.StateAnnotation], n.Annotations[ndpmcv1.ReasonAnnotation]
+		return s == ndpmcv1.StateDegraded && strings.HasPrefix(why, "RebootTimeout: not Ready for 3s of its update, since "), fmt.Sprintf("state %s: %s", s, why)
+	}, testkit.Within(2*time.Minute))
+	if !r.mcp().Spec.Paused {
+		t.Fatal("the pool is no longer paused")
+	}
+
+	r.setPaused(false)
+	lost.setBootID("boot-2")
+	lost.setReady(true)
+	lost.start()
+	r.waitDone(b, 3*time.Minute)
+	if lost.reboots() != 1 {
+		t.Errorf("%s: %d reboot requests, want 1", lost.name, lost.reboots())
 	}
 }

@@ -709,6 +709,32 @@ func (v *VM) Reset(ctx context.Context) error { return v.monitor(ctx, "system_re
 // exits) and returns at once.
 func (v *VM) Powerdown(ctx context.Context) error { return v.monitor(ctx, "system_powerdown") }
 
+// PowerOffAtReboot makes the guest's next reboot power the VM off instead:
+// qemu exits where the guest would start again (QMP set-action), as a
+// machine whose reboot never comes back. PowerOn starts it again.
+func (v *VM) PowerOffAtReboot(ctx context.Context) error {
+	if v.exited() {
+		return v.exitError("set-action")
+	}
+	if _, err := qmp(ctx, v.path(qmpSocket), "set-action", map[string]string{"reboot": "shutdown", "shutdown": "poweroff"}); err != nil {
+		return fmt.Errorf("vm %s: %w", v.cfg.Name, err)
+	}
+	return nil
+}
+
+// PowerOn starts a VM that powered off (or was stopped) again, on the
+// same disk and configuration, as a new VM; v is cleaned up first (its
+// socat helpers). It returns once qemu runs, as Start does.
+func (v *VM) PowerOn(ctx context.Context) (*VM, error) {
+	if !v.exited() {
+		return nil, fmt.Errorf("vm %s: still running", v.cfg.Name)
+	}
+	if err := v.Stop(ctx, StopOptions{}); err != nil {
+		return nil, err
+	}
+	return Start(ctx, v.cfg)
+}
+
 // JITStats is qemu's `info jit` (TCG's translation counts, the code
 // cache's size and how often it was flushed), or an error under KVM.
 func (v *VM) JITStats(ctx context.Context) (string, error) {
