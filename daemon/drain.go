@@ -3,16 +3,19 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -34,8 +37,32 @@ type Drainer struct {
 	RetryMin, RetryMax time.Duration
 	// Log receives the library's output.
 	Log io.Writer
-	// Waiting is told, after each failed attempt, which pods remain.
+	// Waiting is told which pods remain: as soon as an attempt's first
+	// eviction is refused (a PodDisruptionBudget, as `kubectl drain` says
+	// at once), and after each failed attempt.
 	Waiting func(attempt int, pods []string, err error)
+}
+
+// errEvictionRefused is what Waiting is told while an attempt still runs.
+var errEvictionRefused = errors.New("an eviction was refused (a PodDisruptionBudget allows no disruption, or the pod's namespace is terminating); retrying")
+
+// refusals calls refused once, the first time a pod's eviction starts a
+// second time in one attempt: the library retries an eviction only after
+// it was refused (429 from a PodDisruptionBudget, or a terminating
+// namespace).
+func refusals(refused func()) func(pod *corev1.Pod, usingEviction bool) {
+	var mu sync.Mutex
+	var once sync.Once
+	started := map[types.UID]bool{}
+	return func(pod *corev1.Pod, usingEviction bool) {
+		mu.Lock()
+		again := started[pod.UID]
+		started[pod.UID] = true
+		mu.Unlock()
+		if again && usingEviction {
+			once.Do(refused)
+		}
+	}
 }
 
 func (d *Drainer) helper(ctx context.Context) *drain.Helper {
@@ -95,7 +122,13 @@ func (d *Drainer) Drain(ctx context.Context, nodeName string, deadline time.Time
 			timeout = min(timeout, max(time.Until(deadline), minAttempt))
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		err := drain.RunNodeDrain(d.helper(actx), nodeName)
+		h := d.helper(actx)
+		if d.Waiting != nil {
+			h.OnPodDeletionOrEvictionStarted = refusals(func() {
+				d.Waiting(attempt, d.remaining(actx, nodeName), errEvictionRefused)
+			})
+		}
+		err := drain.RunNodeDrain(h, nodeName)
 		cancel()
 		if err == nil {
 			return nil

@@ -131,3 +131,31 @@ func TestPodList(t *testing.T) {
 		}
 	}
 }
+
+// The library starts a pod's eviction again only after it was refused:
+// the second start of any pod's eviction in an attempt reports, once.
+func TestRefusals(t *testing.T) {
+	pod := func(uid string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }
+	for _, tc := range []struct {
+		name   string
+		starts []string // "uid" an eviction, "uid-" a deletion
+		want   int
+	}{
+		{"each evicted at once", []string{"a", "b", "c"}, 0},
+		{"one refused", []string{"a", "b", "a"}, 1},
+		{"refused again and again", []string{"a", "a", "b", "b", "a"}, 1},
+		{"deletions are not refused", []string{"a-", "a-"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			started := refusals(func() { n++ })
+			for _, s := range tc.starts {
+				uid, deletion := strings.CutSuffix(s, "-")
+				started(pod(uid), !deletion)
+			}
+			if n != tc.want {
+				t.Errorf("reported %d times, want %d", n, tc.want)
+			}
+		})
+	}
+}

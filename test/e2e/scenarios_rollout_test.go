@@ -214,10 +214,15 @@ func (s *suite) rebootAskedByTheNode(t testing.TB) {
 	if after-boots != 1 || boot == w.BootNow {
 		t.Fatalf("%s: %d boot(s) since its request (boot %s -> %s), want 1", w.Name, after-boots, w.BootNow, boot)
 	}
-	why, err := c.KubectlMust("ndp", "why", w.Name)
-	if err != nil || !strings.Contains(why, "reboot requested by the node: "+by) {
-		t.Fatalf("kubectl ndp why %s does not name the request %q: %v", w.Name, by, err)
+	// The daemon records its history after it reports the node Done.
+	want := "reboot requested by the node: " + by
+	if err := framework.Poll(ctx, 3*time.Minute, "kubectl ndp why "+w.Name+" to name "+by, func() (bool, error) {
+		why, err := c.KubectlQuiet("ndp", "why", w.Name, "--update", "1")
+		return err == nil && strings.Contains(why, want) && strings.Contains(why, "Result:   Done"), nil
+	}); err != nil {
+		t.Fatal(err)
 	}
+	c.Kubectl("ndp", "why", w.Name, "--update", "1")
 	line := fmt.Sprintf("reboot asked by %s (%s): held (%q), rebooted once when the window opened, boot %s -> %s",
 		w.Name, by, strings.TrimSpace(held), framework.ShortID(w.BootNow), framework.ShortID(boot))
 	fmt.Println(line)

@@ -287,11 +287,13 @@ func runningPod(t *testing.T, ns, name, node string, labels map[string]string, o
 
 // A plan with drain: the node is cordoned, evictable pods are evicted (a
 // PodDisruptionBudget that forbids it keeps the daemon waiting and
-// reporting until it is relaxed), DaemonSet pods stay, and the node is
-// uncordoned at the end.
+// reporting, as soon as an eviction is refused, until it is relaxed),
+// DaemonSet pods stay, and the node is uncordoned at the end.
 func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 	ctx := context.Background()
 	h := newHost(t, "node-drain")
+	// One attempt for the whole test: the wait is reported while it runs.
+	h.daemonArgs = []string{"--drain-attempt-timeout", "1h"}
 	kubelet(t, h.name)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "drain-test"}}
 	if err := k8s.Create(ctx, ns); err != nil {
@@ -322,7 +324,8 @@ func TestDrainWaitsForTheDisruptionBudget(t *testing.T) {
 	// Blocked by the budget: cordoned, waiting, saying which pod.
 	testkit.Eventually(t, "the drain waits for the budget, naming the pod", func() (bool, string) {
 		c := h.mcnConditions()["Drained"]
-		return c.Status == metav1.ConditionUnknown && c.Reason == "WaitingForPods" && strings.Contains(c.Message, "drain-test/web-1"),
+		return c.Status == metav1.ConditionUnknown && c.Reason == "WaitingForPods" && strings.Contains(c.Message, "attempt 1: ") &&
+				strings.Contains(c.Message, "drain-test/web-1") && strings.Contains(c.Message, "an eviction was refused"),
 			fmt.Sprintf("Drained condition: %+v", c)
 	})
 	if !h.node().Spec.Unschedulable {

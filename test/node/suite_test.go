@@ -158,6 +158,8 @@ type host struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	logs *output.Buffer
+	// daemonArgs are added to ndp-daemon's flags by start.
+	daemonArgs []string
 }
 
 // unitDir is where units go, as a host path: the user manager's
@@ -274,6 +276,7 @@ func (h *host) start(env ...string) {
 		"--drain-evict-retry-delay", "200ms",
 		"--drain-retry-max", "2s",
 	)
+	cmd.Args = append(cmd.Args, h.daemonArgs...) // the last of a flag wins
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = h.logs, h.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
