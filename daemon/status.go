@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ndp-dev/ndp/apis/conditions"
+	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
+	"github.com/ndp-dev/ndp/apis/v1alpha1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -132,10 +135,33 @@ func (s *Status) apply(ctx context.Context, pool, current, desired string) error
 	return nil
 }
 
+// NodeAnnotations are the annotations of its Node that ndp-daemon writes,
+// and UsedAnnotations those of the rollout controller's it only removes
+// once used: the admission policy ndp-daemon-node-fields
+// (manifests/admission/daemon-own-node.yaml) allows these and no other,
+// and test/cluster keeps the two lists equal.
+var (
+	NodeAnnotations = []string{
+		ndpmcv1.CurrentConfigAnnotation, ndpmcv1.StateAnnotation, ndpmcv1.ReasonAnnotation,
+		v1alpha1.UpdateDoneAnnotation, v1alpha1.DrainedPodsAnnotation,
+		v1alpha1.RebootRequiredAnnotation, v1alpha1.RebootRequiredByAnnotation,
+		v1alpha1.DrainSkippedAnnotation, v1alpha1.DrainSkippedReasonAnnotation,
+	}
+	UsedAnnotations = []string{v1alpha1.RebootGrantAnnotation, v1alpha1.DrainTimeoutAnnotation}
+)
+
 // annotate sets the daemon's node annotations, patching only what differs.
+// A key outside NodeAnnotations (or UsedAnnotations, removed; or
+// desiredConfig, set back to the currentConfig set with it: an update
+// given up) is refused here, as the admission policy would refuse it on a
+// cluster.
 func (s *Status) annotate(ctx context.Context, node *corev1.Node, kv map[string]string) error {
 	patch := map[string]any{}
 	for k, v := range kv {
+		sentBack := k == ndpmcv1.DesiredConfigAnnotation && v != "" && v == kv[ndpmcv1.CurrentConfigAnnotation]
+		if !slices.Contains(NodeAnnotations, k) && !sentBack && (v != "" || !slices.Contains(UsedAnnotations, k)) {
+			return fmt.Errorf("annotating node %s: %s is not among ndp-daemon's annotations (daemon.NodeAnnotations)", s.NodeName, k)
+		}
 		cur, ok := node.Annotations[k]
 		if (v == "" && ok) || (v != "" && cur != v) {
 			if v == "" {

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"slices"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -18,8 +21,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/google/go-cmp/cmp"
+
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
 	"github.com/ndp-dev/ndp/apis/v1alpha1"
+	"github.com/ndp-dev/ndp/daemon"
 	"github.com/ndp-dev/ndp/mco/mcoguard"
 )
 
@@ -160,6 +166,30 @@ func TestSecurityBoundariesOfTheDaemon(t *testing.T) {
 		{"removes its reason annotation", func(context.Context) error {
 			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/reason":null}}}`)
 		}, allowed},
+		{"reports the reboot its host asks for", func(context.Context) error {
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"ndp.dev/reboot-required":"2026-11-30T01:00:00Z","ndp.dev/reboot-required-by":"/var/run/reboot-required (linux-image-amd64)"}}}`)
+		}, allowed},
+		{"records a drain it gave up at its timeout", func(context.Context) error {
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"ndp.dev/drain-skipped":"rendered-security-2","ndp.dev/drain-skipped-reason":"the drain timed out"}}}`)
+		}, allowed},
+		{"removes the reboot grant it used", func(context.Context) error {
+			if err := rawPatch(k8s, nodeNamed(own), merge, `{"metadata":{"annotations":{"ndp.dev/reboot-granted":"2026-11-30T01:00:00Z;drain"}}}`); err != nil {
+				return fmt.Errorf("the controller's grant: %w", err)
+			}
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"ndp.dev/reboot-granted":null}}}`)
+		}, allowed},
+		{"gives up its update: desiredConfig back to its currentConfig", func(context.Context) error {
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/currentConfig":"rendered-security-1","machineconfiguration.openshift.io/desiredConfig":"rendered-security-1"}}}`)
+		}, allowed},
+		{"sends itself to the config it claims to run", func(context.Context) error {
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/currentConfig":"rendered-security-1","machineconfiguration.openshift.io/desiredConfig":"rendered-master-1"}}}`)
+		}, byPolicy(nodeFieldPolicy, "not machineconfiguration.openshift.io/desiredConfig")},
+		{"grants itself a reboot", func(context.Context) error {
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"ndp.dev/reboot-granted":"2026-11-30T01:00:00Z;no-drain"}}}`)
+		}, byPolicy(nodeFieldPolicy, "not ndp.dev/reboot-granted")},
+		{"sets its own drain timeout", func(context.Context) error {
+			return rawPatch(d, nodeNamed(own), merge, `{"metadata":{"annotations":{"ndp.dev/drain-timeout":"1s;DeletePods"}}}`)
+		}, byPolicy(nodeFieldPolicy, "not ndp.dev/drain-timeout")},
 		{"cordons its Node", func(context.Context) error {
 			return rawPatch(d, nodeNamed(own), strategic, `{"spec":{"unschedulable":true}}`)
 		}, allowed},
@@ -413,3 +443,36 @@ func nodeHistory(name string, node *corev1.Node) *v1alpha1.NodeHistory {
 // historyPatch records one update, as the daemon does at each step.
 const historyPatch = `{"status":{"updates":[{"from":"rendered-security-1","to":"rendered-security-2","executor":"ndp-daemon",` +
 	`"started":"2026-11-26T10:00:00Z","result":"InProgress"}]}}`
+
+// The annotations the admission policy lets ndp-daemon write on its Node,
+// and those it lets it only remove, are the daemon's own lists (which
+// daemon.Status.annotate enforces): an annotation added to the daemon and
+// not to the policy would be refused on every cluster and nowhere in the
+// daemon's own tests.
+func TestDaemonAdmissionAllowsItsAnnotations(t *testing.T) {
+	b, err := os.ReadFile(daemonAdmission)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := regexp.MustCompile(`'([^']*)'`)
+	got := map[string][]string{}
+	for _, o := range splitObjects(t, string(b)) {
+		if o.Kind != "ValidatingAdmissionPolicy" || o.Metadata.Name != nodeFieldPolicy {
+			continue
+		}
+		var p admissionregistrationv1.ValidatingAdmissionPolicy
+		o.decode(t, &p)
+		for _, v := range p.Spec.Variables {
+			for _, m := range quoted.FindAllStringSubmatch(v.Expression, -1) {
+				got[v.Name] = append(got[v.Name], m[1])
+			}
+		}
+	}
+	for name, want := range map[string][]string{"own": daemon.NodeAnnotations, "used": daemon.UsedAnnotations} {
+		if diff := cmp.Diff(sorted(want), sorted(got[name])); diff != "" {
+			t.Errorf("policy %s's variable %s against the daemon's list (-daemon +policy):\n%s", nodeFieldPolicy, name, diff)
+		}
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
