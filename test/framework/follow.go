@@ -132,7 +132,8 @@ func (c *Cluster) observeNodes(names []string, target string) nodesView {
 // events about it (the daemon's Cordoned, DrainWaiting, Rebooting,
 // Resumed; the kubelet's Starting), a repeated one counting up; the size
 // of its VM's console (a shutdown and a boot write there before the
-// kubelet says anything). Failed: a node Degraded or Unreconcilable, or
+// kubelet says anything). Failed: a node Degraded (but for a reboot
+// timeout: it goes on once back) or Unreconcilable, or
 // its update to target Failed (a step, or the update) in its history.
 // Done: every node on target, Done.
 func judgeNodes(names []string, target string, r nodeReads) nodesView {
@@ -158,7 +159,10 @@ func judgeNodes(names []string, target string, r nodeReads) nodesView {
 			}
 			current, desired, state, cordoned, ready, boot, reason := f[0], f[1], f[2], f[3], f[4], f[5], f[6]
 			o.progress[name+" node"] = fmt.Sprintf("current=%s desired=%s state=%s cordoned=%s ready=%s boot=%s", current, desired, state, orNo(cordoned), ready, ShortID(boot))
-			if state == ndpmcv1.StateDegraded || state == "Unreconcilable" {
+			// A node the rollout controller marked for not coming back from
+			// its reboot goes on once it is back: waited for, as a reboot.
+			overdue := state == ndpmcv1.StateDegraded && strings.HasPrefix(reason, v1alpha1.RebootTimeoutReason+":")
+			if (state == ndpmcv1.StateDegraded && !overdue) || state == "Unreconcilable" {
 				failed = append(failed, fmt.Sprintf("%s is %s: %s", name, state, reason))
 			}
 			if target != "" && current == target && state == ndpmcv1.StateDone {

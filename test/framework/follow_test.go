@@ -101,6 +101,9 @@ func TestJudgeNodes(t *testing.T) {
 		r:          nodeReads{nodesOK: true, nodes: node("worker-2", "rendered-1", "Degraded", "step action: restart chronyd.service: exit 1")},
 		wantFailed: "worker-2 is Degraded: step action: restart chronyd.service: exit 1",
 	}, {
+		name: "Degraded for a reboot timeout: waited for", names: both, target: "rendered-2",
+		r: nodeReads{nodesOK: true, nodes: node("worker-2", "rendered-1", "Degraded", "RebootTimeout: not Ready for 30s of its update, since 2026-11-30 01:54:16 UTC (rolloutpolicy p's failures.rebootTimeout)")},
+	}, {
 		name: "a failed step of the update to the target", names: both, target: "rendered-2",
 		r:           nodeReads{historiesOK: true, histories: history("rendered-2", "InProgress", "cordon", "Done", "drain", "Failed")},
 		wantFailed:  "worker-1: the update to rendered-2 failed at step drain: exit status 1",
