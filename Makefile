@@ -99,13 +99,17 @@ test: test-go test-rego test-fuzz
 # so they skip under -race and run here without it; so does TestDiffAgreesWithTheMCO, whose clusterdiff computes
 # alone (no concurrency to check) and took 386 s of the race line's longest package.
 NORACE_PKGS := /test/scale$$|/test/(e2e|framework(/vm)?)$$|/mcorules$$
+# TEST_PACKAGES_AT_ONCE: go test's -p (its default is the number of cores, 2 here). The long suites (test/mco,
+# test/cluster, test/node: 3 to 7 minutes each) mostly wait on the API servers, daemons and systemd managers they
+# start: two at a time, make test used about one core over its 13 minutes. Four at a time, they overlap.
+TEST_PACKAGES_AT_ONCE ?= 4
 # NDP_REQUIRE_PROMETHEUS: rolloutgates', alertsilence's and the silence controller's tests (and test/framework's check of its monitoring configs with
 # promtool and amtool) fails, not skips, without Debian's prometheus and prometheus-alertmanager
 # (hack/packages.sh test installs them). -timeout: test/mco under -race takes 7 minutes alone, more beside the
 # other packages, and go test's default stops a package at 10.
 test-go: packages control-plane
-	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 $(GO) test -timeout 30m $(GO_TEST_FLAGS) -race $$($(GO) list ./... | grep -v -E '$(NORACE_PKGS)')
-	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -E '$(NORACE_PKGS)')
+	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 $(GO) test -p $(TEST_PACKAGES_AT_ONCE) -timeout 30m $(GO_TEST_FLAGS) -race $$($(GO) list ./... | grep -v -E '$(NORACE_PKGS)')
+	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test -p $(TEST_PACKAGES_AT_ONCE) $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -E '$(NORACE_PKGS)')
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestHostile' ./planner/engine/ ./policyset/
 	NDP_REQUIRE_PROMETHEUS=1 KUBEBUILDER_ASSETS=$(BIN) $(GO) test $(GO_TEST_FLAGS) -run '^TestDiffAgreesWithTheMCO$$' ./test/mco/
 

@@ -122,6 +122,16 @@ func (c *PolicyChecker) bundle(ctx context.Context, ndp *v1alpha1.NodeDisruption
 		if other.Name == ndp.Name || oref == nil {
 			continue
 		}
+		// Only an active policy holds its roots: a refused newcomer that
+		// takes them must not get the policy it overlaps refused in turn
+		// when that one is checked again. (Two newcomers at once: the
+		// second's set, compiled with the first, refuses the shared
+		// packages.)
+		if c.Active != nil {
+			if _, active := c.Active.Get(other.Name); !active {
+				continue
+			}
+		}
 		var ocm corev1.ConfigMap
 		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: oref.Namespace, Name: oref.Name}, &ocm); err != nil {
 			continue // the other policy reports its own missing bundle
