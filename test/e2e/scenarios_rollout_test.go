@@ -264,14 +264,15 @@ spec:
 }
 
 // openWindowSoon moves the policy's window (if there is the policy: the
-// rollout scenario makes it) to open at the first whole minute 90 s or
-// more from now; zero without the policy.
+// rollout scenario makes it) to open at the first whole minute 40 s or
+// more from now (the change is held within seconds of being applied);
+// zero without the policy.
 func (s *suite) openWindowSoon(t testing.TB) time.Time {
 	t.Helper()
 	if _, err := s.c.KubectlQuiet("get", "rolloutpolicy", rolloutPolicyName); err != nil {
 		return time.Time{}
 	}
-	opens := time.Now().Add(90 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	opens := time.Now().Add(40 * time.Second).Truncate(time.Minute).Add(time.Minute)
 	if err := s.c.ApplyText("rollout-policy.yaml", rolloutPolicy(opens)); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func (s *suite) waitWindow(t testing.TB, target string, opens time.Time) {
 		case <-time.After(time.Second):
 		}
 	}
-	line := fmt.Sprintf("window: the change that reboots waited for its window, opening %s UTC (set 90 to 150 s before): %q",
+	line := fmt.Sprintf("window: the change that reboots waited for its window, opening %s UTC (set 40 to 100 s before): %q",
 		opens.UTC().Format("15:04"), framework.GrepLine(status, reason))
 	fmt.Println(line)
 	c.Report(line)

@@ -240,7 +240,7 @@ spec:
 		callsBefore[w.Name] = len(calls)
 	}
 	// With the rollout scenario's policy, the change waits for its
-	// window, which opens a minute or two after the change.
+	// window, which opens 40 to 100 s after the change.
 	opens := s.openWindowSoon(t)
 	if _, err := c.KubectlMust("apply", "-f", "examples/cluster/60-worker-app.yaml", "-f", osMC); err != nil {
 		t.Fatal(err)

@@ -60,6 +60,8 @@ type Cluster struct {
 	failures []string
 	// seenEvents holds the uids of the events WaitEvent returned.
 	seenEvents map[string]bool
+	// units: what observeNodes last read of the VMs' units, and when.
+	units guestUnits
 }
 
 // Enabled says whether the real cluster was asked for: make cluster sets

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	ndpmcv1 "github.com/ndp-dev/ndp/apis/machineconfiguration/v1"
@@ -57,8 +58,10 @@ func followProgress(ctx context.Context, what string, ceiling time.Duration, obs
 // What observeNodes reads, a row per object, tab-separated, the node's
 // name first.
 const (
-	mcAnnotation  = `.metadata.annotations.machineconfiguration\.openshift\.io/`
-	jsonNodeRows  = `{range .items[*]}{.metadata.name}{"\t"}{` + mcAnnotation + `currentConfig}{"\t"}{` + mcAnnotation + `desiredConfig}{"\t"}{` + mcAnnotation + `state}{"\t"}{.spec.unschedulable}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}{.status.nodeInfo.bootID}{"\t"}{` + mcAnnotation + `reason}{"\n"}{end}`
+	mcAnnotation = `.metadata.annotations.machineconfiguration\.openshift\.io/`
+	// jsonNodeRow is one Node's row; jsonNodeRows a list's.
+	jsonNodeRow   = `{.metadata.name}{"\t"}{` + mcAnnotation + `currentConfig}{"\t"}{` + mcAnnotation + `desiredConfig}{"\t"}{` + mcAnnotation + `state}{"\t"}{.spec.unschedulable}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}{.status.nodeInfo.bootID}{"\t"}{` + mcAnnotation + `reason}{"\n"}`
+	jsonNodeRows  = `{range .items[*]}` + jsonNodeRow + `{end}`
 	jsonPodRows   = `{range .items[*]}{.spec.nodeName}{"\t"}{.metadata.namespace}/{.metadata.name} {.status.phase} ready={.status.containerStatuses[*].ready} restarts={.status.containerStatuses[*].restartCount}{"\n"}{end}`
 	jsonEventRows = `{range .items[*]}{.involvedObject.name}{"\t"}{.metadata.name}{"\t"}{.count}{"\t"}{.series.count}{"\t"}{.reason}{"\n"}{end}`
 )
@@ -105,23 +108,48 @@ func (c *Cluster) observeNodes(names []string, target string) nodesView {
 			r.consoles[w.Name] = st.Size()
 		}
 	}
-	// After a boot, the console falls quiet while the kubelet starts, the
-	// node turns Ready and the daemon's pod comes back: on a busy machine
-	// that can take over a minute with no other sign; the units' CPU time
-	// moves all along.
-	r.units = map[string]string{}
-	for _, w := range c.Workers {
-		if w.VM == nil || !slices.Contains(names, w.Name) {
+	r.units = c.units.read(c.Workers)
+	return judgeNodes(names, target, r)
+}
+
+// unitsEvery bounds how often observeNodes reads the VMs' units: a
+// systemctl in a guest under TCG costs it a sixth of a CPU-second, every
+// 2 s a share of what the boots it watches need.
+const unitsEvery = 10 * time.Second
+
+// guestUnits reads the CPU time and state of the units a boot goes
+// through on each worker VM, at most every unitsEvery (in between, what
+// was read last).
+type guestUnits struct {
+	mu   sync.Mutex
+	at   time.Time
+	last map[string]string
+}
+
+// read: after a boot, the console falls quiet while the kubelet starts,
+// the node turns Ready and the daemon's pod comes back: on a busy machine
+// that can take over a minute with no other sign; the units' CPU time
+// moves all along.
+func (g *guestUnits) read(workers []*Worker) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last != nil && time.Since(g.at) < unitsEvery {
+		return g.last
+	}
+	units := map[string]string{}
+	for _, w := range workers {
+		if w.VM == nil {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		out, err := w.VM.Run(ctx, "systemctl", "show", "-p", "Id,ActiveState,SubState,CPUUsageNSec", "node-share.service", "containerd.service", "kubelet.service")
 		cancel()
 		if err == nil {
-			r.units[w.Name] = strings.Join(strings.Fields(out), " ")
+			units[w.Name] = strings.Join(strings.Fields(out), " ")
 		}
 	}
-	return judgeNodes(names, target, r)
+	g.at, g.last = time.Now(), units
+	return units
 }
 
 // judgeNodes turns what was read of the nodes into an observation.

@@ -1,12 +1,14 @@
 package framework
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"net"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Kubectl runs the real kubectl inside the cluster's network namespace as
@@ -41,6 +43,12 @@ func (c *Cluster) KubectlQuiet(args ...string) (string, error) {
 // KubectlAs runs kubectl as the admin, or with a bearer token if token is
 // set (the admin kubeconfig then only gives the server and its CA).
 func (c *Cluster) KubectlAs(token string, args ...string) (string, error) {
+	out, err := c.kubectlCommand(context.Background(), token, args...).CombinedOutput()
+	return string(out), err
+}
+
+// kubectlCommand is the kubectl command KubectlAs runs, ended with ctx.
+func (c *Cluster) kubectlCommand(ctx context.Context, token string, args ...string) *exec.Cmd {
 	// The admin kubeconfig comes from KUBECONFIG: kubectl takes no flag
 	// before a plugin's name (kubectl ndp ...).
 	argv := append(c.s.nsenter(false), c.Bin("kubectl"))
@@ -48,15 +56,40 @@ func (c *Cluster) KubectlAs(token string, args ...string) (string, error) {
 		argv = append(argv, "--token", token)
 	}
 	argv = append(argv, args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	// nsenter execs kubectl (no --fork): ending it ends kubectl.
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// From the repository's root: a scenario names examples/ as a person
 	// there would.
 	cmd.Dir = c.Root
 	// bin/ on PATH for the ndp plugin (kubectl ndp), which reads KUBECONFIG:
 	// kubectl passes plugins none of its flags.
 	cmd.Env = []string{"PATH=" + c.Bin("") + ":/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + c.s.work, "KUBECONFIG=" + c.s.admin}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return cmd
+}
+
+// kubectlWatch runs `kubectl args... --watch` and calls line with each
+// line it prints until ctx ends; a watch the server ends is started again
+// (it lists the objects first: nothing between is lost that the caller
+// keeps as state).
+func (c *Cluster) kubectlWatch(ctx context.Context, line func(string), args ...string) {
+	for ctx.Err() == nil {
+		cmd := c.kubectlCommand(ctx, "", append(args, "--watch")...)
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err == nil {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line(sc.Text())
+			}
+			_ = cmd.Wait()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // WaitFor runs kubectl until its output is want, while the cluster makes

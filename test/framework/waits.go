@@ -195,41 +195,48 @@ func nodesOut(rows string) (cordoned int, out []string) {
 }
 
 // WatchWorkers watches the workers and the web Deployment until the
-// returned function is called, which returns what it saw.
+// returned function is called, which returns what it saw: every state
+// they passed through (kubectl --watch), not samples of them.
 func (c *Cluster) WatchWorkers(ctx context.Context) func() Seen {
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	s := Seen{MinReady: -1}
-	done := make(chan struct{})
+	rows := map[string]string{} // a worker's name: its jsonNodeRow
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			out, err := c.KubectlQuiet("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "jsonpath="+jsonNodeRows)
-			ready, rerr := c.KubectlQuiet("get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}")
+		defer wg.Done()
+		c.kubectlWatch(ctx, func(row string) {
+			name, _, _ := strings.Cut(row, "\t")
 			mu.Lock()
-			if err == nil {
-				cordoned, out := nodesOut(out)
-				s.MaxCordoned = max(s.MaxCordoned, cordoned)
-				if len(out) > s.MaxOut {
-					s.MaxOut, s.Out = len(out), strings.Join(out, ", ")
-				}
+			defer mu.Unlock()
+			rows[name] = row
+			var all []string
+			for _, r := range rows {
+				all = append(all, r)
 			}
-			if rerr == nil {
-				r, _ := strconv.Atoi(strings.TrimSpace(ready))
-				if s.MinReady < 0 || r < s.MinReady {
-					s.MinReady = r
-				}
+			cordoned, out := nodesOut(strings.Join(all, "\n"))
+			s.MaxCordoned = max(s.MaxCordoned, cordoned)
+			if len(out) > s.MaxOut {
+				slices.Sort(out)
+				s.MaxOut, s.Out = len(out), strings.Join(out, ", ")
 			}
-			mu.Unlock()
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
+		}, "get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "jsonpath="+jsonNodeRow)
+	}()
+	go func() {
+		defer wg.Done()
+		c.kubectlWatch(ctx, func(ready string) {
+			r, _ := strconv.Atoi(strings.TrimSpace(ready))
+			mu.Lock()
+			defer mu.Unlock()
+			if s.MinReady < 0 || r < s.MinReady {
+				s.MinReady = r
 			}
-		}
+		}, "get", "deploy", "web", "-o", `jsonpath={.status.readyReplicas}{"\n"}`)
 	}()
 	return func() Seen {
 		cancel()
-		<-done
+		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
 		return s

@@ -195,6 +195,7 @@ func (c *Cluster) startWorkers(ctx context.Context) error {
 				argv := append(s.nsenter(false), append([]string{name}, args...)...)
 				return exec.Command(argv[0], argv[1:]...)
 			},
+			KeepOnExit: c.keep,
 		}
 		if w.VM, err = vm.Start(ctx, cfg); err != nil {
 			return err

@@ -136,6 +136,9 @@ type Config struct {
 	// addresses are then that namespace's) or nice. The wrapper must exec
 	// qemu; the process is put in a process group of its own.
 	Command func(name string, args ...string) *exec.Cmd
+	// KeepOnExit leaves qemu running when this process exits without
+	// Stop (make cluster KEEP=1); otherwise it is sent SIGTERM then.
+	KeepOnExit bool
 }
 
 // VM is a running (or exited) qemu process and the guest inside it.
@@ -254,7 +257,7 @@ func Start(ctx context.Context, cfg Config) (*VM, error) {
 	// cleanly) instead of running on, orphaned. The signal comes when the
 	// thread that started qemu ends: a goroutine locked to its thread
 	// starts it and stays until qemu has exited.
-	if v.cmd.SysProcAttr.Pdeathsig == 0 {
+	if v.cmd.SysProcAttr.Pdeathsig == 0 && !cfg.KeepOnExit {
 		v.cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	}
 	started := make(chan error, 1)
