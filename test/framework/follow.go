@@ -59,7 +59,7 @@ func followProgress(ctx context.Context, what string, ceiling time.Duration, obs
 // name first.
 const (
 	mcAnnotation = `.metadata.annotations.machineconfiguration\.openshift\.io/`
-	// jsonNodeRow is one Node's row; jsonNodeRows a list's.
+	// jsonNodeRow is one Node's row (nodeRow in Go); jsonNodeRows a list's.
 	jsonNodeRow   = `{.metadata.name}{"\t"}{` + mcAnnotation + `currentConfig}{"\t"}{` + mcAnnotation + `desiredConfig}{"\t"}{` + mcAnnotation + `state}{"\t"}{.spec.unschedulable}{"\t"}{.status.conditions[?(@.type=="Ready")].status}{"\t"}{.status.nodeInfo.bootID}{"\t"}{` + mcAnnotation + `reason}{"\n"}`
 	jsonNodeRows  = `{range .items[*]}` + jsonNodeRow + `{end}`
 	jsonPodRows   = `{range .items[*]}{.spec.nodeName}{"\t"}{.metadata.namespace}/{.metadata.name} {.status.phase} ready={.status.containerStatuses[*].ready} restarts={.status.containerStatuses[*].restartCount}{"\n"}{end}`

@@ -1,9 +1,9 @@
 package framework
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os/exec"
@@ -67,21 +67,26 @@ func (c *Cluster) kubectlCommand(ctx context.Context, token string, args ...stri
 	return cmd
 }
 
-// kubectlWatch runs `kubectl args... --watch` and calls line with each
-// line it prints until ctx ends; a watch the server ends is started again
-// (it lists the objects first: nothing between is lost that the caller
-// keeps as state).
-func (c *Cluster) kubectlWatch(ctx context.Context, line func(string), args ...string) {
+// kubectlWatch runs `kubectl args... -o json --watch` and calls object
+// with each object it prints until ctx ends (JSON: a watch's
+// jsonpath output goes through a tabwriter that turns tabs into spaces).
+// A watch the server ends is started again; it lists the objects first,
+// so nothing between is lost that the caller keeps as state.
+func (c *Cluster) kubectlWatch(ctx context.Context, object func(json.RawMessage), args ...string) {
 	for ctx.Err() == nil {
-		cmd := c.kubectlCommand(ctx, "", append(args, "--watch")...)
+		cmd := c.kubectlCommand(ctx, "", append(args, "-o", "json", "--watch")...)
 		out, err := cmd.StdoutPipe()
 		if err == nil {
 			err = cmd.Start()
 		}
 		if err == nil {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line(sc.Text())
+			dec := json.NewDecoder(out)
+			for {
+				var raw json.RawMessage
+				if dec.Decode(&raw) != nil {
+					break
+				}
+				object(raw)
 			}
 			_ = cmd.Wait()
 		}

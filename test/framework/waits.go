@@ -6,14 +6,18 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // DeleteDaemonPod deletes the daemon's pod on the node at once (as a crash
@@ -175,10 +179,26 @@ type Seen struct {
 	Out    string // which, when MaxOut was seen
 }
 
+// nodeRow is n's row as jsonNodeRow prints it.
+func nodeRow(n *corev1.Node) string {
+	ready := ""
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = string(c.Status)
+		}
+	}
+	unschedulable := ""
+	if n.Spec.Unschedulable {
+		unschedulable = "true"
+	}
+	a := func(k string) string { return n.Annotations["machineconfiguration.openshift.io/"+k] }
+	return strings.Join([]string{n.Name, a("currentConfig"), a("desiredConfig"), a("state"), unschedulable, ready, n.Status.NodeInfo.BootID, a("reason")}, "\t")
+}
+
 // nodesOut reads jsonNodeRows: how many nodes are cordoned, and which are
 // out (unavailable to the budget: updating, cordoned or not Ready).
 func nodesOut(rows string) (cordoned int, out []string) {
-	for _, l := range strings.Split(strings.TrimSpace(rows), "\n") {
+	for _, l := range strings.Split(strings.Trim(rows, "\n"), "\n") {
 		f := strings.Split(l, "\t")
 		if len(f) < 6 || f[0] == "" {
 			continue
@@ -198,49 +218,72 @@ func nodesOut(rows string) (cordoned int, out []string) {
 // returned function is called, which returns what it saw: every state
 // they passed through (kubectl --watch), not samples of them.
 func (c *Cluster) WatchWorkers(ctx context.Context) func() Seen {
+	return c.watchWorkers(ctx).stop
+}
+
+// workerWatch is what WatchWorkers runs: seen so far, and how to stop.
+type workerWatch struct {
+	mu     sync.Mutex
+	s      Seen
+	rows   map[string]string // a worker's name: its nodeRow
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (c *Cluster) watchWorkers(ctx context.Context) *workerWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	var mu sync.Mutex
-	s := Seen{MinReady: -1}
-	rows := map[string]string{} // a worker's name: its jsonNodeRow
-	var wg sync.WaitGroup
-	wg.Add(2)
+	w := &workerWatch{s: Seen{MinReady: -1}, rows: map[string]string{}, cancel: cancel}
+	w.wg.Add(2)
 	go func() {
-		defer wg.Done()
-		c.kubectlWatch(ctx, func(row string) {
-			name, _, _ := strings.Cut(row, "\t")
-			mu.Lock()
-			defer mu.Unlock()
-			rows[name] = row
-			var all []string
-			for _, r := range rows {
-				all = append(all, r)
-			}
-			cordoned, out := nodesOut(strings.Join(all, "\n"))
-			s.MaxCordoned = max(s.MaxCordoned, cordoned)
-			if len(out) > s.MaxOut {
-				slices.Sort(out)
-				s.MaxOut, s.Out = len(out), strings.Join(out, ", ")
-			}
-		}, "get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "jsonpath="+jsonNodeRow)
+		defer w.wg.Done()
+		c.kubectlWatch(ctx, w.node, "get", "nodes", "-l", "node-role.kubernetes.io/worker")
 	}()
 	go func() {
-		defer wg.Done()
-		c.kubectlWatch(ctx, func(ready string) {
-			r, _ := strconv.Atoi(strings.TrimSpace(ready))
-			mu.Lock()
-			defer mu.Unlock()
-			if s.MinReady < 0 || r < s.MinReady {
-				s.MinReady = r
-			}
-		}, "get", "deploy", "web", "-o", `jsonpath={.status.readyReplicas}{"\n"}`)
+		defer w.wg.Done()
+		c.kubectlWatch(ctx, w.deployment, "get", "deploy", "web")
 	}()
-	return func() Seen {
-		cancel()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		return s
+	return w
+}
+
+func (w *workerWatch) node(raw json.RawMessage) {
+	var n corev1.Node
+	if json.Unmarshal(raw, &n) != nil {
+		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rows[n.Name] = nodeRow(&n)
+	cordoned, out := nodesOut(strings.Join(slices.Collect(maps.Values(w.rows)), "\n"))
+	w.s.MaxCordoned = max(w.s.MaxCordoned, cordoned)
+	if len(out) > w.s.MaxOut {
+		slices.Sort(out)
+		w.s.MaxOut, w.s.Out = len(out), strings.Join(out, ", ")
+	}
+}
+
+func (w *workerWatch) deployment(raw json.RawMessage) {
+	var d appsv1.Deployment
+	if json.Unmarshal(raw, &d) != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r := int(d.Status.ReadyReplicas); w.s.MinReady < 0 || r < w.s.MinReady {
+		w.s.MinReady = r
+	}
+}
+
+// seen is what the watch saw so far.
+func (w *workerWatch) seen() Seen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.s
+}
+
+func (w *workerWatch) stop() Seen {
+	w.cancel()
+	w.wg.Wait()
+	return w.seen()
 }
 
 // WaitWorkersDone waits for every worker to run target, Done, as long as

@@ -18,12 +18,13 @@ func TestNodesOut(t *testing.T) {
 		row("w-cordoned", "r2", "r2", "Done", "true", "True", "b1", ""),
 		row("w-notready", "r2", "r2", "Done", "", "False", "b1", ""),
 		row("w-new", "", "", "", "", "True", "b1", ""), // never sent anything: runs what it booted with
+		row("w-bare", "", "", "", "", "", "", ""),      // no Ready condition yet: its empty fields are fields
 	}, "\n") + "\n"
 	cordoned, out := nodesOut(rows)
 	if cordoned != 1 {
 		t.Errorf("cordoned: %d, want 1", cordoned)
 	}
-	if diff := cmp.Diff([]string{"w-sent", "w-working", "w-cordoned", "w-notready"}, out); diff != "" {
+	if diff := cmp.Diff([]string{"w-sent", "w-working", "w-cordoned", "w-notready", "w-bare"}, out); diff != "" {
 		t.Errorf("out (-want +got):\n%s", diff)
 	}
 	if c, o := nodesOut(""); c != 0 || o != nil {
