@@ -41,6 +41,22 @@ type Status struct {
 	// lastEvent avoids repeating the same event at every poll; lastSpec
 	// the same MachineConfigNode spec at every status change.
 	lastEvent, lastSpec string
+	// wrote holds the annotations this process last wrote ("": removed),
+	// for Shows.
+	wrote map[string]string
+}
+
+// Shows tells whether node (read from a cache) holds every annotation
+// this process wrote last: a cache that has not seen the daemon's own
+// last write is read again from the API server, so that no decision is
+// taken on the state before it (a drain given up, a grant used).
+func (s *Status) Shows(node *corev1.Node) bool {
+	for k, v := range s.wrote {
+		if cur, ok := node.Annotations[k]; cur != v || (v == "" && ok) {
+			return false
+		}
+	}
+	return true
 }
 
 // condition records one MachineConfigNode condition; lastTransitionTime
@@ -177,6 +193,12 @@ func (s *Status) annotate(ctx context.Context, node *corev1.Node, kv map[string]
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
 	if err := s.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, b)); err != nil {
 		return fmt.Errorf("annotating node %s: %w", s.NodeName, err)
+	}
+	if s.wrote == nil {
+		s.wrote = map[string]string{}
+	}
+	for k := range patch {
+		s.wrote[k] = kv[k]
 	}
 	return nil
 }
