@@ -487,7 +487,11 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		}
 		msg := fmt.Sprintf("resumed the update to %s at step %s after %s", j.To, at, why)
 		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)
-		d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
+		// Back from the reboot it asked for is the plan, told by the
+		// update's end; a crash or a reboot nobody planned is news.
+		if !r.Planned {
+			d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
+		}
 		if strings.HasPrefix(node.Annotations[ndpmcv1.ReasonAnnotation], v1alpha1.RebootTimeoutReason) {
 			// Back after ndp-controller marked it Degraded for staying
 			// down too long: at work again.
