@@ -88,6 +88,9 @@ type Daemon struct {
 	lastApplied string
 	// history is the node's NodeHistory as written (history_write.go).
 	history history
+	// staleReads counts the reads in a row of a cache that did not show
+	// the daemon's own last write.
+	staleReads int
 }
 
 // transientError is a failure of the cluster, not of the node: retried,
@@ -125,6 +128,9 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	node, err := d.readNode(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if node == nil {
+		return staleRetry, nil
 	}
 	// Before anything else, a journaled update included: no step runs
 	// while the MCO manages the node.
@@ -201,21 +207,40 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	return d.start(ctx, node, cur, desired, prev, boot)
 }
 
-// readNode reads the daemon's Node from Nodes (a cache), or from the API
-// server when there is no cache or it has not seen the daemon's own last
-// write yet.
+// readNode reads the daemon's Node from Nodes (a cache). A cache that has
+// not seen the daemon's own last write yet gives nil: the watch event that
+// brings the write syncs again (staleRetry covers a lost one); after
+// staleReads such reads in a row (another writer changed what the daemon
+// wrote before the cache showed it), the node is read from the API
+// server. Without Nodes, from the API server.
 func (d *Daemon) readNode(ctx context.Context) (*corev1.Node, error) {
 	var node corev1.Node
 	if d.Nodes != nil {
-		if err := d.Nodes.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err == nil && d.Status.Shows(&node) {
-			return &node, nil
+		if err := d.Nodes.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err == nil {
+			if d.Status.Shows(&node) {
+				d.Status.Seen()
+				d.staleReads = 0
+				return &node, nil
+			}
+			if d.staleReads++; d.staleReads < staleReads {
+				return nil, nil
+			}
 		}
 	}
 	if err := d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err != nil {
 		return nil, fmt.Errorf("reading node %s: %w", d.NodeName, err)
 	}
+	d.Status.Seen() // the API server's node is newer than any write before
+	d.staleReads = 0
 	return &node, nil
 }
+
+// staleReads and staleRetry bound how long the daemon waits for its cache
+// to show its own last write before it reads the API server.
+const (
+	staleReads = 5
+	staleRetry = 200 * time.Millisecond
+)
 
 // mcoRecheck is how often a daemon that stands down for the Machine Config
 // Operator looks again when its MCO source cannot tell it that the MCO

@@ -47,9 +47,9 @@ type Status struct {
 }
 
 // Shows tells whether node (read from a cache) holds every annotation
-// this process wrote last: a cache that has not seen the daemon's own
-// last write is read again from the API server, so that no decision is
-// taken on the state before it (a drain given up, a grant used).
+// this process wrote since the last Seen: no decision is taken on a node
+// from before the daemon's own last write (a drain given up, a grant
+// used).
 func (s *Status) Shows(node *corev1.Node) bool {
 	for k, v := range s.wrote {
 		if cur, ok := node.Annotations[k]; cur != v || (v == "" && ok) {
@@ -58,6 +58,10 @@ func (s *Status) Shows(node *corev1.Node) bool {
 	}
 	return true
 }
+
+// Seen forgets the annotations written: a node read since holds them, or
+// what another writer set after them.
+func (s *Status) Seen() { s.wrote = nil }
 
 // condition records one MachineConfigNode condition; lastTransitionTime
 // only moves when its status does.
