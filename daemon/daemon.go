@@ -152,6 +152,16 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	}
 	first := !d.synced
 	d.synced = true
+	if first {
+		// Once per process, not in an update's way: the NodeHistory
+		// read (or created), as the MachineConfigNode's conditions are
+		// above. A failure is logged; the first record tries again.
+		hctx, cancel := context.WithTimeout(ctx, historyTimeout)
+		if err := d.loadHistory(hctx, node); err != nil {
+			d.Log.Error(err, "reading the node's history (read again at its first record)")
+		}
+		cancel()
+	}
 
 	var j Journal
 	hasJournal, err := d.Host.ReadJSON(JournalPath, &j)
@@ -160,9 +170,12 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	}
 	// The NodeHistory: entries whose write failed are written now; a new
 	// process records the journal's update once, in case the write of its
-	// last state was lost with the previous one.
+	// last state was lost with the previous one: an update that ended at
+	// once, one in progress with its next write (before its next step
+	// that takes time, or its end: a reboot's own process is one write
+	// from its end).
 	d.flushHistory(ctx, node)
-	if hasJournal && !d.history.recorded {
+	if hasJournal && !d.history.recorded && !j.InProgress() {
 		d.recordJournal(ctx, node, &j)
 	}
 	if hasJournal && j.InProgress() {

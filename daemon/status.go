@@ -90,6 +90,13 @@ func (s *Status) load(ctx context.Context) error {
 		raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		b, _ := json.Marshal(raw)
 		_ = json.Unmarshal(b, &stored) // the schema keeps them well formed
+		// The spec an earlier process applied is not applied again
+		// (a daemon starts again after every reboot).
+		pool, _, _ := unstructured.NestedString(u.Object, "spec", "pool", "name")
+		desired, _, _ := unstructured.NestedString(u.Object, "spec", "configVersion", "desired")
+		if s.lastSpec == "" && pool != "" && desired != "" {
+			s.lastSpec = pool + "|" + desired
+		}
 	}
 	for _, c := range s.conds {
 		meta.SetStatusCondition(&stored, c)
