@@ -39,10 +39,15 @@ const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 type Daemon struct {
 	NodeName string
 	// Client writes the node's annotations and its MachineConfigNode;
-	// Reader reads the node and MachineConfigs from the API server,
-	// uncached.
+	// Reader reads MachineConfigs (and the node, without Nodes) from the
+	// API server, uncached.
 	Client client.Client
 	Reader client.Reader
+	// Nodes reads the daemon's own Node at each Sync: the cache of the
+	// watch that wakes it (ndp-daemon's manager caches that one Node), so
+	// that a Sync costs no GET. A write the cache has not seen yet only
+	// repeats an idempotent patch. Nil: Reader.
+	Nodes client.Reader
 	// MCO tells whether the Machine Config Operator manages the node:
 	// an *mcoguard.Guard (watches; no request per Sync, and a change of
 	// presence wakes the daemon, SetupWithManager) in ndp-daemon.
@@ -83,6 +88,9 @@ type Daemon struct {
 	lastApplied string
 	// history is the node's NodeHistory as written (history_write.go).
 	history history
+	// staleReads counts the reads in a row of a cache that did not show
+	// the daemon's own last write.
+	staleReads int
 }
 
 // transientError is a failure of the cluster, not of the node: retried,
@@ -117,13 +125,16 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	if d.rebooting {
 		return 0, nil // the system is going down
 	}
-	var node corev1.Node
-	if err := d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err != nil {
-		return 0, fmt.Errorf("reading node %s: %w", d.NodeName, err)
+	node, err := d.readNode(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if node == nil {
+		return staleRetry, nil
 	}
 	// Before anything else, a journaled update included: no step runs
 	// while the MCO manages the node.
-	down, err := d.standDown(ctx, &node)
+	down, err := d.standDown(ctx, node)
 	if err != nil {
 		return 0, err
 	}
@@ -141,21 +152,34 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	}
 	first := !d.synced
 	d.synced = true
+	if first {
+		// Once per process, not in an update's way: the NodeHistory
+		// read (or created), as the MachineConfigNode's conditions are
+		// above. A failure is logged; the first record tries again.
+		hctx, cancel := context.WithTimeout(ctx, historyTimeout)
+		if err := d.loadHistory(hctx, node); err != nil {
+			d.Log.Error(err, "reading the node's history (read again at its first record)")
+		}
+		cancel()
+	}
 
 	var j Journal
 	hasJournal, err := d.Host.ReadJSON(JournalPath, &j)
 	if err != nil {
-		return d.PollInterval, d.refuse(ctx, &node, "", node.Annotations[ndpmcv1.DesiredConfigAnnotation], "", "JournalCorrupt", err)
+		return d.PollInterval, d.refuse(ctx, node, "", node.Annotations[ndpmcv1.DesiredConfigAnnotation], "", "JournalCorrupt", err)
 	}
 	// The NodeHistory: entries whose write failed are written now; a new
 	// process records the journal's update once, in case the write of its
-	// last state was lost with the previous one.
-	d.flushHistory(ctx, &node)
-	if hasJournal && !d.history.recorded {
-		d.recordJournal(ctx, &node, &j)
+	// last state was lost with the previous one: an update that ended at
+	// once, one in progress with its next write (before its next step
+	// that takes time, or its end: a reboot's own process is one write
+	// from its end).
+	d.flushHistory(ctx, node)
+	if hasJournal && !d.history.recorded && !j.InProgress() {
+		d.recordJournal(ctx, node, &j)
 	}
 	if hasJournal && j.InProgress() {
-		return d.resume(ctx, &node, &j, boot, first)
+		return d.resume(ctx, node, &j, boot, first)
 	}
 	var prev *Journal
 	if hasJournal {
@@ -164,9 +188,9 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	if prev != nil && prev.Skipped != nil && !prev.Skipped.Closed {
 		// Given up at its drain's timeout, not reported yet (a crash, a
 		// failed write): the node goes back where it was first.
-		return 0, d.closeSkip(ctx, &node, prev)
+		return 0, d.closeSkip(ctx, node, prev)
 	}
-	cur, err := d.currentConfig(ctx, &node)
+	cur, err := d.currentConfig(ctx, node)
 	if err != nil {
 		return 0, err
 	}
@@ -175,11 +199,11 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 	}
 	desired := node.Annotations[ndpmcv1.DesiredConfigAnnotation]
 	if desired == "" || desired == cur.Name {
-		req := d.rebootRequest(ctx, &node, prev, boot)
-		if g, ok := grantFor(&node, req); ok {
-			return d.startRequestedReboot(ctx, &node, cur, req, g, prev, boot)
+		req := d.rebootRequest(ctx, node, prev, boot)
+		if g, ok := grantFor(node, req); ok {
+			return d.startRequestedReboot(ctx, node, cur, req, g, prev, boot)
 		}
-		if err := d.settled(ctx, &node, cur, prev, req); err != nil {
+		if err := d.settled(ctx, node, cur, prev, req); err != nil {
 			return 0, err
 		}
 		var next time.Duration
@@ -193,8 +217,43 @@ func (d *Daemon) Sync(ctx context.Context) (time.Duration, error) {
 		}
 		return next, nil
 	}
-	return d.start(ctx, &node, cur, desired, prev, boot)
+	return d.start(ctx, node, cur, desired, prev, boot)
 }
+
+// readNode reads the daemon's Node from Nodes (a cache). A cache that has
+// not seen the daemon's own last write yet gives nil: the watch event that
+// brings the write syncs again (staleRetry covers a lost one); after
+// staleReads such reads in a row (another writer changed what the daemon
+// wrote before the cache showed it), the node is read from the API
+// server. Without Nodes, from the API server.
+func (d *Daemon) readNode(ctx context.Context) (*corev1.Node, error) {
+	var node corev1.Node
+	if d.Nodes != nil {
+		if err := d.Nodes.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err == nil {
+			if d.Status.Shows(&node) {
+				d.Status.Seen()
+				d.staleReads = 0
+				return &node, nil
+			}
+			if d.staleReads++; d.staleReads < staleReads {
+				return nil, nil
+			}
+		}
+	}
+	if err := d.Reader.Get(ctx, client.ObjectKey{Name: d.NodeName}, &node); err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", d.NodeName, err)
+	}
+	d.Status.Seen() // the API server's node is newer than any write before
+	d.staleReads = 0
+	return &node, nil
+}
+
+// staleReads and staleRetry bound how long the daemon waits for its cache
+// to show its own last write before it reads the API server.
+const (
+	staleReads = 5
+	staleRetry = 200 * time.Millisecond
+)
 
 // mcoRecheck is how often a daemon that stands down for the Machine Config
 // Operator looks again when its MCO source cannot tell it that the MCO
@@ -369,7 +428,7 @@ func (d *Daemon) start(ctx context.Context, node *corev1.Node, cur *StoredConfig
 
 // launch reports the update u's journal starts, and runs it.
 func (d *Daemon) launch(ctx context.Context, node *corev1.Node, current string, u *update, inherit bool, boot string) (time.Duration, error) {
-	j, plan, desired, pool := u.j, &u.j.Plan, u.j.To, u.j.Pool
+	j, plan, desired := u.j, &u.j.Plan, u.j.To
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdatePrepared, metav1.ConditionTrue, "PlanVerified", describePlan(j))
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdateExecuted, metav1.ConditionUnknown, "Executing", "updating to "+desired)
 	d.Status.condition(mcfgv1.MachineConfigNodeUpdated, metav1.ConditionFalse, "Updating", fmt.Sprintf("updating from %s to %s", current, desired))
@@ -398,12 +457,39 @@ func (d *Daemon) launch(ctx context.Context, node *corev1.Node, current string, 
 		}
 		d.Status.condition(c.typ, metav1.ConditionFalse, reason, "")
 	}
-	if err := d.report(ctx, node, current, desired, map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}, pool); err != nil {
-		return 0, err
-	}
-	d.Status.event(node, corev1.EventTypeNormal, "UpdateStarted", "Update", describePlan(j))
-	d.recordJournal(ctx, node, j)
+	// Nothing is written yet: the start is reported with the first step
+	// that takes time (reportStarting), or with the end of an update that
+	// has none.
 	return d.run(ctx, node, u, boot)
+}
+
+// reportsBefore tells whether the daemon writes its progress (the
+// MachineConfigNode's conditions, the NodeHistory, the node's state)
+// before step s runs: before the steps that take time or end the process
+// (a drain, an action, an OS update, a reboot), so that a reader — the
+// rollout controller, kubectl ndp status, ndp why, the MachineConfigNode's
+// consumers — sees the update at work while they run. The quick steps
+// between are carried by the next write; an update without such a step is
+// written once, when it ends.
+func reportsBefore(s *Step) bool {
+	switch s.Name {
+	case StepDrain, StepAction, StepOS, StepReboot:
+		return true
+	}
+	return false
+}
+
+// reportProgress writes the update's progress. The node's state is
+// Working since the rollout controller sent it (in the same write as its
+// desiredConfig); a daemon resuming an update it was sent by an older
+// controller writes it here (a patch only when it differs).
+func (d *Daemon) reportProgress(ctx context.Context, node *corev1.Node, j *Journal) error {
+	working := map[string]string{ndpmcv1.StateAnnotation: ndpmcv1.StateWorking, ndpmcv1.ReasonAnnotation: ""}
+	if err := d.report(ctx, node, "", j.To, working, j.Pool); err != nil {
+		return err
+	}
+	d.recordJournal(ctx, node, j)
+	return nil
 }
 
 func describePlan(j *Journal) string {
@@ -439,7 +525,11 @@ func (d *Daemon) resume(ctx context.Context, node *corev1.Node, j *Journal, boot
 		}
 		msg := fmt.Sprintf("resumed the update to %s at step %s after %s", j.To, at, why)
 		d.Status.condition(mcfgv1.MachineConfigNodeResumed, metav1.ConditionTrue, "Resumed", msg)
-		d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
+		// Back from the reboot it asked for is the plan, told by the
+		// update's end; a crash or a reboot nobody planned is news.
+		if !r.Planned {
+			d.Status.event(node, corev1.EventTypeNormal, "Resumed", "Update", msg)
+		}
 		if strings.HasPrefix(node.Annotations[ndpmcv1.ReasonAnnotation], v1alpha1.RebootTimeoutReason) {
 			// Back after ndp-controller marked it Degraded for staying
 			// down too long: at work again.
@@ -584,8 +674,29 @@ func (d *Daemon) run(ctx context.Context, node *corev1.Node, u *update, boot str
 	}, j.Pool); err != nil {
 		return 0, err
 	}
-	d.Status.event(node, corev1.EventTypeNormal, "UpdateComplete", "Update", msg)
+	// An Event for what a person reads: the end of a drain or a reboot.
+	// What every update did is in the node's history (ndp why).
+	if ran(j, StepDrain) || ran(j, StepReboot) {
+		d.Status.event(node, corev1.EventTypeNormal, "UpdateComplete", "Update", msg+": "+ranSteps(j))
+	}
 	return 0, nil
+}
+
+// ran tells whether the update ran its step called name (not skipped).
+func ran(j *Journal, name string) bool {
+	s := j.step(name)
+	return s != nil && s.Done && !s.Skipped
+}
+
+// ranSteps lists the steps an update ran, skipped ones left out.
+func ranSteps(j *Journal) string {
+	var ran []string
+	for i := range j.Steps {
+		if s := &j.Steps[i]; s.Done && !s.Skipped {
+			ran = append(ran, s.Title())
+		}
+	}
+	return strings.Join(ran, ", ")
 }
 
 // step runs one step: begin journals that it started, then execute runs it
@@ -598,6 +709,10 @@ func (d *Daemon) step(ctx context.Context, node *corev1.Node, u *update, i int, 
 	}
 	if err := d.reportStarting(ctx, node, u.j, i, resumed, boot); err != nil {
 		return err
+	}
+	if !resumed {
+		// Journaled as started and reported: nothing of it ran yet.
+		d.crash(i, "started")
 	}
 	out, err := d.execute(ctx, node, u, i, resumed, boot)
 	return d.reportStep(ctx, node, u, i, out, err)
@@ -640,7 +755,6 @@ func (d *Daemon) begin(ctx context.Context, node *corev1.Node, j *Journal, i int
 	if err := d.Host.WriteJSON(JournalPath, j); err != nil {
 		return false, err
 	}
-	d.crash(i, "started")
 	return false, nil
 }
 
@@ -869,9 +983,6 @@ func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journ
 	switch s.Name {
 	case StepDrain:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionUnknown, "Draining", "evicting pods")
-		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
-			return err
-		}
 	case StepAction:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionUnknown, "Running", s.Title())
 	case StepReboot:
@@ -879,17 +990,18 @@ func (d *Daemon) reportStarting(ctx context.Context, node *corev1.Node, j *Journ
 			return nil
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateRebooted, metav1.ConditionUnknown, "Rebooting", "reboot requested")
-		if err := d.report(ctx, node, "", j.To, nil, j.Pool); err != nil {
-			return err
-		}
-		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
-	default:
+	}
+	if !reportsBefore(s) {
 		return nil
 	}
-	// The history learns of the steps that take time or end the process
-	// (drain, each action, the reboot) as they start, and of the quick
-	// ones before them with it: a few writes per update, not two a step.
-	d.recordJournal(ctx, node, j)
+	// The quick steps before it go with it: a few writes per update, not
+	// a few a step.
+	if err := d.reportProgress(ctx, node, j); err != nil {
+		return err
+	}
+	if s.Name == StepReboot {
+		d.Status.event(node, corev1.EventTypeNormal, "Rebooting", "Reboot", "rebooting into "+j.To)
+	}
 	return nil
 }
 
@@ -926,24 +1038,19 @@ func (d *Daemon) reportStep(ctx context.Context, node *corev1.Node, u *update, i
 			msg = "already cordoned before the update"
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateCordoned, metav1.ConditionTrue, "Cordoned", msg)
-		d.Status.event(node, corev1.EventTypeNormal, "Cordoned", "Cordon", msg)
 	case StepDrain:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateDrained, metav1.ConditionTrue, "Drained", "every evictable pod left the node")
-		d.Status.event(node, corev1.EventTypeNormal, "Drained", "Drain", "every evictable pod left the node")
 	case StepFiles:
 		msg := fmt.Sprintf("%d files and units written, %d removed", len(u.files.Writes), len(u.files.Removes))
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFiles, metav1.ConditionTrue, "Applied", msg)
-		d.Status.event(node, corev1.EventTypeNormal, "AppliedFiles", "WriteFiles", msg)
 	case StepOS:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateOS, metav1.ConditionTrue, "Applied", "OS changes staged for "+j.To)
-		d.Status.event(node, corev1.EventTypeNormal, "AppliedOSImage", "UpdateOS", "OS changes staged for "+j.To)
 	case StepCurrentConfig:
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateFilesAndOS, metav1.ConditionTrue, "Applied", "the host holds "+j.To)
 	case StepAction:
 		if s.Action.Type == ndpmcv1.PackageUpdateAction && j.Packages != nil {
 			d.Status.event(node, corev1.EventTypeNormal, "PackagesUpdated", "RunAction", j.Packages.Summary())
 		}
-		d.Status.event(node, corev1.EventTypeNormal, "ActionDone", "RunAction", s.Title()+" done")
 		if last := lastAction(j); last == i {
 			d.Status.condition(mcfgv1.MachineConfigNodeUpdatePostActionComplete, metav1.ConditionTrue, "Done", "every action of the plan ran")
 		}
@@ -963,9 +1070,9 @@ func (d *Daemon) reportStep(ctx context.Context, node *corev1.Node, u *update, i
 			return nil
 		}
 		d.Status.condition(mcfgv1.MachineConfigNodeUpdateUncordoned, metav1.ConditionTrue, "Uncordoned", "schedulable again")
-		d.Status.event(node, corev1.EventTypeNormal, "Uncordoned", "Uncordon", "schedulable again")
 	}
-	return d.report(ctx, node, "", j.To, nil, j.Pool)
+	// Written with the next step that takes time, or the update's end.
+	return nil
 }
 
 // crash kills the process at the fault-injection point CrashAt names.

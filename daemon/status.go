@@ -41,7 +41,27 @@ type Status struct {
 	// lastEvent avoids repeating the same event at every poll; lastSpec
 	// the same MachineConfigNode spec at every status change.
 	lastEvent, lastSpec string
+	// wrote holds the annotations this process last wrote ("": removed),
+	// for Shows.
+	wrote map[string]string
 }
+
+// Shows tells whether node (read from a cache) holds every annotation
+// this process wrote since the last Seen: no decision is taken on a node
+// from before the daemon's own last write (a drain given up, a grant
+// used).
+func (s *Status) Shows(node *corev1.Node) bool {
+	for k, v := range s.wrote {
+		if cur, ok := node.Annotations[k]; cur != v || (v == "" && ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// Seen forgets the annotations written: a node read since holds them, or
+// what another writer set after them.
+func (s *Status) Seen() { s.wrote = nil }
 
 // condition records one MachineConfigNode condition; lastTransitionTime
 // only moves when its status does.
@@ -70,6 +90,13 @@ func (s *Status) load(ctx context.Context) error {
 		raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		b, _ := json.Marshal(raw)
 		_ = json.Unmarshal(b, &stored) // the schema keeps them well formed
+		// The spec an earlier process applied is not applied again
+		// (a daemon starts again after every reboot).
+		pool, _, _ := unstructured.NestedString(u.Object, "spec", "pool", "name")
+		desired, _, _ := unstructured.NestedString(u.Object, "spec", "configVersion", "desired")
+		if s.lastSpec == "" && pool != "" && desired != "" {
+			s.lastSpec = pool + "|" + desired
+		}
 	}
 	for _, c := range s.conds {
 		meta.SetStatusCondition(&stored, c)
@@ -177,6 +204,12 @@ func (s *Status) annotate(ctx context.Context, node *corev1.Node, kv map[string]
 	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
 	if err := s.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, b)); err != nil {
 		return fmt.Errorf("annotating node %s: %w", s.NodeName, err)
+	}
+	if s.wrote == nil {
+		s.wrote = map[string]string{}
+	}
+	for k := range patch {
+		s.wrote[k] = kv[k]
 	}
 	return nil
 }

@@ -185,6 +185,7 @@ func run(info func(string, ...any), c config) error {
 		NodeName: c.NodeName,
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
+		Nodes:    mgr.GetClient(), // the cache of its own Node
 		MCO:      guard,
 		Host:     host,
 		Systemd:  sd,

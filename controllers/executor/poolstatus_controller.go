@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -125,6 +126,32 @@ type PoolStatusReconciler struct {
 	// warned holds "node\x00message" of the NoPrimaryPool events sent, so
 	// that each pool that selects the node does not repeat it.
 	warned sync.Map
+	// Interval is the least time between two writes of a pool's status
+	// that change only its progress: node counts, conditions' messages
+	// (DefaultPoolStatusInterval when zero); written records when each
+	// pool's was last written.
+	Interval time.Duration
+	written  sync.Map // pool name → time.Time
+}
+
+// DefaultPoolStatusInterval: during a rollout every node's step changes a
+// pool's counts; written at each, a 1,000-node rollout cost the API
+// server a pool status write per node, and woke the ClusterOperator's
+// controller as often. A condition's change of status or reason (the
+// rollout's end among them) is written at once.
+const DefaultPoolStatusInterval = 2 * time.Second
+
+// progressDue decides whether a status that differs from the pool's only
+// in its progress (same) is written now (wait 0), or after wait: at most
+// one such write per interval.
+func progressDue(last, now time.Time, interval time.Duration) (wait time.Duration) {
+	if last.IsZero() {
+		return 0
+	}
+	if since := now.Sub(last); since < interval {
+		return interval - since
+	}
+	return 0
 }
 
 // SetupWithManager reconciles a pool when it, its nodes or MachineConfigs
@@ -138,6 +165,8 @@ func (r *PoolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, poolevents.PoolsOfNode(r.Client)).
 		Watches(&ndpmcv1.MachineConfig{}, allPools).
 		WatchesRawSource(source.Channel(r.Conditions.changes, &handler.EnqueueRequestForObject{})).
+		// Pools are independent; the queue never hands one to two workers.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
 
@@ -192,12 +221,27 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if st.Configuration != "" {
 		status["configuration"] = map[string]any{"name": st.Configuration}
 	}
-	if same(&pool, status) {
+	if same(&pool, status, true) {
 		return reconcile.Result{}, nil
+	}
+	now := time.Now()
+	if same(&pool, status, false) {
+		interval := r.Interval
+		if interval == 0 {
+			interval = DefaultPoolStatusInterval
+		}
+		last, _ := r.written.Load(pool.Name)
+		lastAt, _ := last.(time.Time)
+		if wait := progressDue(lastAt, now, interval); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": pool.Name}, "status": status}}
 	u.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigPool"))
 	err = r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(PoolStatusFieldManager), client.ForceOwnership)
+	if err == nil {
+		r.written.Store(pool.Name, now)
+	}
 	return reconcile.Result{}, client.IgnoreNotFound(err)
 }
 
@@ -221,12 +265,18 @@ func (r *PoolStatusReconciler) reportUnmanaged(pool *mcfgv1.MachineConfigPool, u
 		fmt.Sprintf("%d selected nodes are managed by no pool: %s", len(unmanaged), strings.Join(msgs, "; ")))
 }
 
-// same tells whether the pool's status already says all of status.
-func same(pool *mcfgv1.MachineConfigPool, status map[string]any) bool {
+// same tells whether the pool's status already says all of status; with
+// progress false, all but its progress: the node counts and the
+// conditions' messages (which count and name nodes), not their status
+// or reason.
+func same(pool *mcfgv1.MachineConfigPool, status map[string]any, progress bool) bool {
 	st := pool.Status
-	if st.ObservedGeneration != pool.Generation || int64(st.MachineCount) != status["machineCount"] || int64(st.UpdatedMachineCount) != status["updatedMachineCount"] ||
+	if st.ObservedGeneration != pool.Generation {
+		return false
+	}
+	if progress && (int64(st.MachineCount) != status["machineCount"] || int64(st.UpdatedMachineCount) != status["updatedMachineCount"] ||
 		int64(st.ReadyMachineCount) != status["readyMachineCount"] || int64(st.UnavailableMachineCount) != status["unavailableMachineCount"] ||
-		int64(st.DegradedMachineCount) != status["degradedMachineCount"] {
+		int64(st.DegradedMachineCount) != status["degradedMachineCount"]) {
 		return false
 	}
 	if c, ok := status["configuration"].(map[string]any); ok && c["name"] != st.Configuration.Name {
@@ -240,7 +290,7 @@ func same(pool *mcfgv1.MachineConfigPool, status map[string]any) bool {
 		c := raw.(map[string]any)
 		found := false
 		for _, old := range st.Conditions {
-			if string(old.Type) == c["type"] && string(old.Status) == c["status"] && old.Reason == c["reason"] && old.Message == c["message"] {
+			if string(old.Type) == c["type"] && string(old.Status) == c["status"] && old.Reason == c["reason"] && (!progress || old.Message == c["message"]) {
 				found = true
 			}
 		}

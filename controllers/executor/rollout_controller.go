@@ -281,7 +281,12 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 			if err := write(gctx, n, target, drain); err != nil {
 				return err
 			}
-			r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, d.Out+i+1, len(nodes), d.Budget)
+			// An Event for what a person reads: the node is about to be
+			// drained or rebooted. A plan that only writes files and
+			// restarts services is in the node's history (ndp why).
+			if disrupts(mc, n) {
+				r.Recorder.Eventf(n, &pool, corev1.EventTypeNormal, "UpdateStarted", "Rollout", "pool %s: sent to %s (%d of %d nodes out, budget %d)", pool.Name, target, d.Out+i+1, len(nodes), d.Budget)
+			}
 			return nil
 		})
 	}
@@ -612,6 +617,11 @@ func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desir
 		a := map[string]any{ndpmcv1.DesiredConfigAnnotation: desired}
 		if desired != n.Annotations[ndpmcv1.CurrentConfigAnnotation] {
 			a[v1alpha1.DrainTimeoutAnnotation] = drainTimeoutValue(drain)
+			// The node is at work from the moment it is sent (the MCO's
+			// daemon says so once it starts): in the same write, so that
+			// the daemon's first write of an update is its progress.
+			a[ndpmcv1.StateAnnotation] = ndpmcv1.StateWorking
+			a[ndpmcv1.ReasonAnnotation] = nil
 		}
 		meta["annotations"] = a
 	}
@@ -630,6 +640,16 @@ func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desir
 	}
 	patch, _ := json.Marshal(body)
 	return r.Client.Patch(ctx, n.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+}
+
+// disrupts tells whether node n's plan to the target mc drains or
+// reboots it (unknown: it does).
+func disrupts(mc *ndpmcv1.MachineConfig, n *corev1.Node) bool {
+	if mc == nil {
+		return true
+	}
+	p := mc.Status.PlanFrom(n.Annotations[ndpmcv1.CurrentConfigAnnotation])
+	return p == nil || p.Drain || p.Reboot || p.RebootIfAsked()
 }
 
 // drainTimeoutValue is DrainTimeoutAnnotation's value in a merge patch:

@@ -241,8 +241,12 @@ spec:
 	if err := c.DeleteDaemonPod(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitEvent(ctx, framework.NodeName, "Resumed", "after a reboot"); err != nil {
+	// Back from the reboot it asked for, the update ends: its Event names
+	// the steps that ran (a planned reboot is no Resumed event).
+	if msg, err := c.WaitEvent(ctx, framework.NodeName, "UpdateComplete", target+": "); err != nil {
 		t.Fatal(err)
+	} else if !strings.Contains(msg, "reboot") {
+		t.Fatalf("UpdateComplete does not name the reboot: %q", msg)
 	}
 	if err := c.WaitNodeDone(ctx, target); err != nil {
 		t.Fatal(err)

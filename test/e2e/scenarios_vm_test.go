@@ -318,7 +318,12 @@ spec:
 		if err := c.WaitFor(ctx, w.Name+" uncordoned", "", "get", "node", w.Name, "-o", "jsonpath={.spec.unschedulable}"); err != nil {
 			return err
 		}
-		_, err := c.WaitEvent(ctx, w.Name, "Resumed", "after a reboot")
+		// The update's end names the reboot (back from a planned reboot
+		// is no Resumed event).
+		msg, err := c.WaitEvent(ctx, w.Name, "UpdateComplete", target+": ")
+		if err == nil && !strings.Contains(msg, "reboot") {
+			err = fmt.Errorf("%s: UpdateComplete does not name the reboot: %q", w.Name, msg)
+		}
 		return err
 	})
 	seen := watch()

@@ -93,7 +93,7 @@ type result struct {
 	total      time.Duration // the change applied → every node updated
 	firstOut   time.Duration // the change applied → the first node out
 	poolStatus time.Duration // the change applied → every pool's status Updated
-	node       percentiles   // each node's own update (its journal: start → last step done)
+	node       percentiles   // each node's own update (its journal's start → available again, its report included)
 	slot       percentiles   // each node's time out (the watch: unavailable → available)
 	ideal      time.Duration // waves × node p50
 	idealSlot  time.Duration // waves × slot p50
@@ -199,7 +199,16 @@ func (r *run) runChange(c change) *result {
 	res.after = r.snapshot()
 	res.peaks = r.tracker.peaks()
 
-	// Each node's own account, from its journal; and the change's effects.
+	// Each node's own account: from its journal's start to the end of its
+	// time out (the watch saw it available again: its last step and its
+	// report of it); and the change's effects.
+	slots := r.tracker.slotsSince()
+	slotEnd := map[string]time.Time{}
+	for _, s := range slots {
+		if !s.from.Before(t0) && s.to.After(slotEnd[s.node]) {
+			slotEnd[s.node] = s.to
+		}
+	}
 	plans := map[string]bool{}
 	var nodeDurations, slotDurations []time.Duration
 	for _, name := range sortedNodeNames(r.fleet.nodes) {
@@ -213,7 +222,7 @@ func (r *run) runChange(c change) *result {
 			res.failures = append(res.failures, fmt.Sprintf("%s: journal to %s, completed %t, failed %+v", name, j.To, j.Completed, j.Failed))
 			continue
 		}
-		var last time.Time
+		last := slotEnd[name]
 		for _, s := range j.Steps {
 			if s.DoneAt != nil && s.DoneAt.After(last) {
 				last = *s.DoneAt
@@ -231,7 +240,7 @@ func (r *run) runChange(c change) *result {
 	sort.Strings(res.plans)
 	first := t1
 	var busy time.Duration
-	for _, s := range r.tracker.slotsSince() {
+	for _, s := range slots {
 		if s.from.Before(t0) {
 			continue // a node out before the change (none expected)
 		}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -46,6 +47,9 @@ type fleet struct {
 
 	nodes map[string]*simNode
 	queue workqueue.TypedRateLimitingInterface[string]
+	// nodeStore is the shared Node informer's: each daemon reads its Node
+	// there, as ndp-daemon reads its manager's cache.
+	nodeStore cache.Store
 
 	mu         sync.Mutex
 	syncErrors map[string]int // error text (shortened) → count
@@ -72,6 +76,7 @@ func (f *fleet) newDaemon(n *simNode) *daemon.Daemon {
 		NodeName: n.name,
 		Client:   f.c,
 		Reader:   f.c, // uncached, as the daemon's APIReader
+		Nodes:    storeReader{f},
 		MCO:      f.mco,
 		Host:     n.host,
 		Systemd:  n.m.Systemd,
@@ -86,6 +91,30 @@ func (f *fleet) newDaemon(n *simNode) *daemon.Daemon {
 		PollInterval: f.cfg.poll,
 		Log:          logr.Discard(),
 	}
+}
+
+// storeReader reads Nodes from the fleet's informer (a copy, as a
+// controller-runtime cache gives), anything else from the API server.
+type storeReader struct{ f *fleet }
+
+func (r storeReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	n, ok := obj.(*corev1.Node)
+	if !ok || r.f.nodeStore == nil {
+		return r.f.c.Get(ctx, key, obj, opts...)
+	}
+	item, exists, err := r.f.nodeStore.GetByKey(key.Name)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
+	}
+	item.(*corev1.Node).DeepCopyInto(n)
+	return nil
+}
+
+func (r storeReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.f.c.List(ctx, list, opts...)
 }
 
 // addNode creates the simulated machine of a Node (its host root with the
@@ -152,6 +181,7 @@ func (f *fleet) setReady(ctx context.Context, name string, ready bool) {
 // start runs the shared informer, the workers and the simulated kubelets'
 // pod handling until ctx ends.
 func (f *fleet) start(ctx context.Context, nodeInformer cache.SharedIndexInformer, pods informers.SharedInformerFactory) {
+	f.nodeStore = nodeInformer.GetStore()
 	enqueue := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok {
 			f.mu.Lock()
