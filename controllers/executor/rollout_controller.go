@@ -617,11 +617,6 @@ func (r *RolloutReconciler) patchNode(ctx context.Context, n *corev1.Node, desir
 		a := map[string]any{ndpmcv1.DesiredConfigAnnotation: desired}
 		if desired != n.Annotations[ndpmcv1.CurrentConfigAnnotation] {
 			a[v1alpha1.DrainTimeoutAnnotation] = drainTimeoutValue(drain)
-			// The node is at work from the moment it is sent (the MCO's
-			// daemon says so once it starts): in the same write, so that
-			// the daemon's first write of an update is its progress.
-			a[ndpmcv1.StateAnnotation] = ndpmcv1.StateWorking
-			a[ndpmcv1.ReasonAnnotation] = nil
 		}
 		meta["annotations"] = a
 	}

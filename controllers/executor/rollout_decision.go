@@ -366,11 +366,23 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 		switch has := hasUpdateInProgressTaint(n); {
 		case desired == name && has:
 			d.Untaint = append(d.Untaint, n)
-		case desired != name && !has:
+		case desired != name && !has && mayDisrupt(plan(n)):
 			d.Taint = append(d.Taint, n)
 		}
 	}
 	return d
+}
+
+// mayDisrupt tells whether a node waiting for the target, with the plan
+// plan gives it, will be drained or rebooted: only then does the taint
+// steer new pods away from it (the MCO taints every waiting node; a plan
+// that moves no pod gains nothing from it, and costs a write per node). A
+// plan not known yet may.
+func mayDisrupt(p *ndpmcv1.PostConfigActions, known bool) bool {
+	if !known {
+		return true
+	}
+	return p != nil && (p.Drain || p.Reboot || p.RebootIfAsked())
 }
 
 // rebootAsked: the node runs the target, was sent to it, and its host

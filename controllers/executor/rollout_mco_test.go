@@ -284,6 +284,7 @@ func TestShouldMakeProgress(t *testing.T) {
 		name                string
 		node                *corev1.Node
 		paused, full        bool
+		drain, noPlan       bool // the plan from v0 drains; no plan from v0 yet
 		send, taint, untain []string
 	}{
 		{name: "node at desired config no patch on annotation or taints", node: done("nodeAtDesiredConfig", "v1").node()},
@@ -308,12 +309,28 @@ func TestShouldMakeProgress(t *testing.T) {
 			untain: []string{"nodeWithNoDesiredConfigButTaints"},
 		},
 		// syncMachineConfigPool: every node whose desiredConfig is not the
-		// target is tainted, sent or not (here over budget).
+		// target is tainted, sent or not (here over budget). ndp: when its
+		// plan drains or reboots it, or is not known yet.
 		{
 			name:  "a node over budget is tainted",
 			node:  done("waiting", "v0").node(),
 			full:  true,
+			drain: true,
 			taint: []string{"waiting"},
+		},
+		{
+			name:   "a node over budget without a plan yet is tainted",
+			node:   done("waiting", "v0").node(),
+			full:   true,
+			noPlan: true,
+			taint:  []string{"waiting"},
+		},
+		{
+			// ndp's difference: the taint steers pods away from a node
+			// about to be drained; a plan that moves none gains nothing.
+			name: "a node over budget whose plan moves no pod is not tainted",
+			node: done("waiting", "v0").node(),
+			full: true,
 		},
 		{
 			name: "a node over budget already tainted is left alone",
@@ -333,6 +350,11 @@ func TestShouldMakeProgress(t *testing.T) {
 			}
 			target := testTarget(true, "v0")
 			target.Name = "v1"
+			target.Status.PostConfigActions[0].Drain = tc.drain
+			if tc.noPlan {
+				target = testTarget(false)
+				target.Name = "v1"
+			}
 			d := decideRollout(pool, nodes, target)
 			if diff := cmp.Diff(tc.send, nodeNames(append(d.Redirect, d.Send...)), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("sent (-want +got):\n%s", diff)
