@@ -377,12 +377,11 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 // plan gives it, will be drained or rebooted: only then does the taint
 // steer new pods away from it (the MCO taints every waiting node; a plan
 // that moves no pod gains nothing from it, and costs a write per node). A
-// plan not known yet may.
+// plan not known yet is waited for: the plan controller writes it within
+// moments of the target, and the pool is looked at again then (tainting
+// every node meanwhile cost each update a write).
 func mayDisrupt(p *ndpmcv1.PostConfigActions, known bool) bool {
-	if !known {
-		return true
-	}
-	return p != nil && (p.Drain || p.Reboot || p.RebootIfAsked())
+	return known && p != nil && (p.Drain || p.Reboot || p.RebootIfAsked())
 }
 
 // rebootAsked: the node runs the target, was sent to it, and its host

@@ -310,7 +310,7 @@ func TestShouldMakeProgress(t *testing.T) {
 		},
 		// syncMachineConfigPool: every node whose desiredConfig is not the
 		// target is tainted, sent or not (here over budget). ndp: when its
-		// plan drains or reboots it, or is not known yet.
+		// plan drains or reboots it.
 		{
 			name:  "a node over budget is tainted",
 			node:  done("waiting", "v0").node(),
@@ -319,11 +319,11 @@ func TestShouldMakeProgress(t *testing.T) {
 			taint: []string{"waiting"},
 		},
 		{
-			name:   "a node over budget without a plan yet is tainted",
+			// ndp: tainted once its plan says it drains or reboots.
+			name:   "a node over budget without a plan yet is not tainted yet",
 			node:   done("waiting", "v0").node(),
 			full:   true,
 			noPlan: true,
-			taint:  []string{"waiting"},
 		},
 		{
 			// ndp's difference: the taint steers pods away from a node
