@@ -45,8 +45,8 @@ type Daemon struct {
 	Reader client.Reader
 	// Nodes reads the daemon's own Node at each Sync: the cache of the
 	// watch that wakes it (ndp-daemon's manager caches that one Node), so
-	// that a Sync costs no GET. A write the cache has not seen yet only
-	// repeats an idempotent patch. Nil: Reader.
+	// that a Sync costs no GET (readNode: a cache behind the daemon's own
+	// last write is waited for). Nil: Reader.
 	Nodes client.Reader
 	// MCO tells whether the Machine Config Operator manages the node:
 	// an *mcoguard.Guard (watches; no request per Sync, and a change of
