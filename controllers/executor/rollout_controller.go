@@ -644,7 +644,7 @@ func disrupts(mc *ndpmcv1.MachineConfig, n *corev1.Node) bool {
 		return true
 	}
 	p := mc.Status.PlanFrom(n.Annotations[ndpmcv1.CurrentConfigAnnotation])
-	return p == nil || p.Drain || p.Reboot || p.RebootIfAsked()
+	return p == nil || p.Disrupts()
 }
 
 // drainTimeoutValue is DrainTimeoutAnnotation's value in a merge patch:

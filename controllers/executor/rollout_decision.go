@@ -381,7 +381,7 @@ func decideRolloutWith(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node, tar
 // moments of the target, and the pool is looked at again then (tainting
 // every node meanwhile cost each update a write).
 func mayDisrupt(p *ndpmcv1.PostConfigActions, known bool) bool {
-	return known && p != nil && (p.Drain || p.Reboot || p.RebootIfAsked())
+	return known && p != nil && p.Disrupts()
 }
 
 // rebootAsked: the node runs the target, was sent to it, and its host

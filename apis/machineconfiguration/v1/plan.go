@@ -204,6 +204,12 @@ func (p *PostConfigActions) RebootIfAsked() bool {
 	return p.UpdatesPackages() && !p.Reboot
 }
 
+// Disrupts says whether the plan may drain or reboot the node: what moves
+// its pods (the rollout's taint and its Events are for those).
+func (p *PostConfigActions) Disrupts() bool {
+	return p.Drain || p.Reboot || p.RebootIfAsked()
+}
+
 // String is the action as administrators read it: "Restart chronyd.service".
 func (a PlanAction) String() string {
 	switch {
