@@ -78,6 +78,38 @@ type ForecastReconciler struct {
 	// digests the content, so a name parses once.
 	predictedMu sync.Mutex
 	predicted   map[string]*machineconfig.Config
+	// written is the status this process last wrote to each forecast
+	// (by name, with the object's UID): the forecasts' only writer, it
+	// knows their status better than a cache a write behind, and a
+	// forecast completed from a stale copy kept the nodes it had before
+	// its last write (test/mco's TestForecastBesideTheMCO under load).
+	writtenMu sync.Mutex
+	written   map[string]writtenStatus
+}
+
+// forget drops what freshen knows of a forecast deleted.
+func (r *ForecastReconciler) forget(name string) {
+	r.writtenMu.Lock()
+	defer r.writtenMu.Unlock()
+	delete(r.written, name)
+}
+
+// writtenStatus is a forecast's status as last written, and whose.
+type writtenStatus struct {
+	uid    types.UID
+	status v1alpha1.UpdateForecastStatus
+}
+
+// freshen puts in stored the statuses this process wrote last, where the
+// cache has not caught up with them (the same object, by UID).
+func (r *ForecastReconciler) freshen(stored []v1alpha1.UpdateForecast) {
+	r.writtenMu.Lock()
+	defer r.writtenMu.Unlock()
+	for i := range stored {
+		if w, ok := r.written[stored[i].Name]; ok && w.uid == stored[i].UID {
+			stored[i].Status = *w.status.DeepCopy()
+		}
+	}
 }
 
 // maxPredicted bounds ForecastReconciler.predicted.
@@ -154,6 +186,7 @@ func (r *ForecastReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.freshen(stored)
 	var pool mcfgv1.MachineConfigPool
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -161,6 +194,7 @@ func (r *ForecastReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		}
 		// The pool is gone: so are its forecasts.
 		for i := range stored {
+			r.forget(stored[i].Name)
 			if err := r.Client.Delete(ctx, &stored[i]); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, err
 			}
@@ -191,6 +225,7 @@ func (r *ForecastReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	for _, name := range writes.Delete {
 		f := &v1alpha1.UpdateForecast{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		r.forget(name)
 		if err := r.Client.Delete(ctx, f); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
@@ -250,6 +285,12 @@ func (r *ForecastReconciler) write(ctx context.Context, pool *mcfgv1.MachineConf
 	if err := r.Client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("writing the status of UpdateForecast %s: %w", f.Name, err)
 	}
+	r.writtenMu.Lock()
+	defer r.writtenMu.Unlock()
+	if r.written == nil {
+		r.written = map[string]writtenStatus{}
+	}
+	r.written[f.Name] = writtenStatus{uid: obj.UID, status: *f.Status.DeepCopy()}
 	return nil
 }
 
