@@ -95,7 +95,7 @@ func (s *Status) load(ctx context.Context) error {
 		pool, _, _ := unstructured.NestedString(u.Object, "spec", "pool", "name")
 		desired, _, _ := unstructured.NestedString(u.Object, "spec", "configVersion", "desired")
 		if s.lastSpec == "" && pool != "" && desired != "" {
-			s.lastSpec = pool + "|" + desired
+			s.lastSpec = specKey(pool, desired)
 		}
 	}
 	for _, c := range s.conds {
@@ -104,6 +104,10 @@ func (s *Status) load(ctx context.Context) error {
 	s.conds, s.loaded = stored, true
 	return nil
 }
+
+// specKey is what the MachineConfigNode's spec says, to skip an apply of
+// the same.
+func specKey(pool, desired string) string { return pool + "|" + desired }
 
 // apply writes the MachineConfigNode: spec (node, pool, desired config)
 // and status (current and desired config, conditions).
@@ -130,7 +134,7 @@ func (s *Status) apply(ctx context.Context, pool, current, desired string) error
 		},
 	}}
 	spec.SetGroupVersionKind(gvk)
-	if key := pool + "|" + desired; key != s.lastSpec {
+	if key := specKey(pool, desired); key != s.lastSpec {
 		if err := s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(spec), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying MachineConfigNode %s: %w", s.NodeName, err)
 		}

@@ -145,9 +145,6 @@ const DefaultPoolStatusInterval = 2 * time.Second
 // in its progress (same) is written now (wait 0), or after wait: at most
 // one such write per interval.
 func progressDue(last, now time.Time, interval time.Duration) (wait time.Duration) {
-	if last.IsZero() {
-		return 0
-	}
 	if since := now.Sub(last); since < interval {
 		return interval - since
 	}
@@ -176,6 +173,7 @@ func (r *PoolStatusReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			poolNodes.DeletePartialMatch(prometheus.Labels{"pool": req.Name})
+			r.written.Delete(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
